@@ -1,0 +1,40 @@
+// Lint keeps the layer arrows of DESIGN.md §3 honest: a wrong import fails CI, not review.
+import tseslint from 'typescript-eslint';
+
+const layer = (files, patterns) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns }] },
+});
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'schema/**'] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      'no-console': ['error'],
+    },
+  },
+  layer(['src/protocol/**'], [
+    { group: ['node:*', 'vscode-jsonrpc', 'vscode-jsonrpc/*', 'pino', '../store/*', '../server/*', '../transport/*', '../client/*', '../cli.js'], message: 'protocol is the floor: zod only' },
+  ]),
+  layer(['src/store/**'], [
+    { group: ['vscode-jsonrpc', 'vscode-jsonrpc/*', '../server/*', '../transport/*', '../client/*', '../cli.js'], message: 'store knows nothing of RPC' },
+    { group: ['../protocol/*', '!../protocol/model.js'], message: 'store may import only protocol/model.js' },
+  ]),
+  layer(['src/transport/**'], [
+    { group: ['../store/*', '../server/*', '../client/*', '../cli.js'], message: 'transport knows neither store nor server' },
+  ]),
+  layer(['src/server/**'], [
+    { group: ['../client/*', '../cli.js'], message: 'server is below client and cli' },
+  ]),
+  layer(['src/client/**'], [
+    { group: ['../store/*', '../server/*', '../cli.js'], message: 'client talks to the server over a transport only' },
+  ]),
+  {
+    files: ['test/**', 'bench/**', 'scripts/**'],
+    rules: { 'no-console': 'off' },
+  },
+);

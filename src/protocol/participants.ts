@@ -1,0 +1,35 @@
+// participants/*: participants/<name>.log, one user id per line in first-seen order.
+import { z } from 'zod';
+import { defineMethod } from './define.js';
+
+const Name = z.string().describe('The session name (one path component).');
+
+export const participantsAppend = defineMethod({
+  method: 'participants/append',
+  summary: 'Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present.',
+  params: z.strictObject({
+    name: Name,
+    userId: z.string().describe('Trimmed before it is stored or compared.'),
+    incarnation: z.string().optional().describe('When given, refuse with -32050 unless it is the session\'s current incarnation.'),
+  }),
+  result: z.object({ added: z.boolean().describe('false when the id was already there') }),
+  errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],
+  mutates: true,
+});
+
+export const participantsRead = defineMethod({
+  method: 'participants/read',
+  summary: 'Every user id, in first-seen order.',
+  params: z.strictObject({ name: Name }),
+  result: z.object({ userIds: z.array(z.string()) }),
+  errors: ['StorageFailure'],
+});
+
+export const participantsRemove = defineMethod({
+  method: 'participants/remove',
+  summary: 'Deletes the journal; removed is false when there was none.',
+  params: z.strictObject({ name: Name }),
+  result: z.object({ removed: z.boolean() }),
+  errors: ['StorageFailure', 'ShuttingDown'],
+  mutates: true,
+});

@@ -1,0 +1,71 @@
+// state/*: the top-level fields of state.json.
+import { z } from 'zod';
+import { defineMethod } from './define.js';
+import { HomeRef, StateDocument } from './model.js';
+
+const Changed = z.object({ changed: z.boolean().describe('false when the value was already set: nothing was written') });
+const NoParams = z.strictObject({}).default({});
+
+export const stateGet = defineMethod({
+  method: 'state/get',
+  summary: 'The state document as committed, with config defaults (state/applyDefaults) overlaid.',
+  params: NoParams,
+  result: z.object({ state: StateDocument }),
+  errors: [],
+});
+
+export const stateApplyDefaults = defineMethod({
+  method: 'state/applyDefaults',
+  summary: 'Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json.',
+  params: z.strictObject({ home: HomeRef.optional(), workspace: z.string().optional(), source: z.string().optional() }),
+  result: z.object({ state: StateDocument }),
+  errors: [],
+});
+
+export const stateSetHome = defineMethod({
+  method: 'state/setHome',
+  summary: 'Sets the home (category or forum) sessions are created under.',
+  params: z.strictObject({ home: HomeRef }),
+  result: Changed,
+  errors: ['StorageFailure', 'ShuttingDown'],
+  mutates: true,
+});
+
+const setter = <const M extends string, K extends string>(method: M, key: K, summary: string) =>
+  defineMethod({
+    method,
+    summary,
+    params: z.strictObject({ [key]: z.string() } as Record<K, z.ZodString>),
+    result: Changed,
+    errors: ['StorageFailure', 'ShuttingDown'],
+    mutates: true,
+  });
+
+export const stateSetWorkspace = setter('state/setWorkspace', 'workspace', 'Sets the workspace root ("" removes it).');
+export const stateSetSource = setter('state/setSource', 'source', 'Sets the Herrscher source checkout ("" removes it).');
+export const stateSetStatusMessageID = setter('state/setStatusMessageID', 'statusMessageID', 'Sets the id of the status message.');
+export const stateSetInstanceID = setter('state/setInstanceID', 'instanceID', 'Sets the instance id used in socket names and qualified names.');
+
+export const stateWorkspaceRoot = defineMethod({
+  method: 'state/workspaceRoot',
+  summary: 'The workspace, else the legacy repo field, else "".',
+  params: NoParams,
+  result: z.object({ workspaceRoot: z.string() }),
+  errors: [],
+});
+
+export const stateSourceDir = defineMethod({
+  method: 'state/sourceDir',
+  summary: 'The source checkout, or "".',
+  params: NoParams,
+  result: z.object({ sourceDir: z.string() }),
+  errors: [],
+});
+
+export const stateQualifiedName = defineMethod({
+  method: 'state/qualifiedName',
+  summary: '<instanceID>__<name>, or the name alone when there is no instance id.',
+  params: z.strictObject({ name: z.string() }),
+  result: z.object({ qualifiedName: z.string() }),
+  errors: [],
+});

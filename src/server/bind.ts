@@ -1,0 +1,70 @@
+// The method table bound to the store: each handler takes parsed params, makes one store call and
+// shapes the result. The logic lives in the store; the lifecycle lives in the server.
+import type { ParsedParamsOf } from '../protocol/define.js';
+import type { MethodName, MethodTable } from '../protocol/table.js';
+import type { z } from 'zod';
+import type { Store } from '../store/store.js';
+
+/** What a handler may need beyond the store: the server's own lifecycle. */
+export interface ServerContext {
+  readonly store: Store;
+  initialize(): z.input<MethodTable['initialize']['result']>;
+  shutdown(): Promise<void>;
+  exit(): void;
+  discover(): Record<string, unknown>;
+}
+
+export type Handler<M extends MethodName> = (
+  params: ParsedParamsOf<MethodTable[M]>,
+  ctx: ServerContext,
+) => Promise<z.input<MethodTable[M]['result']>> | z.input<MethodTable[M]['result']>;
+
+export type Handlers = { [M in MethodName]: Handler<M> };
+
+const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.incarnation });
+
+export const handlers: Handlers = {
+  initialize: (_p, ctx) => ctx.initialize(),
+  shutdown: async (_p, ctx) => {
+    await ctx.shutdown();
+    return null;
+  },
+  exit: (_p, ctx) => {
+    ctx.exit();
+    return null;
+  },
+  'rpc.discover': (_p, ctx) => ctx.discover(),
+
+  'state/get': (_p, { store }) => ({ state: store.getState() }),
+  'state/applyDefaults': (p, { store }) => ({ state: store.applyDefaults(p) }),
+  'state/setHome': (p, { store }) => store.setHome(p.home),
+  'state/setWorkspace': (p, { store }) => store.setWorkspace(p.workspace),
+  'state/setSource': (p, { store }) => store.setSource(p.source),
+  'state/setStatusMessageID': (p, { store }) => store.setStatusMessageID(p.statusMessageID),
+  'state/setInstanceID': (p, { store }) => store.setInstanceID(p.instanceID),
+  'state/workspaceRoot': (_p, { store }) => ({ workspaceRoot: store.workspaceRoot() }),
+  'state/sourceDir': (_p, { store }) => ({ sourceDir: store.sourceDir() }),
+  'state/qualifiedName': (p, { store }) => ({ qualifiedName: store.qualifiedName(p.name) }),
+
+  'session/add': async (p, { store }) => ({ session: await store.addSession(p.session) }),
+  'session/remove': (p, { store }) => store.removeSession(p.name, { purge: p.purge, ...guard(p) }),
+  'session/find': (p, { store }) => ({ session: store.findSession(p.name) }),
+  'session/list': (_p, { store }) => ({ sessions: store.listSessions() }),
+  'session/setResumeToken': (p, { store }) => store.setResumeToken(p.name, p.resumeToken, guard(p)),
+  'session/setPausedReason': (p, { store }) => store.setPausedReason(p.name, p.paused_reason, guard(p)),
+  'session/setBudget': (p, { store }) => store.setBudget(p.name, p, guard(p)),
+  'session/setBackendTarget': (p, { store }) => store.setBackendTarget(p.name, p, guard(p)),
+  'session/setArchived': (p, { store }) => store.setArchived(p.name, p.archived, guard(p)),
+
+  'transcript/append': async (p, { store }) => {
+    await store.appendTranscript(p.name, p.entry, guard(p));
+    return {};
+  },
+  'transcript/read': async (p, { store }) => ({ entries: await store.readTranscript(p.name, p.limit ?? 0) }),
+  'transcript/last': async (p, { store }) => ({ ts: await store.lastTranscriptTs(p.name) }),
+  'transcript/remove': async (p, { store }) => ({ removed: await store.removeTranscript(p.name) }),
+
+  'participants/append': async (p, { store }) => ({ added: await store.appendParticipant(p.name, p.userId, guard(p)) }),
+  'participants/read': async (p, { store }) => ({ userIds: await store.readParticipants(p.name) }),
+  'participants/remove': async (p, { store }) => ({ removed: await store.removeParticipants(p.name) }),
+};

@@ -1,0 +1,19 @@
+// Parses a call's params against the method's schema, then runs its handler: the single place
+// where the contract meets the store.
+import type { MethodName } from '../protocol/table.js';
+import { methods } from '../protocol/table.js';
+import type { Handler, ServerContext } from './bind.js';
+import { handlers } from './bind.js';
+import { invalidParams } from './to-rpc-error.js';
+
+export function isMethodName(name: string): name is MethodName {
+  return Object.prototype.hasOwnProperty.call(methods, name);
+}
+
+/** Runs `method` with raw params; throws ResponseError(-32602) when they fail the schema. */
+export async function dispatch(method: MethodName, rawParams: unknown, ctx: ServerContext): Promise<unknown> {
+  const parsed = methods[method].params.safeParse(rawParams);
+  if (!parsed.success) throw invalidParams(parsed.error);
+  const handler = handlers[method] as Handler<MethodName>;
+  return handler(parsed.data as never, ctx);
+}

@@ -1,0 +1,132 @@
+// Decodes parsed JSON into our shapes with Go's encoding/json rules, so a file the Go package
+// accepts loads here and one it rejects is refused (or, for a transcript line, skipped):
+// case-insensitive keys, null = zero value, type mismatches are errors, ints must be integer literals.
+import type { GoField, GoKind } from '../protocol/model.js';
+import { MAX_SAFE_COUNT, entryGoFields, homeGoFields, sessionGoFields, stateGoFields } from '../protocol/model.js';
+
+export class DecodeError extends Error {
+  constructor(readonly path: string, readonly rule: string) {
+    super(`${path}: ${rule}`);
+  }
+}
+
+interface Spec {
+  readonly byKey: ReadonlyMap<string, GoField>;
+  readonly byFold: ReadonlyMap<string, GoField>;
+  /** Whether keys matching no field are kept (state and session rows) or dropped (entries, as Go). */
+  readonly keepUnknown: boolean;
+}
+
+function spec(fields: readonly GoField[], keepUnknown: boolean): Spec {
+  const byFold = new Map<string, GoField>();
+  for (const field of fields) if (!byFold.has(field.key.toLowerCase())) byFold.set(field.key.toLowerCase(), field);
+  return { byKey: new Map(fields.map((x) => [x.key, x])), byFold, keepUnknown };
+}
+
+const stateSpec = spec(stateGoFields, true);
+const sessionSpec = spec(sessionGoFields, true);
+const homeSpec = spec(homeGoFields, false);
+const entrySpec = spec(entryGoFields, false);
+
+const isZero = (v: unknown): boolean =>
+  v === '' || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
+
+const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+
+function decodeValue(kind: GoKind, v: unknown, path: string): unknown {
+  switch (kind) {
+    case 'string':
+      if (typeof v !== 'string') throw new DecodeError(path, `must be a string, got ${typeName(v)}`);
+      return v;
+    case 'bool':
+      if (typeof v !== 'boolean') throw new DecodeError(path, `must be a boolean, got ${typeName(v)}`);
+      return v;
+    case 'int':
+    case 'uint':
+      if (typeof v !== 'number' || !Number.isInteger(v)) throw new DecodeError(path, `must be an integer, got ${JSON.stringify(v)}`);
+      if (kind === 'uint' && v < 0) throw new DecodeError(path, `must be >= 0, got ${v}`);
+      if (Math.abs(v) > MAX_SAFE_COUNT) {
+        throw new DecodeError(path, `${v} is beyond 2^53-1, which this server cannot hold exactly; lower it (0 means no cap)`);
+      }
+      return v;
+    case 'float':
+      if (typeof v !== 'number') throw new DecodeError(path, `must be a number, got ${typeName(v)}`);
+      if (!Number.isFinite(v)) throw new DecodeError(path, 'must be a finite number');
+      return v;
+    case 'strings':
+      if (!Array.isArray(v)) throw new DecodeError(path, `must be an array of strings, got ${typeName(v)}`);
+      return v.map((x, i) => (x === null ? '' : decodeValue('string', x, `${path}[${i}]`)));
+    case 'home':
+      return decodeStruct(v, homeSpec, path);
+    case 'sessions':
+      if (!Array.isArray(v)) throw new DecodeError(path, `must be an array, got ${typeName(v)}`);
+      return v.map((x, i) => decodeStruct(x, sessionSpec, `${path}[${i}]`));
+  }
+}
+
+function decodeStruct(v: unknown, s: Spec, path: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (v === null) return out;
+  if (typeof v !== 'object' || Array.isArray(v)) throw new DecodeError(path, `must be an object, got ${typeName(v)}`);
+  for (const [key, value] of Object.entries(v as Record<string, unknown>)) {
+    const field = s.byKey.get(key) ?? s.byFold.get(key.toLowerCase());
+    if (!field) {
+      if (s.keepUnknown) out[key] = value;
+      continue;
+    }
+    const decoded = value === null ? null : decodeValue(field.kind, value, `${path}.${field.key}`);
+    // A zero value of an omitempty field is dropped, so memory holds what Go would write back.
+    if (decoded === null || (field.omitempty && isZero(decoded))) delete out[field.key];
+    else out[field.key] = decoded;
+  }
+  return out;
+}
+
+function integerLiteralCheck(fields: readonly GoField[]): RegExp {
+  const keys = fields.filter((x) => x.kind === 'int' || x.kind === 'uint').map((x) => x.key);
+  return new RegExp(`"(${keys.join('|')})"\\s*:\\s*-?\\d+(?:\\.|[eE])`, 'i');
+}
+// JSON.parse reads 1.0 as 1; Go refuses it for an int field, so the literal is checked in the text.
+const stateNonInteger = integerLiteralCheck([...sessionGoFields]);
+const entryNonInteger = integerLiteralCheck(entryGoFields);
+
+function parseJson(text: string, label: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const detail = text.trim() === '' ? 'unexpected end of JSON input' : (err as Error).message;
+    throw new DecodeError(label, `invalid JSON: ${detail}`);
+  }
+}
+
+/** Decodes state.json's text; `null` and `{}` are an empty state, anything but an object an error. */
+export function decodeStateText(text: string, label: string): Record<string, unknown> {
+  if (text.charCodeAt(0) === 0xfeff) throw new DecodeError(label, 'invalid JSON: a byte-order mark is not allowed (Go refuses it)');
+  const value = parseJson(text, label);
+  const m = stateNonInteger.exec(text);
+  if (m) throw new DecodeError(label, `"${m[1]}" must be an integer literal, got a fraction or exponent`);
+  const doc = decodeStruct(value, stateSpec, label);
+  return doc;
+}
+
+/**
+ * Decodes one transcript line as Go's ReadTranscript would, or returns undefined for a line Go
+ * skips (unparsable, not an object, a type mismatch). `null` is an all-zero entry, as in Go.
+ */
+export function decodeTranscriptLine(line: string): Record<string, unknown> | undefined {
+  if (line.charCodeAt(0) === 0xfeff) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (value !== null && (typeof value !== 'object' || Array.isArray(value))) return undefined;
+  if (entryNonInteger.test(line)) return undefined;
+  try {
+    const e = decodeStruct(value, entrySpec, 'entry');
+    return { ts: '', role: '', text: '', ...e };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,155 @@
+// A JSON encoder that writes the bytes Go's encoding/json writes, so files we write are
+// byte-identical to the Go package's: HTML-safe escapes, U+2028/9, struct key order, omitempty,
+// MarshalIndent layout. JSON.stringify differs on all of these.
+import type { GoField } from '../protocol/model.js';
+import { entryGoFields, homeGoFields, sessionGoFields, stateGoFields } from '../protocol/model.js';
+
+const NEEDS_ESCAPE = /[\u0000-\u001f"\\<>&\u2028\u2029\ud800-\udfff]/;
+const HEX = '0123456789abcdef';
+
+/** Go's string encoding (Go >= 1.22 escapes): lone surrogates become \ufffd as invalid UTF-8 does. */
+export function encodeGoString(s: string): string {
+  if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;
+  let out = '"';
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    let rep: string | undefined;
+    if (c < 0x20) {
+      rep = c === 0x0a ? '\\n' : c === 0x0d ? '\\r' : c === 0x09 ? '\\t' : c === 0x08 ? '\\b' : c === 0x0c ? '\\f'
+        : `\\u00${HEX[c >> 4]}${HEX[c & 15]}`;
+    } else if (c === 0x22) rep = '\\"';
+    else if (c === 0x5c) rep = '\\\\';
+    else if (c === 0x3c) rep = '\\u003c';
+    else if (c === 0x3e) rep = '\\u003e';
+    else if (c === 0x26) rep = '\\u0026';
+    else if (c === 0x2028) rep = '\\u2028';
+    else if (c === 0x2029) rep = '\\u2029';
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) { i++; continue; }
+      rep = '\\ufffd';
+    } else if (c >= 0xdc00 && c <= 0xdfff) rep = '\\ufffd';
+    if (rep === undefined) continue;
+    out += s.slice(start, i) + rep;
+    start = i + 1;
+  }
+  return out + s.slice(start) + '"';
+}
+
+/** Go rejects NaN and ±Inf (`json: unsupported value`) where JS would write null. */
+export class UnsupportedValueError extends Error {
+  constructor(readonly path: string, value: unknown) {
+    super(`${path}: unsupported value ${String(value)} (JSON has no NaN or Infinity)`);
+  }
+}
+
+function encodeNumber(n: number, path: string): string {
+  if (!Number.isFinite(n)) throw new UnsupportedValueError(path, n);
+  // ES and Go agree on the shortest round-trip form (1e-7, 1e+21); only -0 differs.
+  return Object.is(n, -0) ? '-0' : String(n);
+}
+
+/** Encodes any JSON value (kept unknown fields) with Go's string rules, keys in insertion order. */
+function encodeAny(v: unknown, indent: string | null, prefix: string, path: string): string {
+  if (v === null || v === undefined) return 'null';
+  switch (typeof v) {
+    case 'string': return encodeGoString(v);
+    case 'number': return encodeNumber(v, path);
+    case 'boolean': return v ? 'true' : 'false';
+    case 'object': break;
+    default: throw new UnsupportedValueError(path, v);
+  }
+  if (Array.isArray(v)) {
+    if (v.length === 0) return '[]';
+    const inner = indent === null ? '' : prefix + indent;
+    const parts = v.map((x, i) => encodeAny(x, indent, inner, `${path}[${i}]`));
+    return indent === null ? `[${parts.join(',')}]` : `[\n${inner}${parts.join(`,\n${inner}`)}\n${prefix}]`;
+  }
+  const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
+  return encodeMembers(entries.map(([k, x]) => [k, (p: string) => encodeAny(x, indent, p, `${path}.${k}`)]), indent, prefix);
+}
+
+type Member = [key: string, encode: (prefix: string) => string];
+
+function encodeMembers(members: Member[], indent: string | null, prefix: string): string {
+  if (members.length === 0) return '{}';
+  if (indent === null) return `{${members.map(([k, e]) => `${encodeGoString(k)}:${e('')}`).join(',')}}`;
+  const inner = prefix + indent;
+  return `{\n${members.map(([k, e]) => `${inner}${encodeGoString(k)}: ${e(inner)}`).join(`,\n`)}\n${prefix}}`;
+}
+
+function isZero(kind: GoField['kind'], v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  switch (kind) {
+    case 'string': return v === '';
+    case 'bool': return v === false;
+    case 'int': case 'uint': case 'float': return v === 0;
+    case 'strings': case 'sessions': return Array.isArray(v) && v.length === 0;
+    case 'home': return false;
+  }
+}
+
+const nested: Partial<Record<GoField['kind'], (v: unknown, indent: string | null, prefix: string, path: string) => string>> = {
+  home: (v, indent, prefix, path) => encodeStruct((v ?? {}) as Record<string, unknown>, homeGoFields, indent, prefix, path),
+  sessions: (v, indent, prefix, path) => {
+    if (v === null || v === undefined) return 'null';
+    const rows = v as Record<string, unknown>[];
+    if (rows.length === 0) return '[]';
+    if (indent === null) return `[${rows.map((r, i) => encodeStruct(r, sessionGoFields, null, '', `${path}[${i}]`)).join(',')}]`;
+    const inner = prefix + indent;
+    return `[\n${inner}${rows.map((r, i) => encodeStruct(r, sessionGoFields, indent, inner, `${path}[${i}]`)).join(`,\n${inner}`)}\n${prefix}]`;
+  },
+};
+
+const ZERO: Record<GoField['kind'], unknown> = {
+  string: '', bool: false, int: 0, uint: 0, float: 0, strings: null, home: undefined, sessions: null,
+};
+
+/**
+ * Encodes an object as a Go struct: known fields in declaration order with omitempty, then any
+ * other keys it carries (unknown fields kept from the file) in their own order.
+ */
+function encodeStruct(
+  obj: Record<string, unknown>, fields: readonly GoField[], indent: string | null, prefix: string, path: string,
+): string {
+  const members: Member[] = [];
+  const known = new Set<string>();
+  for (const field of fields) {
+    known.add(field.key);
+    const v = obj[field.key];
+    if (field.omitempty && isZero(field.kind, v)) continue;
+    const value = v === undefined ? ZERO[field.kind] : v;
+    const sub = nested[field.kind];
+    const at = `${path}.${field.key}`;
+    members.push([field.key, (p) => (sub ? sub(value, indent, p, at) : encodeAny(value, indent, p, at))]);
+  }
+  for (const key of Object.keys(obj)) {
+    if (known.has(key) || obj[key] === undefined) continue;
+    members.push([key, (p) => encodeAny(obj[key], indent, p, `${path}.${key}`)]);
+  }
+  return encodeMembers(members, indent, prefix);
+}
+
+/** state.json as Go's `json.MarshalIndent(s, "", "  ")`: two-space indent, no trailing newline. */
+export function encodeStateDocument(doc: object): string {
+  return encodeStruct(doc as Record<string, unknown>, stateGoFields, '  ', '', 'state');
+}
+
+/** One transcript line as Go's `json.Marshal(e)` plus "\n". Unknown keys are not written (as Go). */
+export function encodeTranscriptLine(entry: object): string {
+  const e = entry as Record<string, unknown>;
+  const members: Member[] = [];
+  for (const field of entryGoFields) {
+    const v = e[field.key];
+    if (field.omitempty && isZero(field.kind, v)) continue;
+    const value = v === undefined ? ZERO[field.kind] : v;
+    members.push([field.key, () => encodeAny(value, null, '', `entry.${field.key}`)]);
+  }
+  return `${encodeMembers(members, null, '')}\n`;
+}
+
+/** A session row compact, as Go's json.Marshal would (used by tests and the wire encoder). */
+export function encodeSession(row: object): string {
+  return encodeStruct(row as Record<string, unknown>, sessionGoFields, null, '', 'session');
+}

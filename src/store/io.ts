@@ -1,0 +1,54 @@
+// The few file-system calls the store makes, as one seam: tests swap a call to inject ENOSPC or
+// EIO and check that nothing changed, the way sonic-boom's tests swap node:fs.
+import fs from 'node:fs/promises';
+import writeFileAtomic from 'write-file-atomic';
+
+export interface Io {
+  /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
+  writeAtomic(file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<void>;
+  /** fsync of a directory, so a rename or a new file survives power loss. */
+  syncDir(dir: string): Promise<void>;
+  open(file: string, flags: string | number, mode?: number): Promise<fs.FileHandle>;
+  write(fh: fs.FileHandle, buf: Buffer): Promise<number>;
+  datasync(fh: fs.FileHandle): Promise<void>;
+  truncate(fh: fs.FileHandle, len: number): Promise<void>;
+  readFile(file: string): Promise<Buffer>;
+  read(fh: fs.FileHandle, buf: Buffer, position: number): Promise<number>;
+  size(fh: fs.FileHandle): Promise<number>;
+  mkdir(dir: string, mode: number): Promise<void>;
+  unlink(file: string): Promise<void>;
+  readdir(dir: string): Promise<string[]>;
+}
+
+export const nodeIo: Io = {
+  writeAtomic: (file, data, { mode, sync }) => writeFileAtomic(file, data, { mode, fsync: sync }),
+  async syncDir(dir) {
+    const fh = await fs.open(dir, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  },
+  open: (file, flags, mode) => fs.open(file, flags, mode),
+  write: async (fh, buf) => {
+    let off = 0;
+    while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
+    return off;
+  },
+  datasync: (fh) => fh.datasync(),
+  truncate: (fh, len) => fh.truncate(len),
+  readFile: (file) => fs.readFile(file),
+  read: async (fh, buf, position) => (await fh.read(buf, 0, buf.length, position)).bytesRead,
+  size: async (fh) => (await fh.stat()).size,
+  mkdir: async (dir, mode) => {
+    await fs.mkdir(dir, { recursive: true, mode });
+  },
+  unlink: (file) => fs.unlink(file),
+  readdir: (dir) => fs.readdir(dir),
+};
+
+/** Copies an Io with some calls replaced: the seam tests use. */
+export function withIo(overrides: Partial<Io>): Io {
+  return { ...nodeIo, ...overrides };
+}

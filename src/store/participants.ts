@@ -1,0 +1,119 @@
+// One session's participants journal, participants/<name>.log: one user id per line, first-seen
+// order. The set is loaded once and kept, so membership is O(1) however long the journal grows.
+import { AppendFile } from './append-file.js';
+import type { Io } from './io.js';
+import { goTrimSpace } from './go-text.js';
+import type { Durability } from './state-store.js';
+import { ioError, StoreError } from './store-error.js';
+
+/** bufio.Scanner's default token limit: Go's ReadParticipants stops at a longer line. */
+const GO_SCAN_MAX_LINE = 64 * 1024 - 1;
+export const MAX_USER_ID_CHARS = 256;
+
+/** Go's ReadParticipants over a journal's bytes: trimmed, blanks and repeats skipped. */
+export function parseJournal(buf: Buffer): string[] {
+  const seen = new Set<string>();
+  let start = 0;
+  while (start < buf.length) {
+    let end = buf.indexOf(0x0a, start);
+    if (end < 0) end = buf.length;
+    if (end - start > GO_SCAN_MAX_LINE) break;
+    const id = goTrimSpace(buf.toString('utf8', start, end));
+    if (id !== '') seen.add(id);
+    start = end + 1;
+  }
+  return [...seen];
+}
+
+/**
+ * Normalises an id before it is appended. Unlike Go, the id is trimmed (Go stores " u1 " and
+ * then treats "u1" as present), and one that would not read back as itself is refused.
+ */
+export function normaliseUserId(raw: string): string {
+  const id = goTrimSpace(raw);
+  const bad =
+    id === '' ? 'must not be empty or blank'
+    : /[\r\n]/.test(id) ? 'must not contain CR or LF'
+    : [...id].length > MAX_USER_ID_CHARS ? `must be at most ${MAX_USER_ID_CHARS} characters`
+    : undefined;
+  if (bad) throw new StoreError('invalid-input', `userId ${bad}`);
+  return id;
+}
+
+export class Participants {
+  private readonly log: AppendFile;
+  private ids: Set<string> | undefined;
+  /** Ids whose append is in flight: a concurrent duplicate answers false without waiting. */
+  private readonly claimed = new Set<string>();
+  private loading: Promise<Set<string>> | undefined;
+
+  constructor(private readonly io: Io, readonly file: string, readonly rel: string, durability: Durability) {
+    // A torn last id is kept as a line: Go's reader would return it too, so reads stay the same.
+    this.log = new AppendFile(io, file, rel, durability, { tornTail: () => 'keep' });
+  }
+
+  /** Appends `userId` unless present; `added` says whether it was new. Idempotent under concurrency. */
+  async append(userId: string): Promise<boolean> {
+    const id = normaliseUserId(userId);
+    const ids = await this.load();
+    if (ids.has(id) || this.claimed.has(id)) return false;
+    this.claimed.add(id);
+    try {
+      await this.log.append(Buffer.from(`${id}\n`));
+      (this.ids ?? ids).add(id);
+    } finally {
+      this.claimed.delete(id);
+    }
+    return true;
+  }
+
+  /** Ids in first-seen order, as they are in the file. */
+  async read(): Promise<string[]> {
+    return [...(await this.load())];
+  }
+
+  async has(userId: string): Promise<boolean> {
+    return (await this.load()).has(goTrimSpace(userId));
+  }
+
+  /** Deletes the journal after queued appends; `removed` says whether there was one. */
+  remove(): Promise<boolean> {
+    return this.log.exclusive(async () => {
+      this.ids = new Set();
+      this.loading = undefined;
+      try {
+        await this.io.unlink(this.file);
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        this.ids = undefined; // unknown now: reload from the file next time
+        throw ioError('remove', this.rel, err);
+      }
+    });
+  }
+
+  settled(): Promise<void> {
+    return this.log.settled();
+  }
+
+  close(): Promise<void> {
+    return this.log.close();
+  }
+
+  private load(): Promise<Set<string>> {
+    if (this.ids) return Promise.resolve(this.ids);
+    this.loading ??= (async () => {
+      let buf: Buffer = Buffer.alloc(0);
+      try {
+        buf = await this.io.readFile(this.file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('read', this.rel, err);
+      }
+      this.ids = new Set(parseJournal(buf));
+      return this.ids;
+    })().finally(() => {
+      this.loading = undefined;
+    });
+    return this.loading;
+  }
+}

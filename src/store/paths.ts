@@ -1,0 +1,45 @@
+// Where each file of a state dir lives, and the one guard that keeps every derived path inside it.
+import path from 'node:path';
+import { SESSION_NAME_PATTERN } from '../protocol/model.js';
+import { StoreError } from './store-error.js';
+
+/**
+ * Refuses a name that is not one safe path component, so no method can reach outside the state
+ * dir. Unlike Go's TranscriptPath, which `filepath.Join`s `..` away.
+ */
+export function assertPathComponent(name: string): void {
+  const bad =
+    name === '' ? 'must not be empty'
+    : name === '.' || name === '..' ? 'must not be . or ..'
+    : /[/\\]/.test(name) ? 'must be one path component (no / or \\)'
+    : name.includes('\0') ? 'must not contain NUL'
+    : Buffer.byteLength(name) > 200 ? 'must be at most 200 bytes'
+    : undefined;
+  if (bad) throw new StoreError('invalid-name', `name ${JSON.stringify(name)} ${bad}`);
+}
+
+/** Herrscher's rule for new sessions (manager/validate.go); legacy rows are never re-validated. */
+export function assertSessionName(name: string): void {
+  if (!SESSION_NAME_PATTERN.test(name)) {
+    throw new StoreError(
+      'invalid-name',
+      `name ${JSON.stringify(name)} must match ${SESSION_NAME_PATTERN.source} (letters, digits, - or _, max 64)`,
+    );
+  }
+}
+
+export interface StatePaths {
+  readonly statePath: string;
+  readonly dir: string;
+  /** `<dir>/.<base>.lock`, the file Go's daemon flocks (core/host/lock.go), so the two exclude each other. */
+  readonly lockPath: string;
+}
+
+export function statePaths(statePath: string): StatePaths {
+  const abs = path.resolve(statePath);
+  const dir = path.dirname(abs);
+  return { statePath: abs, dir, lockPath: path.join(dir, `.${path.basename(abs)}.lock`) };
+}
+
+export const transcriptRel = (name: string): string => `transcripts/${name}.jsonl`;
+export const participantsRel = (name: string): string => `participants/${name}.log`;

@@ -1,0 +1,207 @@
+// The state document as immutable values: load-time backfills and every mutation as a pure
+// function from one document to the next. Persisting and queueing live in state-store.ts.
+import { randomBytes } from 'node:crypto';
+import type { HomeRef, NewSession, Session, StateDocument } from '../protocol/model.js';
+import { sessionGoFields } from '../protocol/model.js';
+import { StoreError } from './store-error.js';
+
+export type Doc = StateDocument;
+type Row = Session;
+
+/** A document with no sessions ever: `home` present, `sessions` null, as Go's NewState. */
+export function emptyDocument(): Doc {
+  return { home: { id: '', type: '' }, sessions: null };
+}
+
+const ROW_ZERO = { name: '', channelID: '', type: '', cmd: '' };
+
+/** Normalises a decoded state.json into a Doc: `home` always present, `sessions` null when absent. */
+export function fromDecoded(decoded: Record<string, unknown>): Doc {
+  const home = (decoded.home as HomeRef | undefined) ?? { id: '', type: '' };
+  return {
+    ...decoded,
+    home: { id: home.id ?? '', type: home.type ?? '' },
+    sessions: (decoded.sessions as Row[] | undefined)?.map((r) => ({ ...ROW_ZERO, ...(r as object) }) as Row) ?? null,
+  } as Doc;
+}
+
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+/** `inc_` + 26 base32 characters from a CSPRNG, as Go's `"inc_" + rand.Text()`; never one in `taken`. */
+export function newIncarnation(taken: ReadonlySet<string>): string {
+  for (;;) {
+    const bytes = randomBytes(26);
+    let s = 'inc_';
+    for (const b of bytes) s += BASE32[b % 32];
+    if (!taken.has(s)) return s;
+  }
+}
+
+/** Go's newSessionID: `s_<name>`, then `s_<name>_1`, `_2`… while taken. */
+export function newSessionID(name: string, taken: ReadonlySet<string>): string {
+  const base = `s_${name}`;
+  if (!taken.has(base)) return base;
+  for (let i = 1; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
+}
+
+/**
+ * Go's LoadState backfills: ids for rows without one (in file order, memory only), then a fresh
+ * incarnation for every row whose incarnation is empty or repeats an earlier one. `persist` says
+ * whether incarnations changed, which Go saves at once; an id-only backfill is not saved.
+ */
+export function backfill(doc: Doc): { doc: Doc; persist: boolean } {
+  const rows = doc.sessions;
+  if (!rows || rows.length === 0) return { doc, persist: false };
+  const ids = new Set(rows.map((r) => r.id ?? '').filter((id) => id !== ''));
+  const seen = new Set<string>();
+  let persist = false;
+  const next = rows.map((row) => {
+    let r = row;
+    if (!r.id) {
+      const id = newSessionID(r.name, ids);
+      ids.add(id);
+      r = { ...r, id };
+    }
+    const inc = r.incarnation ?? '';
+    if (inc === '' || seen.has(inc)) {
+      const fresh = newIncarnation(new Set([...seen, ...rows.map((x) => x.incarnation ?? '')]));
+      r = { ...reorder(r, 'incarnation', fresh) };
+      persist = true;
+    }
+    seen.add(r.incarnation as string);
+    return r;
+  });
+  return { doc: { ...doc, sessions: next }, persist };
+}
+
+// Spread keeps insertion order for unknown keys; known keys are re-ordered by the encoder anyway.
+const reorder = (r: Row, key: string, value: unknown): Row => ({ ...r, [key]: value });
+
+export interface Defaults {
+  home?: HomeRef;
+  workspace?: string;
+  source?: string;
+}
+
+/**
+ * The effective document: config defaults seeded only where the file has nothing, as Go's
+ * ApplyDefaults. Unlike Go, the overlay is never written to state.json.
+ */
+export function withDefaults(doc: Doc, d: Defaults): Doc {
+  const home = doc.home.id === '' && d.home && d.home.id !== '' ? d.home : doc.home;
+  const workspace = doc.workspace ? doc.workspace : d.workspace;
+  const source = doc.source ? doc.source : d.source;
+  if (home === doc.home && workspace === doc.workspace && source === doc.source) return doc;
+  const out: Doc = { ...doc, home };
+  if (workspace) out.workspace = workspace;
+  if (source) out.source = source;
+  return out;
+}
+
+/** Merges new defaults into earlier ones without overriding them, as repeated ApplyDefaults calls. */
+export function mergeDefaults(prev: Defaults, next: Defaults): Defaults {
+  return {
+    home: prev.home && prev.home.id !== '' ? prev.home : next.home && next.home.id !== '' ? next.home : prev.home,
+    workspace: prev.workspace || next.workspace || undefined,
+    source: prev.source || next.source || undefined,
+  };
+}
+
+/** What a mutation yields: the next document (the same object when nothing changed) and a result. */
+export interface Outcome<R> {
+  doc: Doc;
+  result: R;
+}
+
+type TopField = 'workspace' | 'source' | 'statusMessageID' | 'instanceID';
+
+/** Sets one top-level string; the empty string removes it (Go's omitempty). */
+export function setTopField(doc: Doc, key: TopField, value: string): Outcome<{ changed: boolean }> {
+  if ((doc[key] ?? '') === value) return { doc, result: { changed: false } };
+  const next: Doc = { ...doc };
+  if (value === '') delete next[key];
+  else next[key] = value;
+  return { doc: next, result: { changed: true } };
+}
+
+export function setHome(doc: Doc, home: HomeRef): Outcome<{ changed: boolean }> {
+  if (doc.home.id === home.id && doc.home.type === home.type) return { doc, result: { changed: false } };
+  return { doc: { ...doc, home: { id: home.id, type: home.type } }, result: { changed: true } };
+}
+
+/**
+ * Go's AddSession: refuses a taken name, keeps a caller's id (even a duplicate, as Go), else
+ * assigns `s_<name>[_N]`; always a fresh incarnation, so a re-created name is a new lifetime.
+ */
+export function addSession(doc: Doc, session: NewSession): Outcome<{ session: Session }> {
+  const rows = doc.sessions ?? [];
+  if (rows.some((r) => r.name === session.name)) {
+    throw new StoreError('exists', `session ${goQuote(session.name)} already exists`);
+  }
+  const id = session.id ? session.id : newSessionID(session.name, new Set(rows.map((r) => r.id ?? '')));
+  const incarnation = newIncarnation(new Set(rows.map((r) => r.incarnation ?? '')));
+  const row = dropZeroes({ ...session, id, incarnation } as Row);
+  return { doc: { ...doc, sessions: [...rows, row] }, result: { session: row } };
+}
+
+/** Removes every row with that name; `sessions` becomes [] (not null) once it had rows, as Go. */
+export function removeSession(doc: Doc, name: string): Outcome<{ removed: boolean }> {
+  const rows = doc.sessions;
+  if (!rows || !rows.some((r) => r.name === name)) return { doc, result: { removed: false } };
+  return { doc: { ...doc, sessions: rows.filter((r) => r.name !== name) }, result: { removed: true } };
+}
+
+/** The first row with that name, as Go's FindSession. */
+export function findSession(doc: Doc, name: string): Session | undefined {
+  return doc.sessions?.find((r) => r.name === name);
+}
+
+/** Throws a conflict when `expected` is given and is not the named row's incarnation. */
+export function checkIncarnation(doc: Doc, name: string, expected: string | undefined): void {
+  if (expected === undefined) return;
+  const row = findSession(doc, name);
+  const current = row ? (row.incarnation ?? '') : null;
+  if (current !== expected) {
+    throw new StoreError('conflict', row ? `session ${goQuote(name)} is incarnation ${current}, not ${expected}`
+      : `session ${goQuote(name)} no longer exists`, { incarnation: current });
+  }
+}
+
+const isZeroValue = (v: unknown): boolean =>
+  v === undefined || v === null || v === '' || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
+
+const omittable = new Set(sessionGoFields.filter((x) => x.omitempty).map((x) => x.key));
+
+/** Drops zero-valued omitempty fields, so memory holds what the file would hold after a reload. */
+function dropZeroes(row: Row): Row {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) if (!omittable.has(k) || !isZeroValue(v)) out[k] = v;
+  return out as Row;
+}
+
+/**
+ * Patches the first row with that name. Missing row: `found:false`, nothing written (as Go).
+ * Unlike Go's SetBudget and SetBackendTarget, a patch that changes nothing writes nothing.
+ */
+export function patchSession(doc: Doc, name: string, patch: Partial<Session>): Outcome<{ found: boolean; changed: boolean }> {
+  const rows = doc.sessions ?? [];
+  const i = rows.findIndex((r) => r.name === name);
+  if (i < 0) return { doc, result: { found: false, changed: false } };
+  const row = rows[i] as Row;
+  const changed = Object.entries(patch).some(([k, v]) => !sameValue(row[k], v));
+  if (!changed) return { doc, result: { found: true, changed: false } };
+  const next = [...rows];
+  next[i] = dropZeroes({ ...row, ...patch } as Row);
+  return { doc: { ...doc, sessions: next }, result: { found: true, changed: true } };
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (isZeroValue(a) && isZeroValue(b)) return true;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => x === b[i]);
+  return a === b;
+}
+
+/** Go's `%q` for the names in our messages (quotes and escapes like strconv.Quote for ASCII). */
+export function goQuote(s: string): string {
+  return JSON.stringify(s);
+}

@@ -1,0 +1,306 @@
+// The store: one state dir owned by one process. Every operation of DESIGN.md §2 as a method,
+// with Go's results except where DESIGN.md lists a Go defect we fix. Knows nothing of RPC.
+import path from 'node:path';
+import type { HomeRef, NewSession, Session } from '../protocol/model.js';
+import type { Io } from './io.js';
+import { nodeIo } from './io.js';
+import type { HeldLock } from './lock.js';
+import { lockStateFile } from './lock.js';
+import { Participants } from './participants.js';
+import { assertPathComponent, assertSessionName, participantsRel, statePaths, transcriptRel } from './paths.js';
+import type { Defaults, Doc } from './state-document.js';
+import * as docs from './state-document.js';
+import type { CommitListener, Durability } from './state-store.js';
+import { StateStore } from './state-store.js';
+import { StoreError } from './store-error.js';
+import { sweepTempFiles } from './sweep.js';
+import { Transcript } from './transcript.js';
+import type { Entry } from './transcript-read.js';
+
+export interface StoreOptions {
+  /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
+  durability?: Durability;
+  /** Take the state file's flock (default true). */
+  lock?: boolean;
+  /** The file-system seam (tests inject failures through it). */
+  io?: Io;
+  /** Where the store reports what it tolerated (a failed compaction). */
+  warn?: (message: string, err: unknown) => void;
+}
+
+/** The guard every session-scoped mutation accepts: refuse unless the row is this lifetime. */
+export interface Guard {
+  incarnation?: string;
+}
+
+type SessionPatch = Partial<Pick<Session, 'resumeToken' | 'paused_reason' | 'archived' | 'vendor' | 'cmd' | 'modelId'
+  | 'cost_cap' | 'token_cap' | 'cohort_cost_cap' | 'cohort_token_cap'>>;
+
+export class Store {
+  private readonly transcripts = new Map<string, Transcript>();
+  private readonly journals = new Map<string, Participants>();
+  private defaults: Defaults = {};
+  private closed = false;
+
+  private constructor(
+    readonly statePath: string,
+    readonly dir: string,
+    private readonly state: StateStore,
+    private readonly io: Io,
+    private readonly durability: Durability,
+    private readonly lock: HeldLock | undefined,
+    private readonly warn: (message: string, err: unknown) => void,
+  ) {}
+
+  /** Locks, sweeps temp files a crash left, and loads state.json (see StateStore.load). */
+  static async open(statePath: string, options: StoreOptions = {}): Promise<Store> {
+    const paths = statePaths(statePath);
+    const io = options.io ?? nodeIo;
+    const durability = options.durability ?? 'sync';
+    await io.mkdir(paths.dir, 0o700);
+    const lock = options.lock === false ? undefined : lockStateFile(paths.lockPath, paths.statePath);
+    try {
+      await sweepTempFiles(io, paths.dir, path.basename(paths.statePath));
+      const state = await StateStore.load(io, paths.statePath, durability);
+      return new Store(paths.statePath, paths.dir, state, io, durability, lock, options.warn ?? (() => undefined));
+    } catch (err) {
+      lock?.release();
+      throw err;
+    }
+  }
+
+  /** Finishes every queued write, then refuses new ones and releases the lock. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.flush();
+    await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.close()));
+    this.lock?.release();
+  }
+
+  /** Resolves when every write accepted so far is done (shutdown drains with it). */
+  async flush(): Promise<void> {
+    await this.state.settled();
+    await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.settled()));
+  }
+
+  /** Stops accepting writes (shutdown), keeping reads. */
+  refuseWrites(): void {
+    this.closed = true;
+  }
+
+  onCommit(listener: CommitListener): () => void {
+    return this.state.onCommit(listener);
+  }
+
+  // ---- state document -------------------------------------------------------------------
+
+  /** The committed document with config defaults overlaid (never persisted, unlike Go). */
+  getState(): Doc {
+    return docs.withDefaults(this.state.document, this.defaults);
+  }
+
+  /** Go's ApplyDefaults as a read-time overlay: fills only what the file leaves empty. */
+  applyDefaults(d: Defaults): Doc {
+    this.defaults = docs.mergeDefaults(this.defaults, d);
+    return this.getState();
+  }
+
+  setHome(home: HomeRef): Promise<{ changed: boolean }> {
+    return this.mutate((d) => docs.setHome(d, home));
+  }
+
+  setWorkspace(workspace: string): Promise<{ changed: boolean }> {
+    return this.mutate((d) => docs.setTopField(d, 'workspace', workspace));
+  }
+
+  setSource(source: string): Promise<{ changed: boolean }> {
+    return this.mutate((d) => docs.setTopField(d, 'source', source));
+  }
+
+  setStatusMessageID(id: string): Promise<{ changed: boolean }> {
+    return this.mutate((d) => docs.setTopField(d, 'statusMessageID', id));
+  }
+
+  setInstanceID(id: string): Promise<{ changed: boolean }> {
+    return this.mutate((d) => docs.setTopField(d, 'instanceID', id));
+  }
+
+  /** Go's WorkspaceRoot: the workspace, else the legacy repo (defaults overlay applied). */
+  workspaceRoot(): string {
+    const s = this.getState();
+    return s.workspace || s.repo || '';
+  }
+
+  sourceDir(): string {
+    return this.getState().source ?? '';
+  }
+
+  /** `<instanceID>__<name>`, or the name alone without an instance id (Go's QualifiedName). */
+  qualifiedName(name: string): string {
+    const id = this.state.document.instanceID ?? '';
+    return id === '' ? name : `${id}__${name}`;
+  }
+
+  // ---- sessions --------------------------------------------------------------------------
+
+  /** Adds a session (Herrscher's name rule enforced) with its id and a fresh incarnation. */
+  async addSession(session: NewSession): Promise<Session> {
+    assertSessionName(session.name);
+    return (await this.mutate((d) => docs.addSession(d, session))).session;
+  }
+
+  /**
+   * Removes every row with that name. With `purge`, the transcript and journal go too, after
+   * appends already queued; later appends are refused (no row), so none can recreate them.
+   */
+  async removeSession(name: string, opts: Guard & { purge?: boolean } = {}): Promise<{ removed: boolean }> {
+    if (opts.purge) assertPathComponent(name);
+    const out = await this.mutate((d) => {
+      docs.checkIncarnation(d, name, opts.incarnation);
+      return docs.removeSession(d, name);
+    });
+    if (opts.purge) await Promise.all([this.removeTranscript(name), this.removeParticipants(name)]);
+    return out;
+  }
+
+  findSession(name: string): Session | null {
+    return docs.findSession(this.state.document, name) ?? null;
+  }
+
+  listSessions(): Session[] {
+    return this.state.document.sessions ?? [];
+  }
+
+  setResumeToken(name: string, resumeToken: string, guard: Guard = {}): Promise<{ found: boolean; changed: boolean }> {
+    return this.patch(name, { resumeToken }, guard);
+  }
+
+  setPausedReason(name: string, reason: string, guard: Guard = {}): Promise<{ found: boolean; changed: boolean }> {
+    return this.patch(name, { paused_reason: reason }, guard);
+  }
+
+  setArchived(name: string, archived: boolean, guard: Guard = {}): Promise<{ found: boolean; changed: boolean }> {
+    return this.patch(name, { archived }, guard);
+  }
+
+  /** Go's SetBudget: all four caps and the paused reason at once. */
+  setBudget(
+    name: string,
+    b: { cost_cap: number; token_cap: number; cohort_cost_cap: number; cohort_token_cap: number; paused_reason: string },
+    guard: Guard = {},
+  ): Promise<{ found: boolean; changed: boolean }> {
+    const { cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason } = b;
+    return this.patch(name, { cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason }, guard);
+  }
+
+  /** Go's SetBackendTarget: vendor, cmd and model, and the resume token cleared (it was the old backend's). */
+  setBackendTarget(
+    name: string,
+    t: { vendor: string; cmd: string; modelId: string },
+    guard: Guard = {},
+  ): Promise<{ found: boolean; changed: boolean }> {
+    return this.patch(name, { vendor: t.vendor, cmd: t.cmd, modelId: t.modelId, resumeToken: '' }, guard);
+  }
+
+  // ---- transcripts -----------------------------------------------------------------------
+
+  /** Appends one entry to a session's transcript; refused for a name with no session row. */
+  async appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<void> {
+    const t = await this.forAppend(name, guard, (n) => this.transcriptOf(n));
+    await t.append(entry);
+  }
+
+  async readTranscript(name: string, limit = 0): Promise<Entry[]> {
+    return this.transcriptOf(name).read(limit);
+  }
+
+  async lastTranscriptTs(name: string): Promise<string> {
+    return this.transcriptOf(name).last();
+  }
+
+  removeTranscript(name: string): Promise<boolean> {
+    this.assertOpen();
+    return this.transcriptOf(name).remove();
+  }
+
+  // ---- participants ----------------------------------------------------------------------
+
+  /** Adds a user id to a session's journal; `added` is false when it was there already. */
+  async appendParticipant(name: string, userId: string, guard: Guard = {}): Promise<boolean> {
+    const j = await this.forAppend(name, guard, (n) => this.journalOf(n));
+    return j.append(userId);
+  }
+
+  readParticipants(name: string): Promise<string[]> {
+    return this.journalOf(name).read();
+  }
+
+  removeParticipants(name: string): Promise<boolean> {
+    this.assertOpen();
+    return this.journalOf(name).remove();
+  }
+
+  // ---- internals -------------------------------------------------------------------------
+
+  private mutate<R>(apply: (d: Doc) => docs.Outcome<R>): Promise<R> {
+    this.assertOpen();
+    return this.state.mutate(apply);
+  }
+
+  private patch(name: string, patch: SessionPatch, guard: Guard): Promise<{ found: boolean; changed: boolean }> {
+    return this.mutate((d) => {
+      docs.checkIncarnation(d, name, guard.incarnation);
+      return docs.patchSession(d, name, patch);
+    });
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StoreError('closed', 'the server is shutting down; no more writes');
+  }
+
+  /**
+   * The file an append for `name` goes to, once the row exists. A row added but not yet
+   * committed is waited for, so a transcript never reaches the disk before its session does;
+   * the checks are repeated after that wait, right before the caller enqueues.
+   */
+  private async forAppend<T>(name: string, guard: Guard, of: (n: string) => T): Promise<T> {
+    this.assertOpen();
+    assertPathComponent(name);
+    const check = (d: Doc): void => {
+      if (!docs.findSession(d, name)) {
+        throw new StoreError('unknown-session', `no session named ${JSON.stringify(name)}`);
+      }
+      docs.checkIncarnation(d, name, guard.incarnation);
+    };
+    check(this.state.pendingDocument);
+    if (!docs.findSession(this.state.document, name)) {
+      await this.state.settled();
+      this.assertOpen();
+      check(this.state.pendingDocument);
+    }
+    return of(name);
+  }
+
+  private transcriptOf(name: string): Transcript {
+    assertPathComponent(name);
+    let t = this.transcripts.get(name);
+    if (!t) {
+      const rel = transcriptRel(name);
+      t = new Transcript(this.io, path.join(this.dir, rel), rel, this.durability, this.warn);
+      this.transcripts.set(name, t);
+    }
+    return t;
+  }
+
+  private journalOf(name: string): Participants {
+    assertPathComponent(name);
+    let j = this.journals.get(name);
+    if (!j) {
+      const rel = participantsRel(name);
+      j = new Participants(this.io, path.join(this.dir, rel), rel, this.durability);
+      this.journals.set(name, j);
+    }
+    return j;
+  }
+}
