@@ -13,7 +13,7 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': ['error'],
     },
   },
@@ -29,6 +29,9 @@ export default tseslint.config(
   ]),
   layer(['src/server/**'], [
     { group: ['../client/*', '../cli.js'], message: 'server is below client and cli' },
+  ]),
+  layer(['src/commands/**'], [
+    { group: ['../cli.js'], message: 'nothing imports the CLI entry' },
   ]),
   layer(['src/client/**'], [
     { group: ['../store/*', '../server/*', '../cli.js'], message: 'client talks to the server over a transport only' },

@@ -17,6 +17,7 @@ export const initialize = defineMethod({
     capabilities: z.object({ methods: z.array(z.string()) }),
   }),
   errors: [],
+  example: { params: { clientInfo: { name: 'herrscher', version: '1.4.0' } }, result: { serverInfo: { name: 'herrscher-state', version: '0.1.0' }, protocolVersion: '1.0', statePath: '/home/u/.config/herrscher/state.json', capabilities: { methods: ['initialize', '…'] } } },
 });
 
 export const shutdown = defineMethod({
@@ -25,6 +26,7 @@ export const shutdown = defineMethod({
   params: z.strictObject({}).optional(),
   result: z.null(),
   errors: [],
+  example: { params: {}, result: null },
 });
 
 export const exit = defineMethod({
@@ -34,6 +36,7 @@ export const exit = defineMethod({
   result: z.null(),
   errors: [],
   notification: true,
+  example: { params: {} },
 });
 
 export const rpcDiscover = defineMethod({
@@ -42,4 +45,5 @@ export const rpcDiscover = defineMethod({
   params: z.strictObject({}).optional(),
   result: z.record(z.string(), z.unknown()),
   errors: [],
+  example: { params: {}, result: { openrpc: '1.3.2', '…': '…' } },
 });

@@ -15,6 +15,7 @@ export const participantsAppend = defineMethod({
   result: z.object({ added: z.boolean().describe('false when the id was already there') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
+  example: { params: { name: 'main', userId: 'u1' }, result: { added: true } },
 });
 
 export const participantsRead = defineMethod({
@@ -23,6 +24,7 @@ export const participantsRead = defineMethod({
   params: z.strictObject({ name: Name }),
   result: z.object({ userIds: z.array(z.string()) }),
   errors: ['StorageFailure'],
+  example: { params: { name: 'main' }, result: { userIds: ['u1', 'local'] } },
 });
 
 export const participantsRemove = defineMethod({
@@ -32,4 +34,5 @@ export const participantsRemove = defineMethod({
   result: z.object({ removed: z.boolean() }),
   errors: ['StorageFailure', 'ShuttingDown'],
   mutates: true,
+  example: { params: { name: 'main' }, result: { removed: true } },
 });

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { defineMethod } from './define.js';
 import { NewSession, SESSION_NAME_PATTERN, Session } from './model.js';
+import { TranscriptUsage } from './transcript.js';
 
 const Name = z.string().describe('The session name.');
 const Incarnation = z
@@ -25,6 +26,7 @@ export const sessionAdd = defineMethod({
   result: z.object({ session: Session }),
   errors: ['SessionExists', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
+  example: { params: { session: { name: 'main', channelID: 'c1', type: 'text', cmd: 'claude', vendor: 'claude' } }, result: { session: { id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude', vendor: 'claude' } } },
 });
 
 export const sessionRemove = defineMethod({
@@ -38,6 +40,7 @@ export const sessionRemove = defineMethod({
   result: z.object({ removed: z.boolean() }),
   errors: [...mutationErrors],
   mutates: true,
+  example: { params: { name: 'main', purge: true }, result: { removed: true } },
 });
 
 export const sessionFind = defineMethod({
@@ -46,6 +49,7 @@ export const sessionFind = defineMethod({
   params: z.strictObject({ name: Name }),
   result: z.object({ session: Session.nullable() }),
   errors: [],
+  example: { params: { name: 'main' }, result: { session: { id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude' } } },
 });
 
 export const sessionList = defineMethod({
@@ -54,6 +58,7 @@ export const sessionList = defineMethod({
   params: z.strictObject({}).default({}),
   result: z.object({ sessions: z.array(Session) }),
   errors: [],
+  example: { params: {}, result: { sessions: [{ id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude' }] } },
 });
 
 export const sessionSetResumeToken = defineMethod({
@@ -63,6 +68,7 @@ export const sessionSetResumeToken = defineMethod({
   result: FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
+  example: { params: { name: 'main', resumeToken: 'sid-1' }, result: { found: true, changed: true } },
 });
 
 export const sessionSetPausedReason = defineMethod({
@@ -72,6 +78,7 @@ export const sessionSetPausedReason = defineMethod({
   result: FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
+  example: { params: { name: 'main', paused_reason: 'cost' }, result: { found: true, changed: true } },
 });
 
 const budget = Session.pick({ cost_cap: true, token_cap: true, cohort_cost_cap: true, cohort_token_cap: true }).required();
@@ -83,6 +90,7 @@ export const sessionSetBudget = defineMethod({
   result: FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
+  example: { params: { name: 'main', cost_cap: 20, token_cap: 1000, cohort_cost_cap: 30, cohort_token_cap: 2000, paused_reason: '' }, result: { found: true, changed: true } },
 });
 
 export const sessionSetBackendTarget = defineMethod({
@@ -92,6 +100,7 @@ export const sessionSetBackendTarget = defineMethod({
   result: FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
+  example: { params: { name: 'main', vendor: 'codex', cmd: 'codex --model gpt-5.5', modelId: 'gpt-5.5' }, result: { found: true, changed: true } },
 });
 
 export const sessionSetArchived = defineMethod({
@@ -101,4 +110,25 @@ export const sessionSetArchived = defineMethod({
   result: FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
+  example: { params: { name: 'main', archived: true }, result: { found: false, changed: false } },
+});
+
+export const sessionInfos = defineMethod({
+  method: 'session/infos',
+  summary: 'Every session with its last activity and usage, in one call, from memory (what a session list needs).',
+  params: z.strictObject({}).default({}),
+  result: z.object({
+    sessions: z.array(z.object({ session: Session, lastTs: z.string(), usage: TranscriptUsage })),
+  }),
+  errors: ['StorageFailure'],
+  example: {
+    params: {},
+    result: {
+      sessions: [{
+        session: { id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude' },
+        lastTs: '2026-07-26T00:00:05Z',
+        usage: { entries: 2, cost: 0.004, tokens_in: 30, tokens_out: 55, cache_read: 0, cache_create: 0, dur_ms: 4200, firstTs: '2026-07-26T00:00:00Z', lastTs: '2026-07-26T00:00:05Z' },
+      }],
+    },
+  },
 });

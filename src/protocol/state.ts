@@ -10,8 +10,9 @@ export const stateGet = defineMethod({
   method: 'state/get',
   summary: 'The state document as committed, with config defaults (state/applyDefaults) overlaid.',
   params: NoParams,
-  result: z.object({ state: StateDocument }),
+  result: z.object({ state: StateDocument, revision: z.number().int().describe('Increases with every committed state change.') }),
   errors: [],
+  example: { params: {}, result: { state: { home: { id: '987', type: 'category' }, sessions: [] }, revision: 7 } },
 });
 
 export const stateApplyDefaults = defineMethod({
@@ -20,6 +21,7 @@ export const stateApplyDefaults = defineMethod({
   params: z.strictObject({ home: HomeRef.optional(), workspace: z.string().optional(), source: z.string().optional() }),
   result: z.object({ state: StateDocument }),
   errors: [],
+  example: { params: { home: { id: 'cfg', type: 'category' }, workspace: '/home/u/dev' }, result: { state: { home: { id: 'cfg', type: 'category' }, workspace: '/home/u/dev', sessions: null } } },
 });
 
 export const stateSetHome = defineMethod({
@@ -29,9 +31,10 @@ export const stateSetHome = defineMethod({
   result: Changed,
   errors: ['StorageFailure', 'ShuttingDown'],
   mutates: true,
+  example: { params: { home: { id: '987', type: 'category' } }, result: { changed: true } },
 });
 
-const setter = <const M extends string, K extends string>(method: M, key: K, summary: string) =>
+const setter = <const M extends string, K extends string>(method: M, key: K, summary: string, value: string, changed: boolean) =>
   defineMethod({
     method,
     summary,
@@ -39,12 +42,13 @@ const setter = <const M extends string, K extends string>(method: M, key: K, sum
     result: Changed,
     errors: ['StorageFailure', 'ShuttingDown'],
     mutates: true,
+    example: { params: { [key]: value } as never, result: { changed } },
   });
 
-export const stateSetWorkspace = setter('state/setWorkspace', 'workspace', 'Sets the workspace root ("" removes it).');
-export const stateSetSource = setter('state/setSource', 'source', 'Sets the Herrscher source checkout ("" removes it).');
-export const stateSetStatusMessageID = setter('state/setStatusMessageID', 'statusMessageID', 'Sets the id of the status message.');
-export const stateSetInstanceID = setter('state/setInstanceID', 'instanceID', 'Sets the instance id used in socket names and qualified names.');
+export const stateSetWorkspace = setter('state/setWorkspace', 'workspace', 'Sets the workspace root ("" removes it).', '/home/u/dev', true);
+export const stateSetSource = setter('state/setSource', 'source', 'Sets the Herrscher source checkout ("" removes it).', '/home/u/src/herrscher', true);
+export const stateSetStatusMessageID = setter('state/setStatusMessageID', 'statusMessageID', 'Sets the id of the status message.', 'm-1', false);
+export const stateSetInstanceID = setter('state/setInstanceID', 'instanceID', 'Sets the instance id used in socket names and qualified names.', 'alice', true);
 
 export const stateWorkspaceRoot = defineMethod({
   method: 'state/workspaceRoot',
@@ -52,6 +56,7 @@ export const stateWorkspaceRoot = defineMethod({
   params: NoParams,
   result: z.object({ workspaceRoot: z.string() }),
   errors: [],
+  example: { params: {}, result: { workspaceRoot: '/home/u/dev' } },
 });
 
 export const stateSourceDir = defineMethod({
@@ -60,6 +65,7 @@ export const stateSourceDir = defineMethod({
   params: NoParams,
   result: z.object({ sourceDir: z.string() }),
   errors: [],
+  example: { params: {}, result: { sourceDir: '/home/u/src/herrscher' } },
 });
 
 export const stateQualifiedName = defineMethod({
@@ -68,4 +74,5 @@ export const stateQualifiedName = defineMethod({
   params: z.strictObject({ name: z.string() }),
   result: z.object({ qualifiedName: z.string() }),
   errors: [],
+  example: { params: { name: 'main' }, result: { qualifiedName: 'alice__main' } },
 });

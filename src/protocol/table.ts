@@ -1,10 +1,11 @@
 // Every method, keyed by wire name: the one list the server, the client and schema/ derive from.
-import type { MethodDef } from './define.js';
+import type { MethodDef, NotificationDef } from './define.js';
 import * as lifecycle from './lifecycle.js';
 import * as participants from './participants.js';
 import * as session from './session.js';
 import * as state from './state.js';
 import * as transcript from './transcript.js';
+import * as watch from './watch.js';
 
 const defs = [
   lifecycle.initialize, lifecycle.shutdown, lifecycle.exit, lifecycle.rpcDiscover,
@@ -13,10 +14,21 @@ const defs = [
   state.stateQualifiedName,
   session.sessionAdd, session.sessionRemove, session.sessionFind, session.sessionList,
   session.sessionSetResumeToken, session.sessionSetPausedReason, session.sessionSetBudget,
-  session.sessionSetBackendTarget, session.sessionSetArchived,
-  transcript.transcriptAppend, transcript.transcriptRead, transcript.transcriptLast, transcript.transcriptRemove,
+  session.sessionSetBackendTarget, session.sessionSetArchived, session.sessionInfos,
+  transcript.transcriptAppend, transcript.transcriptRead, transcript.transcriptLast, transcript.transcriptUsage,
+  transcript.transcriptRemove,
   participants.participantsAppend, participants.participantsRead, participants.participantsRemove,
+  watch.watchSubscribe, watch.watchUnsubscribe,
 ] as const;
+
+const notifications = [
+  watch.sessionDidChange, watch.stateDidChange, watch.transcriptDidAppend, watch.participantsDidAdd, watch.watchOverflow,
+] as const;
+
+/** Notifications the server sends, by wire name. */
+export type NotificationTable = { [D in (typeof notifications)[number] as D['method']]: D };
+export type NotificationName = keyof NotificationTable;
+export const notificationList: readonly NotificationDef[] = notifications;
 
 type Defs = (typeof defs)[number];
 

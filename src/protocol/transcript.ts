@@ -4,6 +4,11 @@ import { defineMethod } from './define.js';
 import { TranscriptEntry } from './model.js';
 
 const Name = z.string().describe('The session name (one path component).');
+const Seq = z
+  .number()
+  .int()
+  .min(0)
+  .describe('0 for the first entry appended under a name, +1 per append, stable across compaction.');
 
 export const transcriptAppend = defineMethod({
   method: 'transcript/append',
@@ -13,17 +18,26 @@ export const transcriptAppend = defineMethod({
     entry: TranscriptEntry.strict(),
     incarnation: z.string().optional().describe('When given, refuse with -32050 unless it is the session\'s current incarnation.'),
   }),
-  result: z.object({}),
+  result: z.object({ seq: Seq.describe('The entry\'s sequence number.') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
+  example: { params: { name: 'main', entry: { ts: '2026-07-26T00:00:05Z', role: 'assistant', text: 'done', cost: 0.004, tokens_in: 30, tokens_out: 55, dur_ms: 4200 } }, result: { seq: 41 } },
 });
 
 export const transcriptRead = defineMethod({
   method: 'transcript/read',
-  summary: 'The newest `limit` entries in file order (all when absent or 0); unparsable lines are skipped.',
-  params: z.strictObject({ name: Name, limit: z.number().int().min(0).optional() }),
-  result: z.object({ entries: z.array(TranscriptEntry) }),
+  summary: 'The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq.',
+  params: z.strictObject({
+    name: Name,
+    limit: z.number().int().min(0).optional(),
+    before: Seq.optional().describe('Only entries older than this seq (paging backwards).'),
+  }),
+  result: z.object({
+    entries: z.array(TranscriptEntry),
+    firstSeq: Seq.describe('The seq of entries[0] (entries[i] has firstSeq + i); when empty, where they would start.'),
+  }),
   errors: ['StorageFailure'],
+  example: { params: { name: 'main', limit: 2 }, result: { entries: [{ ts: '2026-07-26T00:00:00Z', role: 'user', text: 'fix it' }, { ts: '2026-07-26T00:00:05Z', role: 'assistant', text: 'done', cost: 0.004 }], firstSeq: 40 } },
 });
 
 export const transcriptLast = defineMethod({
@@ -32,6 +46,7 @@ export const transcriptLast = defineMethod({
   params: z.strictObject({ name: Name }),
   result: z.object({ ts: z.string() }),
   errors: ['StorageFailure'],
+  example: { params: { name: 'main' }, result: { ts: '2026-07-26T00:00:05Z' } },
 });
 
 export const transcriptRemove = defineMethod({
@@ -41,4 +56,31 @@ export const transcriptRemove = defineMethod({
   result: z.object({ removed: z.boolean() }),
   errors: ['StorageFailure', 'ShuttingDown'],
   mutates: true,
+  example: { params: { name: 'main' }, result: { removed: true } },
+});
+
+export const TranscriptUsage = z
+  .object({
+    entries: z.number().int().describe('Entries ever appended, including those compaction removed.'),
+    cost: z.number(),
+    tokens_in: z.number().int(),
+    tokens_out: z.number().int(),
+    cache_read: z.number().int(),
+    cache_create: z.number().int(),
+    dur_ms: z.number().int(),
+    firstTs: z.string().describe('ts of the first entry ever appended, or ""'),
+    lastTs: z.string().describe('ts of the newest entry, or ""'),
+  })
+  .describe('Sums over every entry ever appended under a name, compacted ones included.');
+
+export const transcriptUsage = defineMethod({
+  method: 'transcript/usage',
+  summary: 'Spend and token sums over every entry ever appended, including those compaction removed; O(1).',
+  params: z.strictObject({ name: Name }),
+  result: TranscriptUsage,
+  errors: ['StorageFailure'],
+  example: {
+    params: { name: 'main' },
+    result: { entries: 42, cost: 1.25, tokens_in: 5200, tokens_out: 8100, cache_read: 900, cache_create: 60, dur_ms: 182000, firstTs: '2026-07-20T09:00:00Z', lastTs: '2026-07-26T00:00:05Z' },
+  },
 });

@@ -5,13 +5,16 @@ import type { MethodName, MethodTable } from '../protocol/table.js';
 import type { z } from 'zod';
 import type { Store } from '../store/store.js';
 
-/** What a handler may need beyond the store: the server's own lifecycle. */
+/** What a handler may need beyond the store: the server's lifecycle and its own connection. */
 export interface ServerContext {
   readonly store: Store;
   initialize(): z.input<MethodTable['initialize']['result']>;
   shutdown(): Promise<void>;
   exit(): void;
   discover(): Record<string, unknown>;
+  /** Subscribes the calling connection to the change feed. */
+  subscribe(filter: ParsedParamsOf<MethodTable['watch/subscribe']>): string;
+  unsubscribe(id: string): boolean;
 }
 
 export type Handler<M extends MethodName> = (
@@ -35,7 +38,7 @@ export const handlers: Handlers = {
   },
   'rpc.discover': (_p, ctx) => ctx.discover(),
 
-  'state/get': (_p, { store }) => ({ state: store.getState() }),
+  'state/get': (_p, { store }) => ({ state: store.getState(), revision: store.revision }),
   'state/applyDefaults': (p, { store }) => ({ state: store.applyDefaults(p) }),
   'state/setHome': (p, { store }) => store.setHome(p.home),
   'state/setWorkspace': (p, { store }) => store.setWorkspace(p.workspace),
@@ -55,16 +58,22 @@ export const handlers: Handlers = {
   'session/setBudget': (p, { store }) => store.setBudget(p.name, p, guard(p)),
   'session/setBackendTarget': (p, { store }) => store.setBackendTarget(p.name, p, guard(p)),
   'session/setArchived': (p, { store }) => store.setArchived(p.name, p.archived, guard(p)),
+  'session/infos': async (_p, { store }) => ({ sessions: await store.sessionInfos() }),
 
-  'transcript/append': async (p, { store }) => {
-    await store.appendTranscript(p.name, p.entry, guard(p));
-    return {};
-  },
-  'transcript/read': async (p, { store }) => ({ entries: await store.readTranscript(p.name, p.limit ?? 0) }),
+  'transcript/append': async (p, { store }) => ({ seq: await store.appendTranscript(p.name, p.entry, guard(p)) }),
+  'transcript/read': (p, { store }) => store.readTranscriptPage(p.name, { limit: p.limit ?? 0, before: p.before }),
   'transcript/last': async (p, { store }) => ({ ts: await store.lastTranscriptTs(p.name) }),
+  'transcript/usage': (p, { store }) => store.transcriptUsage(p.name),
   'transcript/remove': async (p, { store }) => ({ removed: await store.removeTranscript(p.name) }),
 
   'participants/append': async (p, { store }) => ({ added: await store.appendParticipant(p.name, p.userId, guard(p)) }),
   'participants/read': async (p, { store }) => ({ userIds: await store.readParticipants(p.name) }),
   'participants/remove': async (p, { store }) => ({ removed: await store.removeParticipants(p.name) }),
+
+  'watch/subscribe': (p, ctx) => {
+    // Registered before the revision is read: nothing committed after it can be missed.
+    const subscription = ctx.subscribe(p);
+    return { subscription, revision: ctx.store.revision };
+  },
+  'watch/unsubscribe': (p, ctx) => ({ unsubscribed: ctx.unsubscribe(p.subscription) }),
 };

@@ -8,11 +8,10 @@ import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError } from './store-error.js';
 
-type Job =
-  | { kind: 'append'; buf: Buffer; resolve(): void; reject(err: unknown): void }
-  | { kind: 'task'; run(): Promise<unknown>; resolve(v: unknown): void; reject(err: unknown): void };
+type AppendJob<T> = { kind: 'append'; buf: Buffer; tag: T; resolve(): void; reject(err: unknown): void };
+type Job<T> = AppendJob<T> | { kind: 'task'; run(): Promise<unknown>; resolve(v: unknown): void; reject(err: unknown): void };
 
-export interface AppendFileOptions {
+export interface AppendFileOptions<T> {
   /**
    * Decides what to do with bytes after the last "\n" found when the file is first opened (a
    * crash mid-append): keep them as a line (a "\n" is appended) or drop them (truncate).
@@ -21,12 +20,16 @@ export interface AppendFileOptions {
   /** Ends a batch after the append that makes this true, then calls `afterCut` (compaction). */
   cutAfter?(sizeAfter: number): boolean;
   afterCut?(): Promise<void>;
+  /** Told, in file order, of the appends a write put in the file, before their callers are answered. */
+  written?(tags: T[], sizeAfter: number): void;
+  /** Told the file's size and inode once it is open (and its tail repaired). */
+  opened?(size: number, ino: number): void;
 }
 
-export class AppendFile {
+export class AppendFile<T = undefined> {
   private fh: FileHandle | undefined;
   private size = 0;
-  private queue: Job[] = [];
+  private queue: Job<T>[] = [];
   private draining: Promise<void> | undefined;
 
   constructor(
@@ -34,13 +37,16 @@ export class AppendFile {
     readonly file: string,
     readonly rel: string,
     private readonly durability: Durability,
-    private readonly options: AppendFileOptions,
+    private readonly options: AppendFileOptions<T>,
   ) {}
 
-  /** Appends `buf` (whole lines) and resolves once it is written (and synced, in sync mode). */
-  append(buf: Buffer): Promise<void> {
+  /**
+   * Appends `buf` (whole lines) and resolves once it is written (and synced, in sync mode).
+   * Enqueues synchronously: appends land in the order of the calls.
+   */
+  append(buf: Buffer, tag: T): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ kind: 'append', buf, resolve, reject });
+      this.queue.push({ kind: 'append', buf, tag, resolve, reject });
       this.draining ??= this.drain();
     });
   }
@@ -72,7 +78,7 @@ export class AppendFile {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
-        const head = this.queue[0] as Job;
+        const head = this.queue[0] as Job<T>;
         if (head.kind === 'task') {
           this.queue.shift();
           await this.closeHandle();
@@ -90,11 +96,11 @@ export class AppendFile {
     }
   }
 
-  private takeBatch(): { jobs: Extract<Job, { kind: 'append' }>[]; cut: boolean } {
-    const jobs: Extract<Job, { kind: 'append' }>[] = [];
+  private takeBatch(): { jobs: AppendJob<T>[]; cut: boolean } {
+    const jobs: AppendJob<T>[] = [];
     let size = this.size;
     while (this.queue.length > 0 && this.queue[0]?.kind === 'append') {
-      const job = this.queue.shift() as Extract<Job, { kind: 'append' }>;
+      const job = this.queue.shift() as AppendJob<T>;
       jobs.push(job);
       size += job.buf.length;
       if (this.options.cutAfter?.(size)) return { jobs, cut: true };
@@ -108,7 +114,9 @@ export class AppendFile {
       fh = await this.openForAppend();
     } catch (err) {
       const e = ioError('append to', this.rel, err);
-      for (const job of this.queue.splice(0).filter((j) => j.kind === 'append')) job.reject(e);
+      // Only the appends ahead of the next task fail: a task (removal) queued behind them must
+      // still run and answer, and appends after it get their own try.
+      while (this.queue[0]?.kind === 'append') (this.queue.shift() as AppendJob<T>).reject(e);
       return;
     }
     const { jobs, cut } = this.takeBatch();
@@ -129,11 +137,13 @@ export class AppendFile {
       for (const job of jobs) job.reject(e);
       return;
     }
-    for (const job of jobs) job.resolve();
+    this.options.written?.(jobs.map((j) => j.tag), this.size);
     if (cut && this.options.afterCut) {
+      // As Go's AppendTranscript, the append that triggers compaction returns after it.
       await this.closeHandle();
       await this.options.afterCut();
     }
+    for (const job of jobs) job.resolve();
   }
 
   private async openForAppend(): Promise<FileHandle> {
@@ -161,6 +171,7 @@ export class AppendFile {
       throw err;
     }
     this.fh = fh;
+    if (this.options.opened) this.options.opened(this.size, await this.io.inode(fh));
     return fh;
   }
 

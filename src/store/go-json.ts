@@ -39,8 +39,20 @@ export function encodeGoString(s: string): string {
 
 /** Go rejects NaN and ±Inf (`json: unsupported value`) where JS would write null. */
 export class UnsupportedValueError extends Error {
-  constructor(readonly path: string, value: unknown) {
-    super(`${path}: unsupported value ${String(value)} (JSON has no NaN or Infinity)`);
+  constructor(readonly path: string, value: unknown, reason = 'JSON has no NaN or Infinity') {
+    super(`${path}: unsupported value ${String(value)} (${reason})`);
+  }
+}
+
+/**
+ * Go's int and uint fields hold integers (uint: >= 0); a JS number beyond 2^53-1 is not exact.
+ * Refused here, since a file holding 1.5 or -1 there would load neither in Go nor in this store.
+ */
+function checkInteger(field: GoField, v: unknown, path: string): void {
+  if ((field.kind !== 'int' && field.kind !== 'uint') || typeof v !== 'number') return;
+  if (!Number.isSafeInteger(v) || (field.kind === 'uint' && v < 0)) {
+    const range = field.kind === 'uint' ? '0..2^53-1' : '-(2^53-1)..2^53-1';
+    throw new UnsupportedValueError(path, v, `must be an integer in ${range}`);
   }
 }
 
@@ -122,6 +134,7 @@ function encodeStruct(
     const value = v === undefined ? ZERO[field.kind] : v;
     const sub = nested[field.kind];
     const at = `${path}.${field.key}`;
+    checkInteger(field, value, at);
     members.push([field.key, (p) => (sub ? sub(value, indent, p, at) : encodeAny(value, indent, p, at))]);
   }
   for (const key of Object.keys(obj)) {
@@ -144,6 +157,7 @@ export function encodeTranscriptLine(entry: object): string {
     const v = e[field.key];
     if (field.omitempty && isZero(field.kind, v)) continue;
     const value = v === undefined ? ZERO[field.kind] : v;
+    checkInteger(field, value, `entry.${field.key}`);
     members.push([field.key, () => encodeAny(value, null, '', `entry.${field.key}`)]);
   }
   return `${encodeMembers(members, null, '')}\n`;

@@ -15,6 +15,8 @@ export interface Io {
   readFile(file: string): Promise<Buffer>;
   read(fh: fs.FileHandle, buf: Buffer, position: number): Promise<number>;
   size(fh: fs.FileHandle): Promise<number>;
+  inode(fh: fs.FileHandle): Promise<number>;
+  rename(from: string, to: string): Promise<void>;
   mkdir(dir: string, mode: number): Promise<void>;
   unlink(file: string): Promise<void>;
   readdir(dir: string): Promise<string[]>;
@@ -41,6 +43,8 @@ export const nodeIo: Io = {
   readFile: (file) => fs.readFile(file),
   read: async (fh, buf, position) => (await fh.read(buf, 0, buf.length, position)).bytesRead,
   size: async (fh) => (await fh.stat()).size,
+  inode: async (fh) => (await fh.stat()).ino,
+  rename: (from, to) => fs.rename(from, to),
   mkdir: async (dir, mode) => {
     await fs.mkdir(dir, { recursive: true, mode });
   },

@@ -47,7 +47,13 @@ export class Participants {
   private readonly claimed = new Set<string>();
   private loading: Promise<Set<string>> | undefined;
 
-  constructor(private readonly io: Io, readonly file: string, readonly rel: string, durability: Durability) {
+  constructor(
+    private readonly io: Io,
+    readonly file: string,
+    readonly rel: string,
+    durability: Durability,
+    private readonly onAdd: (userId: string) => void = () => undefined,
+  ) {
     // A torn last id is kept as a line: Go's reader would return it too, so reads stay the same.
     this.log = new AppendFile(io, file, rel, durability, { tornTail: () => 'keep' });
   }
@@ -59,8 +65,9 @@ export class Participants {
     if (ids.has(id) || this.claimed.has(id)) return false;
     this.claimed.add(id);
     try {
-      await this.log.append(Buffer.from(`${id}\n`));
+      await this.log.append(Buffer.from(`${id}\n`), undefined);
       (this.ids ?? ids).add(id);
+      this.onAdd(id);
     } finally {
       this.claimed.delete(id);
     }

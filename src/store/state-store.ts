@@ -104,6 +104,15 @@ export class StateStore {
       return Promise.reject(err);
     }
     const changed = out.doc !== this.head;
+    if (changed) {
+      // A value the file cannot hold (NaN cost, fractional cap) is refused here, alone: in the
+      // batch it would join, its encoding failure would reject every mutation queued beside it.
+      try {
+        encodeDocument(out.doc);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     if (!changed && this.queue.length === 0 && !this.writing) return Promise.resolve(out.result);
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ apply, result: out.result, changed, resolve: resolve as (r: unknown) => void, reject });
@@ -158,13 +167,7 @@ export class StateStore {
   }
 
   private async persist(doc: Doc): Promise<void> {
-    let text: string;
-    try {
-      text = encodeStateDocument(doc);
-    } catch (err) {
-      if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
-      throw err;
-    }
+    const text = encodeDocument(doc);
     const sync = this.durability === 'sync';
     const dir = path.dirname(this.file);
     try {
@@ -174,5 +177,15 @@ export class StateStore {
     } catch (err) {
       throw ioError('write', STATE_REL, err);
     }
+  }
+}
+
+/** state.json's text, or an invalid-input StoreError for a value Go's Marshal would refuse. */
+function encodeDocument(doc: Doc): string {
+  try {
+    return encodeStateDocument(doc);
+  } catch (err) {
+    if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
+    throw err;
   }
 }

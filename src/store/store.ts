@@ -14,8 +14,11 @@ import type { CommitListener, Durability } from './state-store.js';
 import { StateStore } from './state-store.js';
 import { StoreError } from './store-error.js';
 import { sweepTempFiles } from './sweep.js';
+import type { Page } from './transcript.js';
 import { Transcript } from './transcript.js';
+import { metaRel } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
+import type { Usage } from './usage.js';
 
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
@@ -26,6 +29,14 @@ export interface StoreOptions {
   io?: Io;
   /** Where the store reports what it tolerated (a failed compaction). */
   warn?: (message: string, err: unknown) => void;
+}
+
+/** What the store reports once a change is in the file, in commit order (the change feed). */
+export interface StoreEvents {
+  /** A state.json commit; `revision` counts commits since the store opened. */
+  stateCommitted(revision: number, before: Doc, after: Doc): void;
+  transcriptAppended(name: string, seq: number, entry: Entry): void;
+  participantAdded(name: string, userId: string): void;
 }
 
 /** The guard every session-scoped mutation accepts: refuse unless the row is this lifetime. */
@@ -41,6 +52,8 @@ export class Store {
   private readonly journals = new Map<string, Participants>();
   private defaults: Defaults = {};
   private closed = false;
+  private readonly listeners = new Set<Partial<StoreEvents>>();
+  private revisionCount = 0;
 
   private constructor(
     readonly statePath: string,
@@ -50,7 +63,23 @@ export class Store {
     private readonly durability: Durability,
     private readonly lock: HeldLock | undefined,
     private readonly warn: (message: string, err: unknown) => void,
-  ) {}
+  ) {
+    state.onCommit((before, after) => {
+      this.revisionCount++;
+      for (const l of this.listeners) l.stateCommitted?.(this.revisionCount, before, after);
+    });
+  }
+
+  /** Increases with every committed state change (the change feed's `revision`). */
+  get revision(): number {
+    return this.revisionCount;
+  }
+
+  /** Registers listeners for committed changes; returns the function that removes them. */
+  watch(listener: Partial<StoreEvents>): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
 
   /** Locks, sweeps temp files a crash left, and loads state.json (see StateStore.load). */
   static async open(statePath: string, options: StoreOptions = {}): Promise<Store> {
@@ -205,10 +234,9 @@ export class Store {
 
   // ---- transcripts -----------------------------------------------------------------------
 
-  /** Appends one entry to a session's transcript; refused for a name with no session row. */
-  async appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<void> {
-    const t = await this.forAppend(name, guard, (n) => this.transcriptOf(n));
-    await t.append(entry);
+  /** Appends one entry to a session's transcript (refused without a session row); resolves with its seq. */
+  appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<number> {
+    return this.forAppend(name, guard, () => this.transcriptOf(name).append(entry));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
@@ -219,7 +247,28 @@ export class Store {
     return this.transcriptOf(name).last();
   }
 
-  removeTranscript(name: string): Promise<boolean> {
+  /** The newest `limit` entries older than seq `before`, and the seq of the first (paging). */
+  async readTranscriptPage(name: string, opts: { limit?: number; before?: number }): Promise<Page> {
+    return this.transcriptOf(name).page(opts);
+  }
+
+  /** Usage over every entry ever appended under `name`, compacted ones included. */
+  async transcriptUsage(name: string): Promise<Usage> {
+    return this.transcriptOf(name).usage();
+  }
+
+  /** Every session with its newest ts and usage, from memory once each transcript was read. */
+  async sessionInfos(): Promise<{ session: Session; lastTs: string; usage: Usage }[]> {
+    return Promise.all(
+      this.listSessions().map(async (session) => {
+        const t = this.transcriptOf(session.name);
+        const usage = await t.usage();
+        return { session, lastTs: usage.lastTs, usage };
+      }),
+    );
+  }
+
+  async removeTranscript(name: string): Promise<boolean> {
     this.assertOpen();
     return this.transcriptOf(name).remove();
   }
@@ -227,23 +276,23 @@ export class Store {
   // ---- participants ----------------------------------------------------------------------
 
   /** Adds a user id to a session's journal; `added` is false when it was there already. */
-  async appendParticipant(name: string, userId: string, guard: Guard = {}): Promise<boolean> {
-    const j = await this.forAppend(name, guard, (n) => this.journalOf(n));
-    return j.append(userId);
+  appendParticipant(name: string, userId: string, guard: Guard = {}): Promise<boolean> {
+    return this.forAppend(name, guard, () => this.journalOf(name).append(userId));
   }
 
-  readParticipants(name: string): Promise<string[]> {
+  async readParticipants(name: string): Promise<string[]> {
     return this.journalOf(name).read();
   }
 
-  removeParticipants(name: string): Promise<boolean> {
+  async removeParticipants(name: string): Promise<boolean> {
     this.assertOpen();
     return this.journalOf(name).remove();
   }
 
   // ---- internals -------------------------------------------------------------------------
 
-  private mutate<R>(apply: (d: Doc) => docs.Outcome<R>): Promise<R> {
+  // async so a refusal (closed, bad name) rejects, never throws; the body still enqueues synchronously.
+  private async mutate<R>(apply: (d: Doc) => docs.Outcome<R>): Promise<R> {
     this.assertOpen();
     return this.state.mutate(apply);
   }
@@ -260,26 +309,30 @@ export class Store {
   }
 
   /**
-   * The file an append for `name` goes to, once the row exists. A row added but not yet
-   * committed is waited for, so a transcript never reaches the disk before its session does;
-   * the checks are repeated after that wait, right before the caller enqueues.
+   * Runs `enqueue` once the session row allows it. When the row is committed, synchronously,
+   * so appends keep the order in which they were called. A row added but not yet committed is
+   * waited for (a transcript never reaches the disk before its session does), and the checks
+   * are repeated right before `enqueue`.
    */
-  private async forAppend<T>(name: string, guard: Guard, of: (n: string) => T): Promise<T> {
-    this.assertOpen();
-    assertPathComponent(name);
+  private forAppend<T>(name: string, guard: Guard, enqueue: () => Promise<T>): Promise<T> {
     const check = (d: Doc): void => {
+      this.assertOpen();
+      assertPathComponent(name);
       if (!docs.findSession(d, name)) {
         throw new StoreError('unknown-session', `no session named ${JSON.stringify(name)}`);
       }
       docs.checkIncarnation(d, name, guard.incarnation);
     };
-    check(this.state.pendingDocument);
-    if (!docs.findSession(this.state.document, name)) {
-      await this.state.settled();
-      this.assertOpen();
+    try {
       check(this.state.pendingDocument);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return of(name);
+    if (docs.findSession(this.state.document, name)) return enqueue();
+    return this.state.settled().then(() => {
+      check(this.state.pendingDocument);
+      return enqueue();
+    });
   }
 
   private transcriptOf(name: string): Transcript {
@@ -287,7 +340,11 @@ export class Store {
     let t = this.transcripts.get(name);
     if (!t) {
       const rel = transcriptRel(name);
-      t = new Transcript(this.io, path.join(this.dir, rel), rel, this.durability, this.warn);
+      const meta = metaRel(name);
+      t = new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.warn,
+        (seq, entry) => {
+          for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
+        });
       this.transcripts.set(name, t);
     }
     return t;
@@ -298,7 +355,9 @@ export class Store {
     let j = this.journals.get(name);
     if (!j) {
       const rel = participantsRel(name);
-      j = new Participants(this.io, path.join(this.dir, rel), rel, this.durability);
+      j = new Participants(this.io, path.join(this.dir, rel), rel, this.durability, (userId) => {
+        for (const l of this.listeners) l.participantAdded?.(name, userId);
+      });
       this.journals.set(name, j);
     }
     return j;

@@ -18,5 +18,6 @@ async function sweep(io: Io, dir: string, isTemp: (name: string) => boolean): Pr
 export async function sweepTempFiles(io: Io, dir: string, stateBase: string): Promise<void> {
   const stateTemp = new RegExp(`^${escape(stateBase)}\\.(tmp|\\d+)$`);
   await sweep(io, dir, (n) => stateTemp.test(n));
-  await sweep(io, path.join(dir, 'transcripts'), (n) => /\.jsonl\.(tmp|\d+)$/.test(n));
+  await sweep(io, path.join(dir, 'transcripts'), (n) => /\.jsonl\.(tmp|compact|\d+)$/.test(n));
+  await sweep(io, path.join(dir, '.herrscher-state', 'transcripts'), (n) => /\.json\.\d+$/.test(n));
 }

@@ -32,25 +32,38 @@ export function parseAll(buf: Buffer): Entry[] {
 
 const STEP = 64 * 1024;
 
+/** Which part of which version of the file to read. */
+export interface Window {
+  /** Inode the file must still have; otherwise an ESTALE error (it was replaced meanwhile). */
+  ino?: number;
+  /** Read as if the file ended here (bytes appended later are not looked at). */
+  size?: number;
+  /** Entries to pass over, counted from the end. */
+  skip?: number;
+  /** How many entries to return (0: all). */
+  limit?: number;
+}
+
+const stale = (): NodeJS.ErrnoException => Object.assign(new Error('the file was replaced during the read'), { code: 'ESTALE' });
+
 /**
- * The newest `limit` entries (all when limit <= 0), in file order, reading 64 KiB blocks from
- * the end until enough are found. A missing file reads as no entries (as Go).
+ * Entries of a window, in file order, read in 64 KiB blocks from the end until enough are found:
+ * the cost follows `skip + limit`, not the file's size. A missing file has no entries (as Go).
  */
-export async function readNewest(io: Io, file: string, limit: number): Promise<Entry[]> {
+export async function readNewest(io: Io, file: string, w: Window = {}): Promise<Entry[]> {
   let fh: FileHandle;
   try {
     fh = await io.open(file, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    if (w.ino !== undefined) throw stale();
+    return [];
   }
   try {
-    const size = await io.size(fh);
-    if (limit <= 0) {
-      const buf = Buffer.alloc(size);
-      await io.read(fh, buf, 0);
-      return parseAll(buf);
-    }
+    if (w.ino !== undefined && (await io.inode(fh)) !== w.ino) throw stale();
+    const size = w.size ?? (await io.size(fh));
+    const limit = w.limit && w.limit > 0 ? w.limit : Infinity;
+    let skip = w.skip ?? 0;
     const found: Entry[] = [];
     let end = size;
     let carry: Buffer = Buffer.alloc(0); // the start of a line that began in an earlier block
@@ -64,7 +77,8 @@ export async function readNewest(io: Io, file: string, limit: number): Promise<E
         if (i < 0 && from > 0) break; // the first line of this block may continue further back
         const e = parseLine(buf.toString('utf8', i + 1, stop));
         if (e) {
-          found.push(e);
+          if (skip > 0) skip--;
+          else found.push(e);
           if (found.length === limit) break;
         }
         if (i < 0) break;

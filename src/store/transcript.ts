@@ -1,14 +1,20 @@
 // One session's transcript, transcripts/<name>.jsonl: Go-identical lines, appended through the
-// file's queue, compacted exactly as Go compacts (but inside that queue, so no append is lost),
-// with the newest ts cached: the store is the only writer, so `last` never touches the disk twice.
+// file's queue, compacted exactly as Go compacts (but inside that queue, so no append is lost).
+// Being the only writer, it keeps what readers ask for in memory: the newest ts, the entry count
+// and seq numbers, and usage over every entry ever appended, compacted ones included.
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppendFile } from './append-file.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
+import type { TranscriptMeta } from './transcript-meta.js';
+import { generationFor, readMeta, removeMeta, writeMeta } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
 import { parseAll, parseLine, readNewest } from './transcript-read.js';
+import type { Usage } from './usage.js';
+import { addEntry, concatUsage, usageOf, zeroUsage } from './usage.js';
 
 /** Go compacts once an append leaves the file strictly larger than this (transcript.go). */
 export const COMPACT_TRIGGER_BYTES = 4 * 1024 * 1024;
@@ -39,58 +45,125 @@ export function newestWithin(entries: readonly Entry[], keep: number): { kept: E
   return { kept: entries.slice(entries.length - lines.length), lines };
 }
 
+/** What the store knows of the file without reading it: kept exact by every write it makes. */
+interface Snapshot {
+  /** Inode of the file (0: no file). */
+  ino: number;
+  /** Bytes of the file up to its last complete, counted line. */
+  size: number;
+  /** Entries in the file (lines Go's reader would return). */
+  count: number;
+  /** Seq of the file's first entry. */
+  firstSeq: number;
+  /** Usage of entries compaction removed (persisted in the meta). */
+  dropped: Usage;
+  /** Usage of every entry ever appended (dropped + in the file), in append order. */
+  total: Usage;
+  /** ts of the newest entry a full read returns (Go's ReadTranscriptLast). */
+  lastTs: string;
+}
+
+/** Reported for each appended entry, after it is in the file, in file order. */
+export type AppendListener = (seq: number, entry: Entry) => void;
+
+interface Pending {
+  entry: Entry;
+  seq: number;
+}
+
+export interface Page {
+  entries: Entry[];
+  firstSeq: number;
+}
+
 export class Transcript {
-  private readonly log: AppendFile;
-  private lastTs: string | undefined;
+  private readonly log: AppendFile<Pending>;
+  private snap: Snapshot | undefined;
+  private loading: Promise<Snapshot> | undefined;
 
   constructor(
     private readonly io: Io,
     readonly file: string,
     readonly rel: string,
+    private readonly metaFile: string,
+    private readonly metaRelPath: string,
     durability: Durability,
     private readonly warn: (message: string, err: unknown) => void,
+    private readonly onAppend: AppendListener,
   ) {
-    this.log = new AppendFile(io, file, rel, durability, {
+    this.log = new AppendFile<Pending>(io, file, rel, durability, {
       // Repair never changes what a read returns: a fragment Go would parse is kept, any other dropped.
       tornTail: (fragment) => (parseLine(fragment.toString('utf8')) ? 'keep' : 'drop'),
       cutAfter: (size) => size > COMPACT_TRIGGER_BYTES,
       afterCut: () => this.compact(),
+      opened: (size, ino) => {
+        if (this.snap) Object.assign(this.snap, { size, ino });
+      },
+      written: (pending, size) => this.written(pending, size),
     });
   }
 
-  /** Appends one entry; resolves when its line is in the file. */
-  async append(entry: Entry): Promise<void> {
-    const line = entryLine(entry);
-    await this.log.append(line);
-    this.lastTs = entry.ts;
+  /** Appends one entry; resolves with its seq once its line is in the file. */
+  append(entry: Entry): Promise<number> {
+    let line: Buffer;
+    try {
+      line = entryLine(entry);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const pending: Pending = { entry, seq: -1 };
+    // Loaded first (once per process), so seq numbers continue the file's; enqueued in call order
+    // because every append of this transcript waits on the same, already-settled promise.
+    const enqueue = (): Promise<number> => this.log.append(line, pending).then(() => pending.seq);
+    return this.snap ? enqueue() : this.load().then(enqueue);
   }
 
   /** The newest `limit` entries (all for 0), in file order; a missing file has none. */
   async read(limit: number): Promise<Entry[]> {
-    try {
-      return await readNewest(this.io, this.file, limit);
-    } catch (err) {
-      throw ioError('read', this.rel, err);
+    return (await this.page({ limit })).entries;
+  }
+
+  /**
+   * The newest `limit` entries with seq < `before`. The page is cut from one version of the file
+   * (a compaction in between is retried), so paging back with before = firstSeq has no gap or
+   * duplicate whatever is appended meanwhile.
+   */
+  async page({ limit = 0, before }: { limit?: number; before?: number }): Promise<Page> {
+    for (let attempt = 0; ; attempt++) {
+      const snap = await this.load();
+      const { ino, size, count, firstSeq } = snap;
+      const nextSeq = firstSeq + count;
+      const upTo = Math.min(before ?? nextSeq, nextSeq);
+      if (ino === 0 || upTo <= firstSeq) return { entries: [], firstSeq: Math.max(upTo, firstSeq) };
+      const got = await this.readVersion(ino, size, nextSeq - upTo, limit > 0 ? limit : upTo - firstSeq);
+      if (got) return { entries: got, firstSeq: upTo - got.length };
+      if (attempt >= 5) throw new StoreError('io', `read ${this.rel}: the file kept changing under the read`, { code: 'EAGAIN' }, 'EAGAIN');
     }
   }
 
   /** The ts of the last entry a full read would return, or "" (Go's ReadTranscriptLast). */
   async last(): Promise<string> {
-    if (this.lastTs === undefined) this.lastTs = (await this.read(1))[0]?.ts ?? '';
-    return this.lastTs;
+    return (await this.load()).lastTs;
   }
 
-  /** Deletes the file after every queued append; `removed` says whether there was one. */
+  /** Usage over every entry ever appended, compaction's included. O(1) once loaded. */
+  async usage(): Promise<Usage> {
+    return { ...(await this.load()).total };
+  }
+
+  /** Deletes the file (and its meta) after every queued append; `removed` says whether there was one. */
   remove(): Promise<boolean> {
     return this.log.exclusive(async () => {
+      let removed = true;
       try {
         await this.io.unlink(this.file);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-        throw ioError('remove', this.rel, err);
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('remove', this.rel, err);
+        removed = false;
       }
-      this.lastTs = '';
-      return true;
+      await removeMeta(this.io, this.metaFile, this.metaRelPath);
+      this.snap = emptySnapshot();
+      return removed;
     });
   }
 
@@ -102,20 +175,118 @@ export class Transcript {
     return this.log.close();
   }
 
+  private written(pending: Pending[], size: number): void {
+    const snap = this.snap as Snapshot;
+    for (const p of pending) {
+      p.seq = snap.firstSeq + snap.count;
+      snap.count++;
+      addEntry(snap.total, p.entry);
+      snap.lastTs = p.entry.ts;
+    }
+    snap.size = size;
+    for (const p of pending) this.onAppend(p.seq, p.entry);
+  }
+
+  /** Reads the file once (per process): its entries, their usage, the seq of the first. */
+  private load(): Promise<Snapshot> {
+    if (this.snap) return Promise.resolve(this.snap);
+    this.loading ??= this.scan()
+      .then((snap) => {
+        this.snap = snap;
+        return snap;
+      })
+      .finally(() => {
+        this.loading = undefined;
+      });
+    return this.loading;
+  }
+
+  private async scan(): Promise<Snapshot> {
+    let fh: FileHandle;
+    try {
+      fh = await this.io.open(this.file, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return emptySnapshot();
+      throw ioError('read', this.rel, err);
+    }
+    try {
+      const ino = await this.io.inode(fh);
+      const size = await this.io.size(fh);
+      const buf = Buffer.alloc(size);
+      await this.io.read(fh, buf, 0);
+      // A torn tail counts as Go's reader counts it; its repair before the next append keeps that.
+      const entries = parseAll(buf);
+      const gen = generationFor(await readMeta(this.io, this.metaFile), ino);
+      const dropped = gen?.dropped ?? zeroUsage();
+      return {
+        ino,
+        size,
+        count: entries.length,
+        firstSeq: gen?.firstSeq ?? 0,
+        dropped,
+        total: concatUsage(dropped, usageOf(entries)),
+        lastTs: entries.at(-1)?.ts ?? '',
+      };
+    } catch (err) {
+      throw err instanceof StoreError ? err : ioError('read', this.rel, err);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /**
+   * `limit` entries ending `skip` entries before the end of the file version `ino`/`size`, or
+   * undefined when the file on disk is no longer that version (compacted or removed meanwhile).
+   */
+  private async readVersion(ino: number, size: number, skip: number, limit: number): Promise<Entry[] | undefined> {
+    try {
+      return await readNewest(this.io, this.file, { ino, size, skip, limit });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ESTALE') return undefined;
+      throw ioError('read', this.rel, err);
+    }
+  }
+
   /**
    * Go's compactTranscript, run inside the file's queue: re-reads the file, keeps the newest
-   * entries within 2 MiB (re-encoded, so malformed lines go), atomic replace. A failure leaves the
-   * file as it was and is retried after the next append, as Go's is.
+   * entries within 2 MiB (re-encoded, so malformed lines go) and replaces the file. The meta for
+   * the new file is written before the rename (see transcript-meta.ts). A failure leaves the file
+   * as it was and is retried after the next append, as Go's is.
    */
   private async compact(): Promise<void> {
+    const snap = this.snap as Snapshot;
+    const tmp = `${this.file}.compact`;
     try {
       const all = parseAll(await this.io.readFile(this.file));
       if (all.length === 0) return;
-      const { lines } = newestWithin(all, COMPACT_KEEP_BYTES);
-      await this.io.writeAtomic(this.file, Buffer.concat(lines), { mode: 0o600, sync: true });
+      const { kept, lines } = newestWithin(all, COMPACT_KEEP_BYTES);
+      const removedUsage = usageOf(all.slice(0, all.length - kept.length));
+      const fh = await this.io.open(tmp, 'w', 0o600);
+      let ino: number;
+      try {
+        await this.io.write(fh, Buffer.concat(lines));
+        await this.io.datasync(fh);
+        ino = await this.io.inode(fh);
+      } finally {
+        await fh.close();
+      }
+      const next: TranscriptMeta = {
+        ino,
+        firstSeq: snap.firstSeq + all.length - kept.length,
+        dropped: concatUsage(snap.dropped, removedUsage),
+        prev: { ino: snap.ino, firstSeq: snap.firstSeq, dropped: snap.dropped },
+      };
+      await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
+      await this.io.rename(tmp, this.file);
       await this.io.syncDir(path.dirname(this.file));
+      Object.assign(snap, { ino, size: lines.reduce((n, l) => n + l.length, 0), count: kept.length, firstSeq: next.firstSeq, dropped: next.dropped });
     } catch (err) {
+      await this.io.unlink(tmp).catch(() => undefined);
       this.warn(`compaction of ${this.rel} failed; retried after the next append`, err);
     }
   }
+}
+
+function emptySnapshot(): Snapshot {
+  return { ino: 0, size: 0, count: 0, firstSeq: 0, dropped: zeroUsage(), total: zeroUsage(), lastTs: '' };
 }

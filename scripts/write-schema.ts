@@ -1,0 +1,35 @@
+// `npm run schema`: writes schema/ from the contract (src/protocol). CI regenerates it and fails
+// when the committed copy differs, so schema/ can never drift from the code.
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openRpcDocument, typeSchemas } from '../src/protocol/openrpc.js';
+import { methodList } from '../src/protocol/table.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const out = path.join(root, 'schema');
+const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
+
+const write = (rel: string, value: unknown): void => {
+  writeFileSync(path.join(out, rel), `${JSON.stringify(value, null, 2)}\n`);
+};
+
+mkdirSync(path.join(out, 'types'), { recursive: true });
+for (const stale of readdirSync(path.join(out, 'types'))) rmSync(path.join(out, 'types', stale));
+write('openrpc.json', openRpcDocument(version));
+for (const [name, schema] of Object.entries(typeSchemas())) write(`types/${name}.json`, schema);
+console.log(`schema/: openrpc.json and ${Object.keys(typeSchemas()).length} types written`);
+
+// The README's method table, between its markers: one row per method with its example.
+const cell = (v: unknown): string => `\`${JSON.stringify(v)}\``.replace(/\|/g, '\\|');
+const rows = methodList.map((d) => {
+  const call = d.notification ? `${cell(d.example.params)} (notification)` : `${cell(d.example.params)} → ${cell(d.example.result ?? null)}`;
+  return `| \`${d.method}\` | ${d.summary.replace(/\|/g, '\\|')} | ${call} |`;
+});
+const table = ['| method | what it does | example: params → result |', '|---|---|---|', ...rows].join('\n');
+const readmePath = path.join(root, 'README.md');
+const readme = readFileSync(readmePath, 'utf8');
+const begin = '<!-- methods:begin -->';
+const end = '<!-- methods:end -->';
+const updated = readme.replace(new RegExp(`${begin}[\\s\\S]*${end}`), `${begin}\n${table}\n${end}`);
+if (updated !== readme) writeFileSync(readmePath, updated);

@@ -1,0 +1,113 @@
+// The typed client: one async function per method, derived from the method table (camelCase of
+// the wire name: session/add → sessionAdd), over a socket or a spawned server's stdio. What an
+// editor extension, a bridge written in TypeScript and our own tests use.
+import { spawn as spawnChild } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { MessageConnection } from 'vscode-jsonrpc';
+import { createMessageConnection } from 'vscode-jsonrpc';
+import type { z } from 'zod';
+import type { FunctionName } from '../protocol/define.js';
+import { functionName } from '../protocol/define.js';
+import type { MethodName, MethodTable } from '../protocol/table.js';
+import { methodList } from '../protocol/table.js';
+import { createFramedTransport } from '../transport/framing.js';
+import { connectUnixSocket, defaultSocketPath } from '../transport/socket.js';
+
+type Params<M extends MethodName> = z.input<MethodTable[M]['params']>;
+type Result<M extends MethodName> = z.output<MethodTable[M]['result']>;
+
+/** One function per method; params are optional where the method needs none. */
+export type MethodFunctions = {
+  [M in MethodName as FunctionName<M>]: undefined extends Params<M>
+    ? (params?: Params<M>) => Promise<Result<M>>
+    : (params: Params<M>) => Promise<Result<M>>;
+};
+
+export interface StateClient extends MethodFunctions {
+  /** Calls a method by wire name. */
+  call<M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>>;
+  /** Subscribes to a server notification. */
+  onNotification(method: string, handler: (params: unknown) => void): void;
+  /** The underlying vscode-jsonrpc connection. */
+  readonly connection: MessageConnection;
+  /** Ends the connection (and, for a spawned server, closes its stdin and waits for its exit). */
+  close(): Promise<void>;
+}
+
+export type Framing = 'lsp' | 'ndjson';
+
+function makeClient(connection: MessageConnection, onClose: () => Promise<void>): StateClient {
+  const call = <M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>> =>
+    (method === 'exit'
+      ? connection.sendNotification(method, params).then(() => null)
+      : connection.sendRequest(method, params ?? {})) as Promise<Result<M>>;
+  const client: Record<string, unknown> = {
+    call,
+    connection,
+    onNotification: (method: string, handler: (params: unknown) => void) => connection.onNotification(method, handler),
+    close: onClose,
+  };
+  for (const def of methodList) client[functionName(def.method)] = (params?: unknown) => call(def.method as MethodName, params as never);
+  connection.listen();
+  return client as unknown as StateClient;
+}
+
+export interface ConnectOptions {
+  /** The server's socket; default $TMPDIR/herrscher-state.sock. */
+  socket?: string;
+  framing?: Framing;
+  timeoutMs?: number;
+}
+
+/** Connects to a running server's unix socket. */
+export async function connect(options: ConnectOptions = {}): Promise<StateClient> {
+  const socket = await connectUnixSocket(options.socket ?? defaultSocketPath(), { timeoutMs: options.timeoutMs ?? 2000 });
+  const t = createFramedTransport(socket, socket, { maxMessageBytes: 64 * 1024 * 1024, initialFraming: options.framing ?? 'lsp' });
+  const connection = createMessageConnection(t.reader, t.writer);
+  return makeClient(connection, async () => {
+    connection.dispose();
+    socket.end();
+    socket.destroy();
+  });
+}
+
+export interface SpawnOptions {
+  /** The state.json to serve. */
+  state: string;
+  /** More `serve` arguments (--durability, --log-level, --socket…). */
+  args?: string[];
+  framing?: Framing;
+  /** The CLI to run; default the built one beside this module. */
+  cli?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface SpawnedClient extends StateClient {
+  readonly child: ChildProcess;
+  /** Resolves with the exit code once the server has exited. */
+  readonly exited: Promise<number | null>;
+}
+
+const builtCli = (): string => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.js');
+
+/** Spawns `herrscher-state serve --stdio` as a child and talks to it over its stdio, as the host does. */
+export function spawn(options: SpawnOptions): SpawnedClient {
+  const child = spawnChild(process.execPath, [options.cli ?? builtCli(), 'serve', '--stdio', '--state', options.state, ...(options.args ?? [])], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: options.env ?? process.env,
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const t = createFramedTransport(child.stdout as NodeJS.ReadableStream, child.stdin as NodeJS.WritableStream, {
+    maxMessageBytes: 64 * 1024 * 1024,
+    initialFraming: options.framing ?? 'lsp',
+  });
+  const connection = createMessageConnection(t.reader, t.writer);
+  const client = makeClient(connection, async () => {
+    connection.dispose();
+    child.stdin?.end();
+    await exited;
+  });
+  return Object.assign(client, { child, exited }) as SpawnedClient;
+}

@@ -1,0 +1,69 @@
+// watch/*: the change feed. A subscriber is told of each change after it is in the file, in
+// commit order; `revision` (state) and `seq` (transcripts) let a subscriber that subscribes and
+// then reads drop what it has already seen.
+import { z } from 'zod';
+import { defineMethod, defineNotification } from './define.js';
+import { Session, TranscriptEntry } from './model.js';
+
+const Names = z.union([z.literal('*'), z.array(z.string())]).describe('"*" for every session, or a list of names.');
+
+export const watchSubscribe = defineMethod({
+  method: 'watch/subscribe',
+  summary: 'Subscribes this connection to changes; ends with the connection or watch/unsubscribe.',
+  params: z.strictObject({
+    sessions: z.boolean().optional().describe('session/didChange and state/didChange.'),
+    transcripts: Names.optional().describe('transcript/didAppend for these sessions.'),
+    participants: Names.optional().describe('participants/didAdd for these sessions.'),
+  }),
+  result: z.object({
+    subscription: z.string(),
+    revision: z.number().int().describe('The state revision now; later changes carry larger ones.'),
+  }),
+  errors: [],
+  example: { params: { sessions: true, transcripts: '*' }, result: { subscription: 'w1', revision: 12 } },
+});
+
+export const watchUnsubscribe = defineMethod({
+  method: 'watch/unsubscribe',
+  summary: 'Ends a subscription of this connection.',
+  params: z.strictObject({ subscription: z.string() }),
+  result: z.object({ unsubscribed: z.boolean().describe('false when no such subscription was open') }),
+  errors: [],
+  example: { params: { subscription: 'w1' }, result: { unsubscribed: true } },
+});
+
+export const sessionDidChange = defineNotification({
+  method: 'session/didChange',
+  summary: 'A session row was added, updated or removed.',
+  params: z.object({
+    subscription: z.string(),
+    revision: z.number().int(),
+    kind: z.enum(['added', 'updated', 'removed']),
+    name: z.string(),
+    session: Session.optional().describe('The row after the change; absent when removed.'),
+  }),
+});
+
+export const stateDidChange = defineNotification({
+  method: 'state/didChange',
+  summary: 'Top-level fields of state.json changed (sessions are reported by session/didChange).',
+  params: z.object({ subscription: z.string(), revision: z.number().int(), fields: z.array(z.string()) }),
+});
+
+export const transcriptDidAppend = defineNotification({
+  method: 'transcript/didAppend',
+  summary: 'An entry was appended (and is in the file).',
+  params: z.object({ subscription: z.string(), name: z.string(), seq: z.number().int(), entry: TranscriptEntry }),
+});
+
+export const participantsDidAdd = defineNotification({
+  method: 'participants/didAdd',
+  summary: 'A user id was added to a journal.',
+  params: z.object({ subscription: z.string(), name: z.string(), userId: z.string() }),
+});
+
+export const watchOverflow = defineNotification({
+  method: 'watch/overflow',
+  summary: 'The subscriber fell too far behind: the subscription was dropped; subscribe and read again.',
+  params: z.object({ subscription: z.string() }),
+});

@@ -1,0 +1,92 @@
+// The server: one store, any number of connections, and the lifecycle they share (initialize,
+// shutdown, exit). Transports hand it a reader and writer per client; it never opens files.
+import type { Logger } from 'pino';
+import type { MessageReader, MessageWriter } from 'vscode-jsonrpc';
+import { openRpcDocument } from '../protocol/openrpc.js';
+import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';
+import { methodList } from '../protocol/table.js';
+import type { Store } from '../store/store.js';
+import type { ServerContext } from './bind.js';
+import { ServerConnection } from './connection.js';
+import { Subscriptions } from './subscriptions.js';
+
+export interface ServerOptions {
+  readonly version: string;
+  /** Called for the `exit` notification with the code LSP prescribes: 0 after shutdown, else 1. */
+  readonly onExit: (code: number) => void;
+}
+
+export class StateServer {
+  private readonly connections = new Set<ServerConnection>();
+  private shuttingDown: Promise<void> | undefined;
+  private nextId = 1;
+  private discovery: Record<string, unknown> | undefined;
+  private readonly shared: Omit<ServerContext, 'subscribe' | 'unsubscribe'>;
+  readonly subscriptions = new Subscriptions();
+
+  constructor(
+    readonly store: Store,
+    private readonly log: Logger,
+    private readonly options: ServerOptions,
+  ) {
+    store.watch({
+      stateCommitted: (revision, before, after) => this.subscriptions.stateCommitted(revision, before, after),
+      transcriptAppended: (name, seq, entry) => this.subscriptions.transcriptAppended(name, seq, entry),
+      participantAdded: (name, userId) => this.subscriptions.participantAdded(name, userId),
+    });
+    this.shared = {
+      store,
+      initialize: () => ({
+        serverInfo: { name: 'herrscher-state', version: options.version },
+        protocolVersion: PROTOCOL_VERSION,
+        statePath: store.statePath,
+        capabilities: { methods: methodList.map((d) => d.method) },
+      }),
+      shutdown: () => this.shutdown(),
+      exit: () => options.onExit(this.shuttingDown ? 0 : 1),
+      discover: () => (this.discovery ??= openRpcDocument(options.version)),
+    };
+  }
+
+  /** Serves one client over `reader`/`writer`; the connection ends when the reader closes. */
+  connect(reader: MessageReader, writer: MessageWriter, transport: string): ServerConnection {
+    const subs = this.subscriptions;
+    const sink = { notify: (method: string, params: unknown) => conn.connection.sendNotification(method, params) };
+    const ctx: ServerContext = {
+      ...this.shared,
+      subscribe: (filter) => subs.add(sink, filter),
+      unsubscribe: (id) => subs.remove(sink, id),
+    };
+    const conn: ServerConnection = new ServerConnection(reader, writer, ctx, this.log.child({ conn: this.nextId++, transport }));
+    this.connections.add(conn);
+    conn.onClose(() => {
+      subs.removeAll(sink);
+      this.connections.delete(conn);
+      conn.log.debug('connection closed');
+    });
+    conn.listen();
+    conn.log.debug('connection opened');
+    return conn;
+  }
+
+  /** Finishes every pending write, then refuses writes (-32030). Idempotent. */
+  shutdown(): Promise<void> {
+    this.shuttingDown ??= (async () => {
+      this.store.refuseWrites();
+      await this.store.flush();
+      this.log.info('shutdown: pending writes finished, writes refused from now on');
+    })();
+    return this.shuttingDown;
+  }
+
+  /** Resolves when every connection has answered what it received (bounded by the caller). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.connections].map((c) => c.idle()));
+  }
+
+  /** Ends every connection. */
+  disposeAll(): void {
+    for (const c of this.connections) c.dispose();
+    this.connections.clear();
+  }
+}

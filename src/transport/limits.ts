@@ -1,0 +1,29 @@
+// The bounds one connection's reader lives within: every number here caps memory or time that a
+// peer could otherwise make us spend.
+
+/** Default for --max-message-bytes (issue 3): large enough for any realistic transcript read. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * An LSP header block longer than this is garbage, not headers: real ones are two short lines.
+ * 8 KiB is what HTTP servers commonly allow per header section, and bounds what we hold before
+ * we know a body's length.
+ */
+export const MAX_HEADER_BYTES = 8 * 1024;
+
+/**
+ * How long a connection we closed keeps reading (and discarding) the peer's bytes after our last
+ * frame was flushed. Destroying a socket with unread input makes the kernel send RST, which can
+ * throw away our error reply before the peer reads it; lingering lets a well-behaved peer see our
+ * EOF and hang up first, and the bound keeps a silent peer from holding the socket forever.
+ */
+export const CLOSE_LINGER_MS = 2000;
+
+/** How much of a peer's bytes an error message quotes: enough to recognise, never a flood. */
+export const MAX_QUOTED_CHARS = 80;
+
+/** Quotes a value seen on the wire for an error message, shortened to MAX_QUOTED_CHARS. */
+export function quote(text: string): string {
+  const short = text.length > MAX_QUOTED_CHARS ? `${text.slice(0, MAX_QUOTED_CHARS)}…` : text;
+  return JSON.stringify(short);
+}

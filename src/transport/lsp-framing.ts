@@ -1,0 +1,154 @@
+// The LSP base protocol, what vscode-jsonrpc speaks: `Content-Length: N\r\n\r\n` then N bytes.
+import type { FrameDecoder, FrameHandlers } from './frame-decoder.js';
+import type { FramingError } from './framing-error.js';
+import { tooLarge } from './framing-error.js';
+import { MAX_HEADER_BYTES, quote } from './limits.js';
+
+const HEADER_END = Buffer.from('\r\n\r\n', 'latin1');
+
+/** Encodes one message as an LSP frame, the length counted in UTF-8 bytes as the spec requires. */
+export function encodeLsp(message: unknown): string {
+  const body = JSON.stringify(message);
+  return `Content-Length: ${Buffer.byteLength(body, 'utf8')}\r\n\r\n${body}`;
+}
+
+/**
+ * Reads the header block (text between frames, without its `\r\n\r\n`) into the body length,
+ * or the reason the stream can no longer be trusted: unlike vscode-jsonrpc, which logs and then
+ * desyncs, a bad header ends the connection with an answer.
+ */
+export function parseHeaderBlock(block: string, maxMessageBytes: number): number | FramingError {
+  let length: string | undefined;
+  for (const line of block.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon === -1) return tooLarge(`invalid header: a header line must be "Name: value". Got ${quote(line)}`);
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    // Content-Type is optional and not consulted: bodies are always read as UTF-8, the only
+    // charset vscode-jsonrpc's Node runtime writes; invalid UTF-8 is answered with -32700.
+    if (name !== 'content-length') continue;
+    if (length !== undefined && length !== value) {
+      return tooLarge(`invalid header: Content-Length must appear once. Got ${quote(length)} and ${quote(value)}`);
+    }
+    length = value;
+  }
+  if (length === undefined) return tooLarge(`invalid header: Content-Length is required. Got ${quote(block)}`);
+  if (!/^[0-9]+$/.test(length)) {
+    return tooLarge(`invalid header: Content-Length value must be a non-negative integer. Got ${quote(length)}`);
+  }
+  const bytes = Number(length);
+  if (bytes > maxMessageBytes) {
+    return tooLarge(`message too large: Content-Length must be at most ${maxMessageBytes}. Got ${length}`);
+  }
+  return bytes;
+}
+
+/**
+ * Cuts LSP frames out of a byte stream, holding at most MAX_HEADER_BYTES of header and one body
+ * of at most maxMessageBytes; a body that arrives whole inside a chunk is not copied.
+ */
+export class LspDecoder implements FrameDecoder {
+  // A header block split across chunks collects here; fixed size, so no reallocation per byte.
+  private readonly header = Buffer.allocUnsafe(MAX_HEADER_BYTES + HEADER_END.length);
+  private headerLength = 0;
+  /** -1 while reading headers. */
+  private bodyLength = -1;
+  private body: Buffer | undefined;
+  private bodyFilled = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly maxMessageBytes: number,
+    private readonly handlers: FrameHandlers,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let pos = 0;
+    while (!this.stopped && pos < chunk.length) {
+      if (this.bodyLength === -1) {
+        pos = this.readHeader(chunk, pos);
+        continue;
+      }
+      const missing = this.bodyLength - this.bodyFilled;
+      if (this.body === undefined && chunk.length - pos >= missing) {
+        const body = chunk.subarray(pos, pos + missing);
+        pos += missing;
+        this.bodyLength = -1;
+        this.handlers.body(body);
+        continue;
+      }
+      this.body ??= Buffer.allocUnsafe(this.bodyLength);
+      const n = Math.min(missing, chunk.length - pos);
+      chunk.copy(this.body, this.bodyFilled, pos, pos + n);
+      this.bodyFilled += n;
+      pos += n;
+      if (this.bodyFilled === this.bodyLength) {
+        const body = this.body;
+        this.body = undefined;
+        this.bodyFilled = 0;
+        this.bodyLength = -1;
+        this.handlers.body(body);
+      }
+    }
+  }
+
+  /** A frame cut short by EOF carries no message to answer; it is dropped with the connection. */
+  end(): void {
+    this.stopped = true;
+    this.body = undefined;
+  }
+
+  /** Consumes header bytes from `pos`; returns where reading goes on (chunk.length: need more). */
+  private readHeader(chunk: Buffer, pos: number): number {
+    if (this.headerLength === 0) {
+      const end = chunk.indexOf(HEADER_END, pos);
+      if (end !== -1 && end - pos <= MAX_HEADER_BYTES) {
+        this.headerDone(chunk.toString('latin1', pos, end));
+        return end + HEADER_END.length;
+      }
+      if (end !== -1 || chunk.length - pos > this.header.length) {
+        this.fail(this.headerTooLong());
+        return chunk.length;
+      }
+      chunk.copy(this.header, 0, pos);
+      this.headerLength = chunk.length - pos;
+      return chunk.length;
+    }
+    const before = this.headerLength;
+    const n = Math.min(chunk.length - pos, this.header.length - before);
+    chunk.copy(this.header, before, pos, pos + n);
+    this.headerLength += n;
+    // The terminator may straddle the chunk boundary: look from 3 bytes before the new ones.
+    const end = this.header.subarray(0, this.headerLength).indexOf(HEADER_END, Math.max(0, before - 3));
+    if (end === -1) {
+      if (this.headerLength === this.header.length) this.fail(this.headerTooLong());
+      return pos + n;
+    }
+    this.headerLength = 0;
+    this.headerDone(this.header.toString('latin1', 0, end));
+    return pos + (end + HEADER_END.length - before);
+  }
+
+  private headerDone(block: string): void {
+    const length = parseHeaderBlock(block, this.maxMessageBytes);
+    if (typeof length !== 'number') {
+      this.fail(length);
+      return;
+    }
+    if (length === 0) {
+      this.handlers.body(Buffer.alloc(0));
+      return;
+    }
+    this.bodyLength = length;
+  }
+
+  private headerTooLong(): FramingError {
+    return tooLarge(`invalid header: a header block must end with "\\r\\n\\r\\n" within ${MAX_HEADER_BYTES} bytes. Got more than that without it`);
+  }
+
+  private fail(error: FramingError): void {
+    this.stopped = true;
+    this.body = undefined;
+    this.handlers.fatal(error);
+  }
+}

@@ -1,0 +1,229 @@
+// The unix socket bridges, the operator CLI and editor extensions reach the server on (issue 3,
+// point 5): created 0600 with no moment where it is wider, stale files from a crash replaced,
+// live servers never displaced.
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+/** sizeof(sockaddr_un.sun_path), NUL included: 108 on Linux, 104 on macOS and the BSDs. */
+export const SUN_PATH_BYTES = process.platform === 'linux' ? 108 : 104;
+
+/** How long the stale-socket probe waits: a live server accepts at once, a full backlog may not. */
+const PROBE_TIMEOUT_MS = 1000;
+
+/** A socket failure a person can act on; `code` is the errno name when one caused it. */
+export class SocketError extends Error {
+  override readonly name = 'SocketError';
+
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface UnixSocketListener {
+  /** Stops accepting and removes the socket file; open connections stay with their owners. */
+  close(): Promise<void>;
+  /** The absolute path clients connect to. */
+  path: string;
+}
+
+export interface ListenOptions {
+  /** Errors of the listening socket after it is up (EMFILE on accept…); it keeps listening. */
+  onError?: (error: Error) => void;
+}
+
+const errnoOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
+
+/**
+ * The socket path a server for `instanceId` listens on by default: a sibling of Herrscher's own
+ * sockets in os.tmpdir(), so one folder lists them all.
+ */
+export function defaultSocketPath(instanceId?: string): string {
+  if (instanceId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(instanceId)) {
+    throw new SocketError(`instance id must be letters, digits, "_", "-" and "." only. Got ${JSON.stringify(instanceId)}`);
+  }
+  return path.join(os.tmpdir(), instanceId ? `herrscher-state-${instanceId}.sock` : 'herrscher-state.sock');
+}
+
+/**
+ * Refuses a path the kernel cannot bind: libuv may otherwise fail with a bare EINVAL or, in
+ * older versions, silently truncate it and bind a different file.
+ */
+export function assertSocketPathFits(socketPath: string): void {
+  const bytes = Buffer.byteLength(socketPath);
+  if (bytes > SUN_PATH_BYTES - 1) {
+    throw new SocketError(
+      `socket path is ${bytes} bytes long; a unix socket path must be at most ${SUN_PATH_BYTES - 1} bytes ` +
+        `(sun_path is ${SUN_PATH_BYTES} bytes on ${process.platform}, NUL included): ${socketPath}`,
+      'ENAMETOOLONG',
+    );
+  }
+}
+
+/**
+ * Listens on a unix socket at `socketPath`, mode 0600 from the first moment, replacing a stale
+ * socket file a crashed server left and refusing one a live server answers on.
+ */
+export async function listenUnixSocket(
+  socketPath: string,
+  onConnection: (socket: net.Socket) => void,
+  options: ListenOptions = {},
+): Promise<UnixSocketListener> {
+  const target = path.resolve(socketPath);
+  const dir = path.dirname(target);
+  assertSocketPathFits(target);
+  // The socket is bound inside a fresh folder first; mkdtemp's "XXXXXX" plus "/s" must fit too.
+  const staging = path.join(dir, '.XXXXXX', 's');
+  assertSocketPathFits(staging);
+  await assertFolderSafe(dir);
+  await removeStaleSocket(target);
+
+  // Why not umask: process.umask is process-wide, and the store writes files from libuv's
+  // thread pool concurrently, so narrowing it around listen() would change their modes too.
+  // Instead the socket is born inside a folder mkdtemp makes 0700, where no other user can reach
+  // it, narrowed to 0600 there, then hard-linked into place: link() never replaces an existing
+  // file, so a server that started meanwhile is not displaced either.
+  const folder = await fs.mkdtemp(path.join(dir, '.'));
+  const bound = path.join(folder, 's');
+  const server = net.createServer(onConnection);
+  let identity: { dev: number; ino: number };
+  try {
+    await listen(server, bound);
+    await fs.chmod(bound, 0o600);
+    try {
+      await fs.link(bound, target);
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'EEXIST') throw inUse(target);
+      // A file system without hard links: rename still publishes an 0600 socket, it just could
+      // replace a socket another server published in the last few milliseconds.
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
+      await fs.rename(bound, target);
+    }
+    const st = await fs.stat(target);
+    identity = { dev: st.dev, ino: st.ino };
+  } catch (err) {
+    server.close();
+    throw err;
+  } finally {
+    await fs.rm(folder, { recursive: true, force: true });
+  }
+  server.on('error', (err) => options.onError?.(err));
+
+  let closing: Promise<void> | undefined;
+  return {
+    path: target,
+    close: () =>
+      (closing ??= (async () => {
+        server.close();
+        // Only our own file: after a crash and restart another server may own the path.
+        const st = await fs.stat(target).catch(() => undefined);
+        if (st && st.dev === identity.dev && st.ino === identity.ino) await fs.rm(target, { force: true });
+      })()),
+  };
+}
+
+/**
+ * Connects to a server's unix socket, failing after `timeoutMs` with a message that says whether
+ * no file, no server, or no permission was the cause.
+ */
+export function connectUnixSocket(socketPath: string, options: { timeoutMs?: number } = {}): Promise<net.Socket> {
+  const timeoutMs = options.timeoutMs ?? 5000;
+  assertSocketPathFits(socketPath);
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(socketPath);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new SocketError(`connecting to socket ${socketPath} timed out after ${timeoutMs} ms`, 'ETIMEDOUT'));
+    }, timeoutMs);
+    const onError = (err: Error): void => {
+      clearTimeout(timer);
+      reject(describeConnectError(socketPath, err));
+    };
+    socket.once('error', onError);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.removeListener('error', onError);
+      resolve(socket);
+    });
+  });
+}
+
+function describeConnectError(socketPath: string, err: Error): SocketError {
+  const code = errnoOf(err);
+  switch (code) {
+    case 'ENOENT':
+      return new SocketError(`no server at socket ${socketPath}: the file does not exist`, code);
+    case 'ECONNREFUSED':
+      return new SocketError(`no server is listening on socket ${socketPath} (a file left by a crash?)`, code);
+    case 'EACCES':
+      return new SocketError(`permission denied on socket ${socketPath}`, code);
+    default:
+      return new SocketError(`cannot connect to socket ${socketPath}: ${err.message}`, code);
+  }
+}
+
+function listen(server: net.Server, at: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(at, () => {
+      server.removeListener('error', reject);
+      resolve();
+    });
+  });
+}
+
+function inUse(socketPath: string): SocketError {
+  return new SocketError(`socket ${socketPath} is in use by another server`, 'EADDRINUSE');
+}
+
+/** A folder anyone may write to, without the sticky bit, lets anyone swap our socket for theirs. */
+async function assertFolderSafe(dir: string): Promise<void> {
+  const st = await fs.stat(dir);
+  if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0) {
+    throw new SocketError(`folder ${dir} is writable by everyone and not sticky; put the socket in a folder others cannot write`);
+  }
+}
+
+/** Unlinks a socket file nobody answers on (a crashed server's); refuses a live one or a non-socket. */
+async function removeStaleSocket(target: string): Promise<void> {
+  const st = await fs.lstat(target).catch((err: unknown) => {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (st === undefined) return;
+  if (!st.isSocket()) throw new SocketError(`${target} exists and is not a socket; refusing to replace it`, 'EEXIST');
+  const state = await probe(target);
+  if (state === 'live') throw inUse(target);
+  if (state === 'stale') await fs.rm(target, { force: true });
+}
+
+function probe(target: string): Promise<'live' | 'stale' | 'gone'> {
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(target);
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+    };
+    // No answer in time (a full backlog) is treated as alive: never unlink what might be live.
+    const timer = setTimeout(() => {
+      done();
+      resolve('live');
+    }, PROBE_TIMEOUT_MS);
+    socket.once('connect', () => {
+      done();
+      resolve('live');
+    });
+    socket.once('error', (err) => {
+      done();
+      const code = errnoOf(err);
+      if (code === 'ECONNREFUSED') resolve('stale');
+      else if (code === 'ENOENT') resolve('gone');
+      else reject(new SocketError(`cannot tell whether socket ${target} is in use: ${code ?? err.message}`, code));
+    });
+  });
+}

@@ -1,0 +1,100 @@
+// `herrscher-state call`, `--help` and `--version` as an operator runs them at a shell: the
+// result as JSON on stdout and exit 0, or the error on stderr and exit 1.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { methods } from '../../src/protocol/table.js';
+import { REPO, runToEnd, serveSocket } from '../helpers/cli.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+/** A safety net only: a hung command fails the test instead of the run. */
+const TIMEOUT = 20_000;
+const VERSION = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+
+test('call state/get --socket P prints the JSON result and exits 0, in both framings', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket);
+  const add = await runToEnd(['call', 'session/add', '{"session":{"name":"main","cmd":"claude"}}', '--socket', socket]);
+  assert.equal(add.code, 0, add.stderr);
+  const { session } = JSON.parse(add.stdout) as { session: { incarnation: string } };
+  assert.match(session.incarnation, /^inc_[A-Z2-7]{26}$/);
+  for (const framing of ['lsp', 'ndjson']) {
+    const got = await runToEnd(['call', 'state/get', '--socket', socket, '--framing', framing]);
+    assert.equal(got.code, 0, got.stderr);
+    assert.equal(got.stderr, '');
+    const result = JSON.parse(got.stdout) as { state: unknown; revision: unknown };
+    methods['state/get'].result.parse(result);
+    assert.deepEqual(result.state, {
+      home: { id: '', type: '' },
+      sessions: [{ id: 's_main', incarnation: session.incarnation, name: 'main', channelID: '', type: '', cmd: 'claude' }],
+    }, `over ${framing}`);
+    assert.equal(typeof result.revision, 'number');
+  }
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+});
+
+test('call reads the socket from HERRSCHER_STATE_SOCKET when --socket is absent', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket);
+  const got = await runToEnd(['call', 'state/qualifiedName', '{"name":"x"}'], { env: { ...process.env, HERRSCHER_STATE_SOCKET: socket } });
+  assert.equal(got.code, 0, got.stderr);
+  assert.deepEqual(JSON.parse(got.stdout), { qualifiedName: 'x' });
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+});
+
+test('a failing call prints error <code> on stderr, nothing on stdout, and exits 1', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket);
+  const cases: [string[], number][] = [
+    [['call', 'no/such', '--socket', socket], -32601],
+    [['call', 'transcript/read', '{"name":"../x"}', '--socket', socket], -32602],
+    [['call', 'transcript/append', '{"name":"ghost","entry":{"ts":"t","role":"user","text":"x"}}', '--socket', socket], -32011],
+  ];
+  for (const [args, code] of cases) {
+    const got = await runToEnd(args);
+    assert.equal(got.code, 1, `${args.join(' ')}: ${got.stderr}`);
+    assert.equal(got.stdout, '', `${args.join(' ')} prints nothing on stdout`);
+    assert.match(got.stderr, new RegExp(`^error ${code}\\b`), `${args.join(' ')}`);
+    assert.ok(!got.stderr.includes(dir), 'the error names no absolute path');
+  }
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+});
+
+test('--help prints the usage of serve and call and exits 0', { timeout: TIMEOUT }, async () => {
+  const got = await runToEnd(['--help']);
+  assert.equal(got.code, 0);
+  assert.match(got.stdout, /^Usage:$/m);
+  assert.match(got.stdout, /herrscher-state serve \[--state FILE\] \[--stdio\] \[--socket PATH\]/);
+  assert.match(got.stdout, /herrscher-state call METHOD \[PARAMS-JSON\]/);
+  for (const flag of ['--durability', '--max-message-bytes', '--log-level', '--log-file', '--framing']) assert.ok(got.stdout.includes(flag), flag);
+  assert.equal(got.stderr, '');
+});
+
+test('--version prints the package version and exits 0', { timeout: TIMEOUT }, async () => {
+  const got = await runToEnd(['--version']);
+  assert.deepEqual({ code: got.code, stdout: got.stdout, stderr: got.stderr }, { code: 0, stdout: `${VERSION}\n`, stderr: '' });
+});
+
+test('call with no server at the socket exits 1 with a message naming the socket', { timeout: TIMEOUT }, async () => {
+  const dir = tempDir();
+  const socket = path.join(dir, 'nobody.sock');
+  const got = await runToEnd(['call', 'state/get', '--socket', socket, '--timeout', '200']);
+  assert.equal(got.code, 1, got.stderr);
+  assert.equal(got.stdout, '');
+  assert.match(got.stderr, /^herrscher-state call: /);
+  assert.ok(got.stderr.includes(socket), `the message names the socket: ${got.stderr}`);
+});
+
+test('call with PARAMS-JSON that is not JSON exits 2 without connecting', { timeout: TIMEOUT }, async () => {
+  const dir = tempDir();
+  const got = await runToEnd(['call', 'state/get', '{nope', '--socket', path.join(dir, 'nobody.sock')]);
+  assert.equal(got.code, 2, got.stderr);
+  assert.match(got.stderr, /PARAMS-JSON is not JSON/);
+});

@@ -1,0 +1,279 @@
+// The server's lifecycle as a host, an operator and a crash see it: the handshake and discovery,
+// shutdown and exit, stdin EOF, signals, the socket file (mode, stale, too long, in use), the
+// single-writer lock, restart after kill -9, and stdout holding nothing but protocol frames.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import type { ResponseError } from 'vscode-jsonrpc';
+import { connect, spawn } from '../../src/client/client.js';
+import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
+import { methodList } from '../../src/protocol/table.js';
+import type { Ctx } from '../helpers/cli.js';
+import { CLI, REPO, runCli, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+/** A safety net only: a hung server fails the test instead of the run. */
+const TIMEOUT = 20_000;
+const VERSION = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+const entry = (text: string) => ({ ts: '2026-01-01T00:00:00Z', role: 'user', text });
+const line = (text: string) => `{"ts":"2026-01-01T00:00:00Z","role":"user","text":"${text}"}\n`;
+
+/** The typed client on a spawned `serve --stdio` (the built CLI), killed when the test ends. */
+function spawnTyped(t: Ctx, state: string, framing: 'lsp' | 'ndjson') {
+  const client = spawn({ state, cli: CLI, framing, args: ['--log-level', 'warn'] });
+  t.after(() => {
+    if (client.child.exitCode === null && client.child.signalCode === null) client.child.kill('SIGKILL');
+  });
+  return client;
+}
+
+const rpcCode = (code: number) => (err: unknown) => {
+  assert.equal((err as ResponseError).code, code, `error code of ${String(err)}`);
+  return true;
+};
+
+test('initialize answers serverInfo, protocolVersion, the absolute statePath and every method', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const client = spawnTyped(t, statePathIn(dir), 'lsp');
+  const init = await client.initialize({ clientInfo: { name: 'lifecycle.test', version: '1' } });
+  assert.deepEqual(init.serverInfo, { name: 'herrscher-state', version: VERSION });
+  assert.equal(init.protocolVersion, PROTOCOL_VERSION);
+  assert.equal(init.statePath, statePathIn(dir));
+  assert.ok(init.capabilities.methods.includes('transcript/append'));
+  assert.deepEqual([...init.capabilities.methods].sort(), methodList.map((d) => d.method).sort());
+  await client.close();
+  assert.equal(await client.exited, 0, 'stdin EOF ends the server with 0');
+});
+
+test('rpc.discover returns the OpenRPC 1.3.2 document that schema/openrpc.json holds', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket);
+  for (const framing of ['lsp', 'ndjson'] as const) {
+    const client = await connect({ socket, framing });
+    const doc = await client.rpcDiscover();
+    await client.close();
+    assert.equal(doc.openrpc, '1.3.2');
+    assert.deepEqual(doc, JSON.parse(readFileSync(path.join(REPO, 'schema/openrpc.json'), 'utf8')), `over ${framing}`);
+  }
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+});
+
+test('shutdown finishes the writes sent before it, then refuses mutations with -32030 while reads work', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const client = spawnTyped(t, statePathIn(dir), 'ndjson');
+  await client.sessionAdd({ session: { name: 'a' } });
+  const appends = Array.from({ length: 20 }, (_, i) => client.transcriptAppend({ name: 'a', entry: entry(`e${i}`) }));
+  const shutdown = client.shutdown();
+  assert.deepEqual(await Promise.all(appends), Array.from({ length: 20 }, (_, seq) => ({ seq })), 'writes sent before shutdown succeed, in order');
+  assert.equal(await shutdown, null);
+  assert.equal(
+    readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8'),
+    Array.from({ length: 20 }, (_, i) => line(`e${i}`)).join(''),
+  );
+  await assert.rejects(client.transcriptAppend({ name: 'a', entry: entry('late') }), rpcCode(-32030));
+  await assert.rejects(client.sessionAdd({ session: { name: 'b' } }), rpcCode(-32030));
+  await assert.rejects(client.stateSetHome({ home: { id: '1', type: 'forum' } }), rpcCode(-32030));
+  await assert.rejects(client.participantsRemove({ name: 'a' }), rpcCode(-32030));
+  assert.equal((await client.transcriptRead({ name: 'a' })).entries.length, 20, 'reads still work');
+  assert.deepEqual((await client.sessionList()).sessions.map((s) => s.name), ['a']);
+  assert.equal(readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8').split('\n').length, 21, 'nothing appended after shutdown');
+  await client.call('exit');
+  assert.equal(await client.exited, 0);
+});
+
+test('exit after shutdown ends the server with code 0', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const server = serveStdio(t, statePathIn(dir), 'lsp');
+  assert.deepEqual(await server.rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true });
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+  assert.match(readFileSync(statePathIn(dir), 'utf8'), /"workspace": "\/w"/);
+});
+
+test('exit without shutdown ends the server with code 1', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const server = serveStdio(t, statePathIn(dir), 'ndjson');
+  assert.deepEqual(await server.rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true });
+  server.rpc.notify('exit');
+  assert.deepEqual(await server.exited, { code: 1, signal: null });
+  assert.match(readFileSync(statePathIn(dir), 'utf8'), /"workspace": "\/w"/, 'the write answered before exit is on disk');
+});
+
+test('stdin EOF with 50 appends pending answers every request, writes all 50 lines and exits 0', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const server = serveStdio(t, statePathIn(dir), 'ndjson');
+  const requests = [
+    { jsonrpc: '2.0', id: 0, method: 'session/add', params: { session: { name: 'a' } } },
+    ...Array.from({ length: 50 }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'transcript/append', params: { name: 'a', entry: entry(`e${i}`) } })),
+  ];
+  server.child.stdin?.end(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+  const replies = server.rpc.received;
+  assert.deepEqual(replies.map((r) => r.id).sort((a, b) => Number(a) - Number(b)), requests.map((r) => r.id));
+  for (const r of replies) assert.equal(r.error, undefined, `reply ${JSON.stringify(r)}`);
+  assert.equal(
+    readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8'),
+    Array.from({ length: 50 }, (_, i) => line(`e${i}`)).join(''),
+  );
+  assert.deepEqual(server.rpc.garbage, []);
+});
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  test(`${signal} ends a socket server with code 0, closes its clients and removes the socket file`, { timeout: TIMEOUT }, async (t) => {
+    const dir = tempDir();
+    const socket = path.join(dir, 's.sock');
+    const server = await serveSocket(t, statePathIn(dir), socket);
+    const rpc = await server.connect('ndjson');
+    await rpc.call('session/add', { session: { name: 'a' } });
+    assert.deepEqual(await rpc.call('transcript/append', { name: 'a', entry: entry('before') }), { seq: 0 });
+    server.child.kill(signal);
+    assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+    await rpc.ended;
+    assert.equal(existsSync(socket), false, 'the socket file is gone');
+    assert.equal(readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8'), line('before'));
+  });
+}
+
+test('the socket file is created with mode 0600', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket);
+  const st = statSync(socket);
+  assert.ok(st.isSocket(), 'a unix socket');
+  assert.equal((st.mode & 0o777).toString(8), '600');
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+});
+
+test('a stale socket file left by a killed server is replaced', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const first = await serveSocket(t, statePathIn(path.join(dir, 'one')), socket);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  assert.ok(statSync(socket).isSocket(), 'the killed server left its socket file behind');
+  const second = await serveSocket(t, statePathIn(path.join(dir, 'two')), socket);
+  const rpc = await second.connect('lsp');
+  const init = (await rpc.call('initialize', {})) as { statePath: string };
+  assert.equal(init.statePath, statePathIn(path.join(dir, 'two')), 'the new server answers on the old path');
+  second.child.kill('SIGTERM');
+  assert.deepEqual(await second.exited, { code: 0, signal: null });
+});
+
+test('a socket path a live server listens on is refused with exit 1 and the live server keeps it', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const first = await serveSocket(t, statePathIn(path.join(dir, 'one')), socket);
+  const second = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(path.join(dir, 'two'))]);
+  assert.equal((await second.exited).code, 1, `stderr:\n${second.stderr()}`);
+  assert.match(second.stderr(), /herrscher-state: /);
+  const rpc = await first.connect('ndjson');
+  const init = (await rpc.call('initialize', {})) as { statePath: string };
+  assert.equal(init.statePath, statePathIn(path.join(dir, 'one')));
+  first.child.kill('SIGTERM');
+  assert.deepEqual(await first.exited, { code: 0, signal: null });
+});
+
+test('a socket path longer than a unix socket allows exits 1 with a clear message', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, `${'x'.repeat(120)}.sock`);
+  assert.ok(Buffer.byteLength(socket) > 108);
+  const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir)]);
+  assert.deepEqual(await server.exited, { code: 1, signal: null });
+  assert.match(server.stderr(), /too long|at most \d+ bytes/i, 'the message says the path is too long');
+  assert.ok(server.stderr().includes(socket), 'the message names the path');
+  assert.equal(server.stdout(), '');
+  assert.equal(existsSync(socket), false);
+});
+
+test('a second server on the same state exits 1 naming the first one\'s pid', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const first = serveStdio(t, statePathIn(dir), 'ndjson');
+  await first.rpc.call('state/get'); // the first server holds the lock once it answers
+  const second = runCli(t, ['serve', '--socket', path.join(dir, 's.sock'), '--state', statePathIn(dir)]);
+  assert.deepEqual(await second.exited, { code: 1, signal: null });
+  assert.match(second.stderr(), new RegExp(`\\bpid ${first.pid}\\b`));
+  assert.equal(existsSync(path.join(dir, 's.sock')), false, 'the refused server made no socket');
+  assert.deepEqual(await first.rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true }, 'the first server still serves');
+  assert.deepEqual(await shutdownAndExit(first), { code: 0, signal: null });
+});
+
+test('after kill -9 a server restarted on the same state sees every answered write', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const first = serveStdio(t, statePathIn(dir), 'lsp');
+  const { session } = (await first.rpc.call('session/add', { session: { name: 'keep', cmd: 'claude' } })) as { session: unknown };
+  for (let i = 0; i < 3; i++) await first.rpc.call('transcript/append', { name: 'keep', entry: entry(`e${i}`) });
+  await first.rpc.call('participants/append', { name: 'keep', userId: 'u1' });
+  first.child.kill('SIGKILL');
+  assert.equal((await first.exited).signal, 'SIGKILL');
+
+  const second = serveStdio(t, statePathIn(dir), 'ndjson');
+  assert.deepEqual(await second.rpc.call('session/find', { name: 'keep' }), { session });
+  assert.deepEqual(await second.rpc.call('transcript/read', { name: 'keep' }), { entries: [entry('e0'), entry('e1'), entry('e2')], firstSeq: 0 });
+  assert.deepEqual(await second.rpc.call('transcript/last', { name: 'keep' }), { ts: '2026-01-01T00:00:00Z' });
+  assert.deepEqual(await second.rpc.call('participants/read', { name: 'keep' }), { userIds: ['u1'] });
+  assert.deepEqual(await second.rpc.call('transcript/append', { name: 'keep', entry: entry('e3') }), { seq: 3 }, 'seq continues after the restart');
+  assert.deepEqual(await shutdownAndExit(second), { code: 0, signal: null });
+  assert.equal(readFileSync(path.join(dir, 'transcripts/keep.jsonl'), 'utf8'), ['e0', 'e1', 'e2', 'e3'].map(line).join(''));
+});
+
+for (const framing of ['lsp', 'ndjson'] as const) {
+  test(`serve --stdio --log-level trace writes only ${framing} frames to stdout and its logs to stderr`, { timeout: TIMEOUT }, async (t) => {
+    const dir = tempDir();
+    const server = serveStdio(t, statePathIn(dir), framing, ['--log-level', 'trace']);
+    const rpc = server.rpc;
+    await rpc.call('initialize', {});
+    await rpc.call('session/add', { session: { name: 'a' } });
+    await rpc.call('transcript/append', { name: 'a', entry: entry('logged at debug at most') });
+    await rpc.call('transcript/read', { name: 'a' });
+    await rpc.request('no/such');
+    rpc.sendBody('{"broken":');
+    await rpc.waitFor((m) => m.id === null);
+    await rpc.request('session/add', { session: { name: 'a' } });
+    assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+
+    assert.deepEqual(rpc.garbage, [], 'every byte on stdout was part of a frame');
+    assert.equal(rpc.unparsedBytes, 0, 'no trailing bytes on stdout');
+    assert.equal(rpc.received.length, 8, 'one frame per request, nothing else');
+
+    const records = server
+      .stderr()
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { level: number; method?: string });
+    assert.ok(records.some((r) => r.level <= 20), 'debug or trace records appear at --log-level trace');
+    assert.ok(records.some((r) => r.method === 'transcript/append'), 'requests are logged with their method');
+  });
+}
+
+test('logs at info level never carry transcript text', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const server = serveStdio(t, statePathIn(dir), 'ndjson', ['--log-level', 'info']);
+  await server.rpc.call('session/add', { session: { name: 'a' } });
+  await server.rpc.call('transcript/append', { name: 'a', entry: entry('SECRET-TEXT-1') });
+  await server.rpc.request('transcript/append', { name: 'a', entry: { ...entry('SECRET-TEXT-2'), cost: 'NaN' } });
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+  assert.ok(server.stderr().length > 0, 'info logs were written');
+  assert.doesNotMatch(server.stderr(), /SECRET-TEXT/);
+});
+
+test('serve --stdio --socket serves both: a write over stdio is read over the socket', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = serveStdio(t, statePathIn(dir), 'lsp', ['--socket', socket]);
+  await waitForSocket(socket, server);
+  await server.rpc.call('session/add', { session: { name: 'both' } });
+  await server.rpc.call('transcript/append', { name: 'both', entry: entry('via stdio') });
+  const client = await connect({ socket, framing: 'ndjson' });
+  try {
+    assert.deepEqual(await client.transcriptRead({ name: 'both' }), { entries: [entry('via stdio')], firstSeq: 0 });
+    await client.participantsAppend({ name: 'both', userId: 'via-socket' });
+  } finally {
+    await client.close();
+  }
+  assert.deepEqual(await server.rpc.call('participants/read', { name: 'both' }), { userIds: ['via-socket'] });
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+  assert.equal(existsSync(socket), false, 'the socket file is removed on exit');
+});

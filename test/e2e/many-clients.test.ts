@@ -1,0 +1,98 @@
+// 8 client processes on one socket, half speaking LSP framing and half NDJSON, each pipelining
+// appends to one transcript and one participants journal: every write lands exactly once and
+// each client's own order survives the interleaving.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { REPO, serveSocket } from '../helpers/cli.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+const FIXTURE = path.join(REPO, 'test/fixtures/append-client.mjs');
+const CLIENTS = 8;
+const N = 200;
+const NAME = 'crowd';
+
+interface Outcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Checks that `items` holds each `<prefix><k>-<i>` exactly once and, per k, in increasing i. */
+function assertEachOnceInClientOrder(items: string[], prefix: string, what: string): void {
+  assert.equal(items.length, CLIENTS * N, `${what}: number of lines`);
+  assert.equal(new Set(items).size, items.length, `${what}: no line twice`);
+  const seen = new Map<number, number>();
+  for (const item of items) {
+    const m = new RegExp(`^${prefix}(\\d+)-(\\d+)$`).exec(item);
+    assert.ok(m, `${what}: unexpected line ${JSON.stringify(item)}`);
+    const k = Number(m[1]);
+    const i = Number(m[2]);
+    assert.equal(i, seen.get(k) ?? 0, `${what}: client ${k}'s writes out of order at ${JSON.stringify(item)}`);
+    seen.set(k, i + 1);
+  }
+  assert.deepEqual(
+    [...seen.entries()].sort((a, b) => a[0] - b[0]),
+    Array.from({ length: CLIENTS }, (_, k) => [k, N]),
+    `${what}: every client's ${N} writes`,
+  );
+}
+
+test('8 clients with mixed framings append to one session: each write once, each client in order', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket);
+  const admin = await server.connect('ndjson');
+  assert.equal((await admin.request('session/add', { session: { name: NAME } })).error, undefined);
+
+  const runs = Array.from({ length: CLIENTS }, (_, k) => {
+    const framing = k % 2 === 0 ? 'lsp' : 'ndjson';
+    const child = spawn(process.execPath, [FIXTURE, socket, framing, String(k), String(N), NAME], { stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    return new Promise<Outcome>((resolve) =>
+      child.once('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() })),
+    );
+  });
+  const outcomes = await Promise.all(runs);
+  const seqOf = new Map<string, number>();
+  for (const [k, o] of outcomes.entries()) {
+    assert.equal(o.code, 0, `client ${k} failed:\n${o.stderr}`);
+    const report = JSON.parse(o.stdout) as { k: number; replies: number; added: number; seqs: number[] };
+    assert.deepEqual({ ...report, seqs: report.seqs.length }, { k, replies: 2 * N, added: N, seqs: N }, `client ${k}'s replies`);
+    for (const [i, seq] of report.seqs.entries()) seqOf.set(`c${k}-${i}`, seq);
+  }
+
+  // A reply means the write reached the file: no need to stop the server before reading.
+  const transcript = readFileSync(path.join(dir, `transcripts/${NAME}.jsonl`), 'utf8');
+  assert.ok(transcript.endsWith('\n'), 'the transcript ends with a newline');
+  const texts = transcript
+    .slice(0, -1)
+    .split('\n')
+    .map((line) => {
+      const entry = JSON.parse(line) as { ts: string; role: string; text: string };
+      assert.deepEqual(Object.keys(entry), ['ts', 'role', 'text'], `keys of ${line}`);
+      return entry.text;
+    });
+  assertEachOnceInClientOrder(texts, 'c', 'transcript');
+  for (const [index, text] of texts.entries()) assert.equal(seqOf.get(text), index, `the seq answered for ${text} is its line number`);
+
+  const journal = readFileSync(path.join(dir, `participants/${NAME}.log`), 'utf8');
+  assert.ok(journal.endsWith('\n'), 'the journal ends with a newline');
+  assertEachOnceInClientOrder(journal.slice(0, -1).split('\n'), 'p', 'participants');
+
+  // The server's own view agrees with the files.
+  const read = await admin.call('transcript/read', { name: NAME });
+  assert.deepEqual((read as { entries: { text: string }[] }).entries.map((e) => e.text), texts);
+  assert.deepEqual(await admin.call('participants/read', { name: NAME }), { userIds: journal.slice(0, -1).split('\n') });
+
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+});

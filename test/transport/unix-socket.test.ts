@@ -1,0 +1,164 @@
+// The listening socket itself: its mode, its file's life cycle, and the paths it refuses.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { bounded } from './frames.js';
+import { connectUnixSocket, defaultSocketPath, listenUnixSocket, SUN_PATH_BYTES } from '../../src/transport/socket.js';
+
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+function tempDir(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-sock-'));
+  dirs.push(d);
+  return d;
+}
+
+const ignore = (s: net.Socket): void => void s.end();
+
+/** A socket file whose server died without unlinking it, as after kill -9. */
+async function leaveStaleSocket(at: string): Promise<void> {
+  const child = spawn(process.execPath, [
+    '-e',
+    `require('net').createServer().listen(${JSON.stringify(at)}, () => process.kill(process.pid, 'SIGKILL'))`,
+  ]);
+  await once(child, 'exit');
+  assert.ok(fs.lstatSync(at).isSocket(), 'the killed server left its socket file');
+}
+
+test('the socket file is created with mode 0600', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  const listener = await listenUnixSocket(at, ignore);
+  try {
+    assert.equal(fs.statSync(at).mode & 0o777, 0o600);
+    assert.ok(fs.statSync(at).isSocket());
+  } finally {
+    await listener.close();
+  }
+});
+
+test('creating the socket leaves no staging folder behind', bounded, async () => {
+  const dir = tempDir();
+  const listener = await listenUnixSocket(path.join(dir, 's.sock'), ignore);
+  try {
+    assert.deepEqual(fs.readdirSync(dir), ['s.sock']);
+  } finally {
+    await listener.close();
+  }
+});
+
+test('a client connects through the published path', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  const accepted: net.Socket[] = [];
+  const listener = await listenUnixSocket(at, (s) => {
+    accepted.push(s);
+    s.end('hi');
+  });
+  try {
+    const socket = await connectUnixSocket(at, { timeoutMs: 5000 });
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    await once(socket, 'end');
+    assert.equal(Buffer.concat(chunks).toString(), 'hi');
+    assert.equal(accepted.length, 1);
+    socket.destroy();
+  } finally {
+    await listener.close();
+  }
+});
+
+test('close removes the socket file', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  const listener = await listenUnixSocket(at, ignore);
+  await listener.close();
+  assert.equal(fs.existsSync(at), false);
+});
+
+test('close leaves alone a socket file another server has published since', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  const first = await listenUnixSocket(at, ignore);
+  fs.unlinkSync(at);
+  const second = await listenUnixSocket(at, ignore);
+  try {
+    await first.close();
+    assert.ok(fs.lstatSync(at).isSocket(), "the second server's file survives the first one's close");
+  } finally {
+    await second.close();
+  }
+});
+
+test('a stale socket file left by a killed server is replaced', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  await leaveStaleSocket(at);
+  const listener = await listenUnixSocket(at, (s) => s.end('fresh'));
+  try {
+    const socket = await connectUnixSocket(at);
+    const [data] = (await once(socket, 'data')) as [Buffer];
+    assert.equal(data.toString(), 'fresh');
+    socket.destroy();
+    assert.equal(fs.statSync(at).mode & 0o777, 0o600);
+  } finally {
+    await listener.close();
+  }
+});
+
+test('a socket a live server answers on is refused, and that server keeps it', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  const live = net.createServer(ignore);
+  await new Promise<void>((resolve) => live.listen(at, resolve));
+  try {
+    await assert.rejects(listenUnixSocket(at, ignore), { message: `socket ${at} is in use by another server` });
+    const probe = await connectUnixSocket(at);
+    probe.destroy();
+  } finally {
+    await new Promise((resolve) => live.close(resolve));
+  }
+});
+
+test('a regular file at the socket path is refused and left untouched', bounded, async () => {
+  const at = path.join(tempDir(), 'state.json');
+  fs.writeFileSync(at, '{}');
+  await assert.rejects(listenUnixSocket(at, ignore), /exists and is not a socket; refusing to replace it/);
+  assert.equal(fs.readFileSync(at, 'utf8'), '{}');
+});
+
+test('a path too long for sun_path is refused with the limit and its length', bounded, async () => {
+  const dir = tempDir();
+  const at = path.join(dir, `${'x'.repeat(SUN_PATH_BYTES + 10 - dir.length)}.sock`);
+  const bytes = Buffer.byteLength(at);
+  await assert.rejects(listenUnixSocket(at, ignore), (err: Error) => {
+    assert.match(err.message, new RegExp(`is ${bytes} bytes long`));
+    assert.match(err.message, new RegExp(`at most ${SUN_PATH_BYTES - 1} bytes`));
+    return true;
+  });
+  assert.equal(fs.readdirSync(dir).length, 0, 'nothing was created');
+});
+
+test('a folder anyone may write to without the sticky bit is refused', bounded, async () => {
+  const dir = tempDir();
+  fs.chmodSync(dir, 0o777);
+  await assert.rejects(listenUnixSocket(path.join(dir, 's.sock'), ignore), /writable by everyone and not sticky/);
+});
+
+test('connecting to a missing socket says the file does not exist', bounded, async () => {
+  const at = path.join(tempDir(), 'none.sock');
+  await assert.rejects(connectUnixSocket(at, { timeoutMs: 5000 }), { code: 'ENOENT', message: `no server at socket ${at}: the file does not exist` });
+});
+
+test('connecting to a stale socket says no server is listening', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  await leaveStaleSocket(at);
+  await assert.rejects(connectUnixSocket(at, { timeoutMs: 5000 }), { code: 'ECONNREFUSED' });
+});
+
+test('the default socket path is a sibling of Herrscher sockets in the temp folder', bounded, () => {
+  assert.equal(defaultSocketPath(), path.join(os.tmpdir(), 'herrscher-state.sock'));
+  assert.equal(defaultSocketPath('prod-1'), path.join(os.tmpdir(), 'herrscher-state-prod-1.sock'));
+  assert.throws(() => defaultSocketPath('../x'), /instance id must be/);
+});
