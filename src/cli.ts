@@ -7,8 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { call } from './commands/call.js';
 import type { LogLevel } from './commands/logger.js';
+import type { ClientOptions } from './commands/client-options.js';
 import { LOG_LEVELS } from './commands/logger.js';
 import { serve } from './commands/serve.js';
+import { sessions, tail } from './commands/tail.js';
 import { defaultStatePath } from './commands/state-path.js';
 import { defaultSocketPath } from './transport/socket.js';
 
@@ -26,6 +28,8 @@ const HELP = `herrscher-state — the single writer of a Herrscher state dir, se
 Usage:
   herrscher-state serve [--state FILE] [--stdio] [--socket PATH] [options]
   herrscher-state call METHOD [PARAMS-JSON] [--socket PATH] [--framing lsp|ndjson]
+  herrscher-state tail NAME [-n N] [-f] [--socket PATH]
+  herrscher-state sessions [--socket PATH]
   herrscher-state --help | --version
 
 serve:
@@ -50,8 +54,24 @@ call:
   --framing lsp|ndjson      wire framing (default lsp)
   --timeout MS              how long to wait for the socket (default 2000)
 
+tail:
+  NAME                      the session whose transcript to print (time, role, cost, text)
+  -n, --lines N             how many of the newest entries (default 20)
+  -f, --follow              then print new entries as they are appended (the change feed)
+
+sessions:                   one line per session: name, vendor, archived, last activity,
+                            entries, cost (session/infos)
+
 Methods and their params: herrscher-state call rpc.discover, or schema/openrpc.json.
 `;
+
+/** --socket, --framing and --timeout, shared by the commands that talk to a running server. */
+function clientOptions(v: { socket?: string; framing?: string; timeout?: string }): ClientOptions {
+  if (v.framing !== 'lsp' && v.framing !== 'ndjson') fail(`--framing must be lsp or ndjson, got ${JSON.stringify(v.framing)}`);
+  const timeoutMs = Number(v.timeout);
+  if (!Number.isFinite(timeoutMs) || timeoutMs < 0) fail(`--timeout must be a number of milliseconds, got ${JSON.stringify(v.timeout)}`);
+  return { socket: v.socket ?? process.env.HERRSCHER_STATE_SOCKET, framing: v.framing, timeoutMs };
+}
 
 function fail(message: string): never {
   process.stderr.write(`herrscher-state: ${message}\nRun herrscher-state --help for usage.\n`);
@@ -77,6 +97,8 @@ async function main(argv: string[]): Promise<void> {
         announce: { type: 'boolean' },
         framing: { type: 'string', default: 'lsp' },
         timeout: { type: 'string', default: '2000' },
+        lines: { type: 'string', short: 'n', default: '20' },
+        follow: { type: 'boolean', short: 'f' },
       },
     });
   } catch (err) {
@@ -117,16 +139,27 @@ async function main(argv: string[]): Promise<void> {
       const [method, params, ...extra] = rest;
       if (!method) fail('call needs a METHOD, e.g. herrscher-state call state/get');
       if (extra.length) fail(`call takes METHOD and one PARAMS-JSON, got extra ${JSON.stringify(extra)}`);
-      if (v.framing !== 'lsp' && v.framing !== 'ndjson') fail(`--framing must be lsp or ndjson, got ${JSON.stringify(v.framing)}`);
-      const timeoutMs = Number(v.timeout);
-      if (!Number.isFinite(timeoutMs) || timeoutMs < 0) fail(`--timeout must be a number of milliseconds, got ${JSON.stringify(v.timeout)}`);
-      process.exitCode = await call({
-        method,
-        params,
-        socket: v.socket ?? process.env.HERRSCHER_STATE_SOCKET,
-        framing: v.framing,
-        timeoutMs,
-      });
+      process.exitCode = await call({ method, params, ...clientOptions(v) });
+      return;
+    }
+    case 'tail':
+    case 'sessions': {
+      const client = clientOptions(v);
+      try {
+        if (command === 'sessions') {
+          if (rest.length) fail(`sessions takes no arguments, got ${JSON.stringify(rest)}`);
+          process.exitCode = await sessions(client);
+        } else {
+          const [name, ...extra] = rest;
+          if (!name || extra.length) fail('tail needs exactly one NAME, e.g. herrscher-state tail main -n 50');
+          const lines = Number(v.lines);
+          if (!Number.isSafeInteger(lines) || lines < 0) fail(`--lines must be a whole number, got ${JSON.stringify(v.lines)}`);
+          process.exitCode = await tail(name, lines, v.follow ?? false, client);
+        }
+      } catch (err) {
+        process.stderr.write(`herrscher-state ${command}: ${(err as Error).message}\n`);
+        process.exitCode = 1;
+      }
       return;
     }
     case undefined:

@@ -5,8 +5,8 @@ import { spawn as spawnChild } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { MessageConnection } from 'vscode-jsonrpc';
-import { createMessageConnection } from 'vscode-jsonrpc';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
+import { createMessageConnection } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
 import type { FunctionName } from '../protocol/define.js';
 import { functionName } from '../protocol/define.js';
@@ -39,10 +39,16 @@ export interface StateClient extends MethodFunctions {
 export type Framing = 'lsp' | 'ndjson';
 
 function makeClient(connection: MessageConnection, onClose: () => Promise<void>): StateClient {
-  const call = <M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>> =>
-    (method === 'exit'
-      ? connection.sendNotification(method, params).then(() => null)
-      : connection.sendRequest(method, params ?? {})) as Promise<Result<M>>;
+  const call = <M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>> => {
+    try {
+      return (method === 'exit'
+        ? connection.sendNotification(method, params).then(() => null)
+        : connection.sendRequest(method, params ?? {})) as Promise<Result<M>>;
+    } catch (err) {
+      // vscode-jsonrpc throws at once on a closed connection; an async API should reject.
+      return Promise.reject(err);
+    }
+  };
   const client: Record<string, unknown> = {
     call,
     connection,
@@ -50,6 +56,9 @@ function makeClient(connection: MessageConnection, onClose: () => Promise<void>)
     close: onClose,
   };
   for (const def of methodList) client[functionName(def.method)] = (params?: unknown) => call(def.method as MethodName, params as never);
+  // vscode-jsonrpc leaves pending requests pending when the peer goes away; disposing rejects
+  // them, so a caller learns that the server died instead of waiting forever.
+  connection.onClose(() => connection.dispose());
   connection.listen();
   return client as unknown as StateClient;
 }

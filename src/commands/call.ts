@@ -1,16 +1,13 @@
 // `herrscher-state call METHOD [PARAMS-JSON]`: one request to a running server, for an operator
 // at a shell. The result goes to stdout as JSON; an error goes to stderr and the exit code is 1.
 import { ResponseError } from 'vscode-jsonrpc';
-import type { Framing } from '../client/client.js';
 import { connect } from '../client/client.js';
+import type { ClientOptions } from './client-options.js';
 import type { MethodName } from '../protocol/table.js';
 
-export interface CallOptions {
+export interface CallOptions extends ClientOptions {
   method: string;
   params?: string;
-  socket?: string;
-  framing: Framing;
-  timeoutMs: number;
 }
 
 export async function call(o: CallOptions): Promise<number> {

@@ -8,6 +8,7 @@ import { Store } from '../store/store.js';
 import { StoreError } from '../store/store-error.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { defaultSocketPath, listenUnixSocket } from '../transport/socket.js';
+import { createStdioTransport } from '../transport/stdio.js';
 import type { LogLevel } from './logger.js';
 import { createLogging } from './logger.js';
 
@@ -58,7 +59,8 @@ export async function serve(o: ServeOptions): Promise<void> {
   process.once('SIGINT', () => void stop(0, 'SIGINT'));
 
   if (o.stdio) {
-    const t = createFramedTransport(process.stdin, process.stdout, { maxMessageBytes: o.maxMessageBytes });
+    // The stdout guard sends any stray write (a dependency's console.log) to stderr: only frames reach the host.
+    const t = createStdioTransport({ maxMessageBytes: o.maxMessageBytes, onProtocolError: (e) => log.debug(e, 'protocol error answered') });
     const conn = server.connect(t.reader, t.writer, 'stdio');
     // stdin EOF means the host is gone: answer what it sent, finish the writes, exit 0.
     conn.onClose(() => {
@@ -69,8 +71,13 @@ export async function serve(o: ServeOptions): Promise<void> {
   if (socketPath) {
     try {
       listener = await listenUnixSocket(socketPath, (socket) => {
-        const t = createFramedTransport(socket, socket, { maxMessageBytes: o.maxMessageBytes });
-        server.connect(t.reader, t.writer, 'socket');
+        const t = createFramedTransport(socket, socket, {
+          maxMessageBytes: o.maxMessageBytes,
+          onProtocolError: (e) => log.debug(e, 'protocol error answered'),
+        });
+        const conn = server.connect(t.reader, t.writer, 'socket');
+        // The client finished sending (or left): answer what it sent, then end our side.
+        conn.onClose(() => void conn.idle().then(() => t.close()));
       });
     } catch (err) {
       log.fatal({ err }, 'cannot listen');

@@ -3,8 +3,8 @@
 // store enqueues synchronously); a read waits for the connection's earlier writes, so a client
 // that pipelines a write and then a read sees its write.
 import type { Logger } from 'pino';
-import type { Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc';
-import { createMessageConnection, ResponseError } from 'vscode-jsonrpc';
+import type { Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc/node';
+import { createMessageConnection, ResponseError } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../protocol/errors.js';
 import { methods } from '../protocol/table.js';
 import type { ServerContext } from './bind.js';

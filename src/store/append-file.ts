@@ -29,6 +29,8 @@ export interface AppendFileOptions<T> {
 export class AppendFile<T = undefined> {
   private fh: FileHandle | undefined;
   private size = 0;
+  /** The open made the file and nothing is in it yet: a failed first write removes it. */
+  private createdNow = false;
   private queue: Job<T>[] = [];
   private draining: Promise<void> | undefined;
 
@@ -122,14 +124,22 @@ export class AppendFile<T = undefined> {
     const { jobs, cut } = this.takeBatch();
     const buf = jobs.length === 1 ? (jobs[0] as { buf: Buffer }).buf : Buffer.concat(jobs.map((j) => j.buf));
     const before = this.size;
+    const createdNow = this.createdNow;
+    this.createdNow = false;
     try {
       await this.io.write(fh, buf);
       if (this.durability === 'sync') await this.io.datasync(fh);
       this.size = before + buf.length;
     } catch (err) {
-      // No partial line may survive a failed append: cut the file back to what it was.
+      // No partial line may survive a failed append: cut the file back to what it was, and a
+      // file this append created goes again.
       try {
-        await this.io.truncate(fh, before);
+        if (createdNow) {
+          await this.closeHandle();
+          await this.io.unlink(this.file);
+        } else {
+          await this.io.truncate(fh, before);
+        }
       } catch {
         await this.closeHandle(); // reopened (and its tail repaired) by the next append
       }
@@ -171,6 +181,7 @@ export class AppendFile<T = undefined> {
       throw err;
     }
     this.fh = fh;
+    this.createdNow = created;
     if (this.options.opened) this.options.opened(this.size, await this.io.inode(fh));
     return fh;
   }

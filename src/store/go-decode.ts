@@ -71,7 +71,11 @@ function decodeStruct(v: unknown, s: Spec, path: string): Record<string, unknown
   for (const [key, value] of Object.entries(v as Record<string, unknown>)) {
     const field = s.byKey.get(key) ?? s.byFold.get(key.toLowerCase());
     if (!field) {
-      if (s.keepUnknown) out[key] = value;
+      if (s.keepUnknown) {
+        checkUnknown(value, `${path}.${key}`);
+        // defineProperty: a "__proto__" key is data here, not the object's prototype.
+        Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+      }
       continue;
     }
     const decoded = value === null ? null : decodeValue(field.kind, value, `${path}.${field.key}`);
@@ -80,6 +84,20 @@ function decodeStruct(v: unknown, s: Spec, path: string): Record<string, unknown
     else out[field.key] = decoded;
   }
   return out;
+}
+
+/**
+ * An unknown field is kept and written back as parsed; a number JSON.parse could not hold (1e400,
+ * an integer beyond 2^53) would be written back altered, so the file is refused instead.
+ */
+function checkUnknown(v: unknown, path: string): void {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new DecodeError(path, 'holds a number beyond float64; this server would alter it on rewrite');
+    if (Number.isInteger(v) && Math.abs(v) > MAX_SAFE_COUNT) {
+      throw new DecodeError(path, `holds the integer ${v} beyond 2^53-1, which this server cannot keep exactly`);
+    }
+  } else if (Array.isArray(v)) v.forEach((x, i) => checkUnknown(x, `${path}[${i}]`));
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) checkUnknown(x, `${path}.${k}`);
 }
 
 function integerLiteralCheck(fields: readonly GoField[]): RegExp {

@@ -6,3 +6,18 @@ const EDGES = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
 export function goTrimSpace(s: string): string {
   return s.replace(EDGES, '');
 }
+
+/**
+ * Replaces lone UTF-16 surrogates with U+FFFD everywhere in a JSON value, as a round trip through
+ * Go (or our file encoding) would: memory then holds exactly what the file will hold.
+ */
+export function wellFormed<T>(value: T): T {
+  if (typeof value === 'string') return (value.isWellFormed() ? value : value.toWellFormed()) as T;
+  if (Array.isArray(value)) return value.map((x: unknown) => wellFormed(x)) as T;
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[wellFormed(k)] = wellFormed(v);
+    return out as T;
+  }
+  return value;
+}

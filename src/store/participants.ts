@@ -30,7 +30,7 @@ export function parseJournal(buf: Buffer): string[] {
  * then treats "u1" as present), and one that would not read back as itself is refused.
  */
 export function normaliseUserId(raw: string): string {
-  const id = goTrimSpace(raw);
+  const id = goTrimSpace(raw).toWellFormed();
   const bad =
     id === '' ? 'must not be empty or blank'
     : /[\r\n]/.test(id) ? 'must not contain CR or LF'
@@ -46,6 +46,8 @@ export class Participants {
   /** Ids whose append is in flight: a concurrent duplicate answers false without waiting. */
   private readonly claimed = new Set<string>();
   private loading: Promise<Set<string>> | undefined;
+  /** Bumped by remove(), so a read that began before a removal cannot restore the old ids. */
+  private generation = 0;
 
   constructor(
     private readonly io: Io,
@@ -54,8 +56,9 @@ export class Participants {
     durability: Durability,
     private readonly onAdd: (userId: string) => void = () => undefined,
   ) {
-    // A torn last id is kept as a line: Go's reader would return it too, so reads stay the same.
-    this.log = new AppendFile(io, file, rel, durability, { tornTail: () => 'keep' });
+    // A last id without its "\n" is a write that was never acknowledged (a crash mid-append):
+    // it is not a participant, so it is dropped (Go's reader would return the fragment).
+    this.log = new AppendFile(io, file, rel, durability, { tornTail: () => 'drop' });
   }
 
   /** Appends `userId` unless present; `added` says whether it was new. Idempotent under concurrency. */
@@ -86,6 +89,7 @@ export class Participants {
   /** Deletes the journal after queued appends; `removed` says whether there was one. */
   remove(): Promise<boolean> {
     return this.log.exclusive(async () => {
+      this.generation++;
       this.ids = new Set();
       this.loading = undefined;
       try {
@@ -110,14 +114,17 @@ export class Participants {
   private load(): Promise<Set<string>> {
     if (this.ids) return Promise.resolve(this.ids);
     this.loading ??= (async () => {
+      const generation = this.generation;
       let buf: Buffer = Buffer.alloc(0);
       try {
         buf = await this.io.readFile(this.file);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('read', this.rel, err);
       }
-      this.ids = new Set(parseJournal(buf));
-      return this.ids;
+      // Only terminated lines: an unterminated tail is dropped before the next append.
+      const ids = new Set(parseJournal(buf.subarray(0, buf.lastIndexOf(0x0a) + 1)));
+      if (generation === this.generation) this.ids = ids;
+      return ids;
     })().finally(() => {
       this.loading = undefined;
     });

@@ -8,14 +8,20 @@ import { StoreError } from './store-error.js';
  * dir. Unlike Go's TranscriptPath, which `filepath.Join`s `..` away.
  */
 export function assertPathComponent(name: string): void {
-  const bad =
-    name === '' ? 'must not be empty'
+  const bad = pathComponentProblem(name);
+  if (bad) throw new StoreError('invalid-name', `name ${JSON.stringify(name)} ${bad}`);
+}
+
+/** Whether `name` passes assertPathComponent (for listings that skip, rather than refuse, a legacy name). */
+export const isPathComponent = (name: string): boolean => pathComponentProblem(name) === undefined;
+
+function pathComponentProblem(name: string): string | undefined {
+  return name === '' ? 'must not be empty'
     : name === '.' || name === '..' ? 'must not be . or ..'
     : /[/\\]/.test(name) ? 'must be one path component (no / or \\)'
     : name.includes('\0') ? 'must not contain NUL'
     : Buffer.byteLength(name) > 200 ? 'must be at most 200 bytes'
     : undefined;
-  if (bad) throw new StoreError('invalid-name', `name ${JSON.stringify(name)} ${bad}`);
 }
 
 /** Herrscher's rule for new sessions (manager/validate.go); legacy rows are never re-validated. */

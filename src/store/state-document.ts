@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { HomeRef, NewSession, Session, StateDocument } from '../protocol/model.js';
 import { sessionGoFields } from '../protocol/model.js';
+import { wellFormed } from './go-text.js';
 import { StoreError } from './store-error.js';
 
 export type Doc = StateDocument;
@@ -116,7 +117,8 @@ export interface Outcome<R> {
 type TopField = 'workspace' | 'source' | 'statusMessageID' | 'instanceID';
 
 /** Sets one top-level string; the empty string removes it (Go's omitempty). */
-export function setTopField(doc: Doc, key: TopField, value: string): Outcome<{ changed: boolean }> {
+export function setTopField(doc: Doc, key: TopField, raw: string): Outcome<{ changed: boolean }> {
+  const value = wellFormed(raw);
   if ((doc[key] ?? '') === value) return { doc, result: { changed: false } };
   const next: Doc = { ...doc };
   if (value === '') delete next[key];
@@ -124,7 +126,8 @@ export function setTopField(doc: Doc, key: TopField, value: string): Outcome<{ c
   return { doc: next, result: { changed: true } };
 }
 
-export function setHome(doc: Doc, home: HomeRef): Outcome<{ changed: boolean }> {
+export function setHome(doc: Doc, raw: HomeRef): Outcome<{ changed: boolean }> {
+  const home = wellFormed(raw);
   if (doc.home.id === home.id && doc.home.type === home.type) return { doc, result: { changed: false } };
   return { doc: { ...doc, home: { id: home.id, type: home.type } }, result: { changed: true } };
 }
@@ -140,7 +143,7 @@ export function addSession(doc: Doc, session: NewSession): Outcome<{ session: Se
   }
   const id = session.id ? session.id : newSessionID(session.name, new Set(rows.map((r) => r.id ?? '')));
   const incarnation = newIncarnation(new Set(rows.map((r) => r.incarnation ?? '')));
-  const row = dropZeroes({ ...session, id, incarnation } as Row);
+  const row = dropZeroes(wellFormed({ ...session, id, incarnation }) as Row);
   return { doc: { ...doc, sessions: [...rows, row] }, result: { session: row } };
 }
 
@@ -172,10 +175,17 @@ const isZeroValue = (v: unknown): boolean =>
 
 const omittable = new Set(sessionGoFields.filter((x) => x.omitempty).map((x) => x.key));
 
-/** Drops zero-valued omitempty fields, so memory holds what the file would hold after a reload. */
+const goOrder = sessionGoFields.map((x) => x.key);
+
+/**
+ * Drops zero-valued omitempty fields, so memory holds what the file would hold after a reload,
+ * with keys in Go's order (then unknown ones), so replies read like the file.
+ */
 function dropZeroes(row: Row): Row {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) if (!omittable.has(k) || !isZeroValue(v)) out[k] = v;
+  const r = row as Record<string, unknown>;
+  for (const k of goOrder) if (k in r && (!omittable.has(k) || !isZeroValue(r[k]))) out[k] = r[k];
+  for (const [k, v] of Object.entries(r)) if (!(k in out) && !(omittable.has(k) && isZeroValue(v))) out[k] = v;
   return out as Row;
 }
 
@@ -183,7 +193,8 @@ function dropZeroes(row: Row): Row {
  * Patches the first row with that name. Missing row: `found:false`, nothing written (as Go).
  * Unlike Go's SetBudget and SetBackendTarget, a patch that changes nothing writes nothing.
  */
-export function patchSession(doc: Doc, name: string, patch: Partial<Session>): Outcome<{ found: boolean; changed: boolean }> {
+export function patchSession(doc: Doc, name: string, raw: Partial<Session>): Outcome<{ found: boolean; changed: boolean }> {
+  const patch = wellFormed(raw);
   const rows = doc.sessions ?? [];
   const i = rows.findIndex((r) => r.name === name);
   if (i < 0) return { doc, result: { found: false, changed: false } };

@@ -7,7 +7,7 @@ import { nodeIo } from './io.js';
 import type { HeldLock } from './lock.js';
 import { lockStateFile } from './lock.js';
 import { Participants } from './participants.js';
-import { assertPathComponent, assertSessionName, participantsRel, statePaths, transcriptRel } from './paths.js';
+import { assertPathComponent, assertSessionName, isPathComponent, participantsRel, statePaths, transcriptRel } from './paths.js';
 import type { Defaults, Doc } from './state-document.js';
 import * as docs from './state-document.js';
 import type { CommitListener, Durability } from './state-store.js';
@@ -19,6 +19,7 @@ import { Transcript } from './transcript.js';
 import { metaRel } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
+import { zeroUsage } from './usage.js';
 
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
@@ -261,6 +262,8 @@ export class Store {
   async sessionInfos(): Promise<{ session: Session; lastTs: string; usage: Usage }[]> {
     return Promise.all(
       this.listSessions().map(async (session) => {
+        // A legacy row named "../x" has no file we may read: it is listed with no transcript.
+        if (!isPathComponent(session.name)) return { session, lastTs: '', usage: zeroUsage() };
         const t = this.transcriptOf(session.name);
         const usage = await t.usage();
         return { session, lastTs: usage.lastTs, usage };

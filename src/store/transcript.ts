@@ -6,6 +6,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppendFile } from './append-file.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
+import { wellFormed } from './go-text.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
@@ -104,7 +105,8 @@ export class Transcript {
   }
 
   /** Appends one entry; resolves with its seq once its line is in the file. */
-  append(entry: Entry): Promise<number> {
+  append(raw: Entry): Promise<number> {
+    const entry = wellFormed(raw); // what the file will hold, so memory and notifications agree
     let line: Buffer;
     try {
       line = entryLine(entry);
@@ -256,13 +258,16 @@ export class Transcript {
   private async compact(): Promise<void> {
     const snap = this.snap as Snapshot;
     const tmp = `${this.file}.compact`;
+    let ino = 0;
+    let kept: Entry[] = [];
+    let lines: Buffer[] = [];
+    let next: TranscriptMeta;
     try {
       const all = parseAll(await this.io.readFile(this.file));
       if (all.length === 0) return;
-      const { kept, lines } = newestWithin(all, COMPACT_KEEP_BYTES);
+      ({ kept, lines } = newestWithin(all, COMPACT_KEEP_BYTES));
       const removedUsage = usageOf(all.slice(0, all.length - kept.length));
       const fh = await this.io.open(tmp, 'w', 0o600);
-      let ino: number;
       try {
         await this.io.write(fh, Buffer.concat(lines));
         await this.io.datasync(fh);
@@ -270,7 +275,7 @@ export class Transcript {
       } finally {
         await fh.close();
       }
-      const next: TranscriptMeta = {
+      next = {
         ino,
         firstSeq: snap.firstSeq + all.length - kept.length,
         dropped: concatUsage(snap.dropped, removedUsage),
@@ -278,12 +283,16 @@ export class Transcript {
       };
       await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
       await this.io.rename(tmp, this.file);
-      await this.io.syncDir(path.dirname(this.file));
-      Object.assign(snap, { ino, size: lines.reduce((n, l) => n + l.length, 0), count: kept.length, firstSeq: next.firstSeq, dropped: next.dropped });
     } catch (err) {
       await this.io.unlink(tmp).catch(() => undefined);
       this.warn(`compaction of ${this.rel} failed; retried after the next append`, err);
+      return;
     }
+    // The rename is the commit point: from here the new file is the transcript.
+    Object.assign(snap, { ino, size: lines.reduce((n, l) => n + l.length, 0), count: kept.length, firstSeq: next.firstSeq, dropped: next.dropped });
+    await this.io.syncDir(path.dirname(this.file)).catch((err: unknown) => {
+      this.warn(`fsync of the folder of ${this.rel} after compaction failed; the rename may not survive a power loss`, err);
+    });
   }
 }
 

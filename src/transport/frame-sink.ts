@@ -97,6 +97,8 @@ export class FrameSink {
   private readonly onClose = (): void => {
     this.ended = true;
     this.onFinish();
+    // A closed output never drains: un-pause the reader, or a host that closed stdout while we
+    // were congested would leave stdin paused and its EOF unseen.
     this.onDrain();
     this.events.close();
   };

@@ -1,5 +1,9 @@
 // The MessageReader half of a framed transport: detects the framing, decodes frames, answers
 // what is not a JSON-RPC message, and hands the rest to vscode-jsonrpc.
+//
+// 'vscode-jsonrpc/node', not 'vscode-jsonrpc': it re-exports the same classes and, on import,
+// installs the Node runtime layer (timers) that createMessageConnection needs, so a connection
+// built on this transport works whichever of the two entry points its author imported.
 import { AbstractMessageReader, Disposable } from 'vscode-jsonrpc/node';
 import type { DataCallback } from 'vscode-jsonrpc/node';
 import type { FrameDecoder, FrameHandlers, Framing } from './frame-decoder.js';

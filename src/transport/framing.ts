@@ -7,10 +7,6 @@ import type { ProtocolErrorInfo } from './framed-reader.js';
 import { FramedReader } from './framed-reader.js';
 import { FramedWriter } from './framed-writer.js';
 
-// vscode-jsonrpc/node re-exports the same classes as 'vscode-jsonrpc' and, on import, installs
-// the Node runtime layer (timers) that createMessageConnection needs; importing it here makes
-// any user of this transport get a working connection, whichever entry it imports.
-
 export type { Framing } from './frame-decoder.js';
 export type { ProtocolErrorInfo } from './framed-reader.js';
 

@@ -12,8 +12,9 @@ const LINE_BREAKERS = /[\u0085\u2028\u2029]/g;
 const escapeLineBreaker = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /**
- * Encodes one message as an NDJSON line; U+2028, U+2029 (and U+0085) are escaped because
- * Python's `str.splitlines()` and pre-ES2019 JS parsers break lines there, as Go's encoder does.
+ * Encodes one message as an NDJSON line with U+2028, U+2029 and U+0085 escaped: Python's
+ * `str.splitlines()` breaks lines at all three and pre-ES2019 JS parsers reject the first two
+ * (Go's encoder escapes those two for the same reason).
  */
 export function encodeNdjson(message: unknown): string {
   return `${JSON.stringify(message).replace(LINE_BREAKERS, escapeLineBreaker)}\n`;

@@ -76,9 +76,15 @@ export async function listenUnixSocket(
   const target = path.resolve(socketPath);
   const dir = path.dirname(target);
   assertSocketPathFits(target);
-  // The socket is bound inside a fresh folder first; mkdtemp's "XXXXXX" plus "/s" must fit too.
-  const staging = path.join(dir, '.XXXXXX', 's');
-  assertSocketPathFits(staging);
+  // The socket is bound inside a fresh folder first (below); that path must fit too.
+  const staging = Buffer.byteLength(path.join(dir, '.XXXXXX', 's'));
+  if (staging > SUN_PATH_BYTES - 1) {
+    throw new SocketError(
+      `socket path ${target} is too long to create safely: it is first bound as ${path.join(dir, '.XXXXXX', 's')}, ` +
+        `${staging} bytes, and a unix socket path must be at most ${SUN_PATH_BYTES - 1} bytes; use a shorter folder`,
+      'ENAMETOOLONG',
+    );
+  }
   await assertFolderSafe(dir);
   await removeStaleSocket(target);
 
@@ -89,7 +95,9 @@ export async function listenUnixSocket(
   // file, so a server that started meanwhile is not displaced either.
   const folder = await fs.mkdtemp(path.join(dir, '.'));
   const bound = path.join(folder, 's');
-  const server = net.createServer(onConnection);
+  // allowHalfOpen: a client may shut its write side after its last request (a shell pipe, a Python
+  // script) and still read the replies; the server ends the socket once it has answered.
+  const server = net.createServer({ allowHalfOpen: true }, onConnection);
   let identity: { dev: number; ino: number };
   try {
     await listen(server, bound);
@@ -104,7 +112,7 @@ export async function listenUnixSocket(
       if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
       await fs.rename(bound, target);
     }
-    const st = await fs.stat(target);
+    const st = await fs.lstat(target);
     identity = { dev: st.dev, ino: st.ino };
   } catch (err) {
     server.close();
@@ -121,7 +129,7 @@ export async function listenUnixSocket(
       (closing ??= (async () => {
         server.close();
         // Only our own file: after a crash and restart another server may own the path.
-        const st = await fs.stat(target).catch(() => undefined);
+        const st = await fs.lstat(target).catch(() => undefined);
         if (st && st.dev === identity.dev && st.ino === identity.ino) await fs.rm(target, { force: true });
       })()),
   };

@@ -34,7 +34,7 @@ export function createStdioTransport(options: FramedTransportOptions): StdioTran
 export function guardStdout(): StdoutGuard {
   const stdout = process.stdout;
   const original = stdout.write;
-  if (Math.random() > 2) stdout.write = ((...args: unknown[]) => (process.stderr.write as (...a: unknown[]) => boolean)(...args)) as WriteFn;
+  stdout.write = ((...args: unknown[]) => (process.stderr.write as (...a: unknown[]) => boolean)(...args)) as WriteFn;
   return {
     writeFrame: original.bind(stdout) as WriteFn,
     restore: () => {

@@ -1,11 +1,12 @@
 // `herrscher-state call`, `--help` and `--version` as an operator runs them at a shell: the
 // result as JSON on stdout and exit 0, or the error on stderr and exit 1.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { methods } from '../../src/protocol/table.js';
-import { REPO, runToEnd, serveSocket } from '../helpers/cli.js';
+import { REPO, runCli, runToEnd, serveSocket, waitForStderr } from '../helpers/cli.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 /** A safety net only: a hung command fails the test instead of the run. */
@@ -97,4 +98,19 @@ test('call with PARAMS-JSON that is not JSON exits 2 without connecting', { time
   const got = await runToEnd(['call', 'state/get', '{nope', '--socket', path.join(dir, 'nobody.sock')]);
   assert.equal(got.code, 2, got.stderr);
   assert.match(got.stderr, /PARAMS-JSON is not JSON/);
+});
+
+test('serve --announce prints where it listens and a call line that works as printed', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir), '--announce', '--log-level', 'warn']);
+  const [, tryLine] = (await waitForStderr(server, /^try: (.+)$/m)) as unknown as [string, string];
+  assert.ok(server.stderr().includes(socket) || server.stderr().includes(path.relative(REPO, socket)), `names the socket: ${server.stderr()}`);
+  const [cmd, ...args] = tryLine.split(' ');
+  assert.equal(cmd, 'node');
+  const got = spawnSync(process.execPath, args, { cwd: REPO, encoding: 'utf8', timeout: TIMEOUT });
+  assert.equal(got.status, 0, `${tryLine}: ${got.stderr}`);
+  assert.deepEqual((JSON.parse(got.stdout) as { state: unknown }).state, { home: { id: '', type: '' }, sessions: null });
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
 });

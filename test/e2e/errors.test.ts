@@ -72,6 +72,9 @@ describe('errors over a socket, raw bytes', () => {
       assertError(await rpc.waitFor((m) => m.id === null), -32700, dir, null);
       rpc.sendBody('{nope}');
       assertError(await rpc.waitFor((m) => m.id === null), -32700, dir, null);
+      // Invalid UTF-8 inside a string: refused rather than stored as U+FFFD.
+      rpc.sendBody(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":42,"method":"state/qualifiedName","params":{"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]));
+      assertError(await rpc.waitFor((m) => m.id === null || m.id === 42), -32700, dir, null);
       await assertAlive(rpc, 'after the parse errors');
     });
 
@@ -89,13 +92,24 @@ describe('errors over a socket, raw bytes', () => {
     });
   }
 
-  test('an unknown method is answered -32601 with the request id', { timeout: TIMEOUT }, async (t) => {
+  test('an unknown method is answered -32601 with the request id, a string id included', { timeout: TIMEOUT }, async (t) => {
     const { dir, server } = await socketServer(t);
     const rpc = await server.connect('ndjson');
     rpc.sendBody(body('session/explode', 3, '{}'));
     const error = assertError(await rpc.response(3), -32601, dir, 3);
     assert.match(error.message, /session\/explode/);
+    rpc.sendBody('{"jsonrpc":"2.0","id":"req-7","method":"session/explode"}');
+    assertError(await rpc.response('req-7'), -32601, dir, 'req-7');
     await assertAlive(rpc, 'after -32601');
+  });
+
+  test('a notification gets no reply, not even for an unknown method or bad params', { timeout: TIMEOUT }, async (t) => {
+    const { server } = await socketServer(t);
+    const rpc = await server.connect('lsp');
+    rpc.notify('session/explode', {});
+    rpc.notify('transcript/read', { name: 5 });
+    await assertAlive(rpc, 'after the notifications');
+    assert.deepEqual(rpc.received.map((m) => m.id), [1], 'the only message received is the reply to the request');
   });
 
   test('session/add without a name is answered -32602 with the issue at session.name', { timeout: TIMEOUT }, async (t) => {
@@ -208,6 +222,11 @@ describe('errors over a socket, raw bytes', () => {
       name: 'a garbled Content-Length',
       framing: 'lsp',
       bytes: () => Buffer.from(`Content-Length: 12abc\r\n\r\n${body('state/get', 9, '{}')}`),
+    },
+    {
+      name: 'an LSP header block that never ends',
+      framing: 'lsp',
+      bytes: () => Buffer.from(`Content-Length: 10\r\nX-Padding: ${'y'.repeat(64 * 1024)}`),
     },
     {
       name: 'a negative Content-Length',

@@ -2,7 +2,7 @@
 // shutdown and exit, stdin EOF, signals, the socket file (mode, stale, too long, in use), the
 // single-writer lock, restart after kill -9, and stdout holding nothing but protocol frames.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { ResponseError } from 'vscode-jsonrpc';
@@ -10,8 +10,9 @@ import { connect, spawn } from '../../src/client/client.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
 import { methodList } from '../../src/protocol/table.js';
 import type { Ctx } from '../helpers/cli.js';
-import { CLI, REPO, runCli, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
+import { CLI, REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { connectRaw } from '../helpers/wire.js';
 
 /** A safety net only: a hung server fails the test instead of the run. */
 const TIMEOUT = 20_000;
@@ -219,6 +220,39 @@ test('after kill -9 a server restarted on the same state sees every answered wri
   assert.equal(readFileSync(path.join(dir, 'transcripts/keep.jsonl'), 'utf8'), ['e0', 'e1', 'e2', 'e3'].map(line).join(''));
 });
 
+test('a restarted server reads back what the first one answered, lone UTF-16 surrogates included', { timeout: TIMEOUT }, async (t) => {
+  // JSON allows "\ud800"; UTF-8 files cannot hold it. Refusing it (-32602) or storing what a
+  // reload reads back are both fine; answering one value and persisting another is not.
+  const dir = tempDir();
+  const first = serveStdio(t, statePathIn(dir), 'ndjson');
+  const add = await first.rpc.request('session/add', { session: { name: 'odd', cmd: 'x\ud800y' } });
+  if (add.error) assert.equal(add.error.code, -32602, JSON.stringify(add.error));
+  const sessionBefore = await first.rpc.call('session/find', { name: 'odd' });
+  await first.rpc.call('session/add', { session: { name: 'plain' } });
+  const join = await first.rpc.request('participants/append', { name: 'plain', userId: 'u\udc00' });
+  if (join.error) assert.equal(join.error.code, -32602, JSON.stringify(join.error));
+  const idsBefore = await first.rpc.call('participants/read', { name: 'plain' });
+  assert.deepEqual(await shutdownAndExit(first), { code: 0, signal: null });
+
+  const second = serveStdio(t, statePathIn(dir), 'ndjson');
+  assert.deepEqual(await second.rpc.call('session/find', { name: 'odd' }), sessionBefore, 'the session row as answered before the restart');
+  assert.deepEqual(await second.rpc.call('participants/read', { name: 'plain' }), idsBefore, 'the journal as answered before the restart');
+  if (!join.error) {
+    assert.deepEqual(await second.rpc.call('participants/append', { name: 'plain', userId: 'u\udc00' }), { added: false }, 'the same id is not added twice');
+  }
+  assert.deepEqual(await shutdownAndExit(second), { code: 0, signal: null });
+});
+
+test('a regular file at the socket path is not replaced: exit 1, the file intact', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  writeFileSync(socket, 'not a socket');
+  const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir)]);
+  assert.deepEqual(await server.exited, { code: 1, signal: null });
+  assert.ok(server.stderr().includes(socket), `the message names the path: ${server.stderr()}`);
+  assert.equal(readFileSync(socket, 'utf8'), 'not a socket');
+});
+
 for (const framing of ['lsp', 'ndjson'] as const) {
   test(`serve --stdio --log-level trace writes only ${framing} frames to stdout and its logs to stderr`, { timeout: TIMEOUT }, async (t) => {
     const dir = tempDir();
@@ -276,4 +310,80 @@ test('serve --stdio --socket serves both: a write over stdio is read over the so
   assert.deepEqual(await server.rpc.call('participants/read', { name: 'both' }), { userIds: ['via-socket'] });
   assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
   assert.equal(existsSync(socket), false, 'the socket file is removed on exit');
+});
+
+test('SIGTERM while appends are in flight leaves whole lines in order, every answered one included', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket);
+  const rpc = await server.connect('ndjson');
+  await rpc.call('session/add', { session: { name: 'a' } });
+  const N = 100;
+  rpc.writeBytes(
+    Array.from({ length: N }, (_, i) => `${JSON.stringify({ jsonrpc: '2.0', id: 1000 + i, method: 'transcript/append', params: { name: 'a', entry: entry(`e${i}`) } })}\n`).join(''),
+  );
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+  await rpc.ended;
+  const file = path.join(dir, 'transcripts/a.jsonl');
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const lines = text === '' ? 0 : text.split('\n').length - 1;
+  assert.equal(text, Array.from({ length: lines }, (_, i) => line(`e${i}`)).join(''), 'a prefix of the appends, whole lines');
+  for (const reply of rpc.received.filter((m) => typeof m.id === 'number' && m.id >= 1000)) {
+    if (reply.error) {
+      assert.equal(reply.error.code, -32030, `a refused append says why: ${JSON.stringify(reply)}`);
+      continue;
+    }
+    const i = (reply.id as number) - 1000;
+    assert.deepEqual(reply.result, { seq: i });
+    assert.ok(i < lines, `answered append e${i} is in the file (${lines} lines)`);
+  }
+  assert.equal(existsSync(socket), false);
+});
+
+test('--log-file writes the logs to that file and nothing to stderr', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const logFile = path.join(dir, 'logs', 'server.log');
+  const server = serveStdio(t, statePathIn(dir), 'lsp', ['--log-file', logFile, '--log-level', 'debug']);
+  await server.rpc.call('state/get');
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+  assert.equal(server.stderr(), '');
+  const records = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { method?: string });
+  assert.ok(records.some((r) => r.method === 'state/get'), 'the request is logged at debug');
+});
+
+test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state[-<instanceID>].sock', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const env = { ...process.env, TMPDIR: dir, HERRSCHER_STATE_SOCKET: undefined };
+  const first = runCli(t, ['serve', '--state', statePathIn(dir)], { env });
+  const plain = path.join(dir, 'herrscher-state.sock');
+  await waitForSocket(plain, first);
+  const set = await runToEnd(['call', 'state/setInstanceID', '{"instanceID":"inst1"}'], { env });
+  assert.equal(set.code, 0, `call without --socket reaches the default socket: ${set.stderr}`);
+  assert.deepEqual(JSON.parse(set.stdout), { changed: true });
+  first.child.kill('SIGTERM');
+  assert.deepEqual(await first.exited, { code: 0, signal: null });
+  assert.equal(existsSync(plain), false);
+
+  const second = runCli(t, ['serve', '--state', statePathIn(dir)], { env });
+  const named = path.join(dir, 'herrscher-state-inst1.sock');
+  await waitForSocket(named, second);
+  const rpc = await connectRaw(named, 'ndjson', t);
+  assert.deepEqual(await rpc.call('state/qualifiedName', { name: 'x' }), { qualifiedName: 'inst1__x' });
+  second.child.kill('SIGTERM');
+  assert.deepEqual(await second.exited, { code: 0, signal: null });
+});
+
+test('a socket in a folder everyone may write is refused with exit 1', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const open = path.join(dir, 'open');
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const server = runCli(t, ['serve', '--socket', path.join(open, 's.sock'), '--state', statePathIn(dir)]);
+  assert.deepEqual(await server.exited, { code: 1, signal: null });
+  assert.ok(server.stderr().includes(open), `the message names the folder: ${server.stderr()}`);
+  assert.equal(existsSync(path.join(open, 's.sock')), false);
 });

@@ -7,8 +7,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { Framing, RawClient } from './wire.js';
-import { connectRaw, openSocket, RawClient as Raw } from './wire.js';
+import type { Framing } from './wire.js';
+import { connectRaw, openSocket, RawClient } from './wire.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The built CLI; `npm run build` makes it. */
@@ -41,7 +41,6 @@ export interface Child {
 }
 
 function track(child: ChildProcess, t: Ctx | undefined, collectStdout: boolean): Child {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
   alive.add(child);
   const err: Buffer[] = [];
   const out: Buffer[] = [];
@@ -68,6 +67,7 @@ function track(child: ChildProcess, t: Ctx | undefined, collectStdout: boolean):
 
 /** Runs the CLI with `args`, stdin piped; the test ends it (or it ends itself). */
 export function runCli(t: Ctx | undefined, args: string[], opts: { env?: NodeJS.ProcessEnv; collectStdout?: boolean } = {}): Child {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
   const child = spawn(process.execPath, [CLI, ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: opts.env ?? { ...process.env, HERRSCHER_STATE_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined },
@@ -92,7 +92,7 @@ export interface StdioServer extends Child {
 /** `serve --stdio --state STATE …` with a raw client in the given framing on its stdio. */
 export function serveStdio(t: Ctx, state: string, framing: Framing, args: string[] = []): StdioServer {
   const c = runCli(t, ['serve', '--stdio', '--state', state, ...args], { collectStdout: false });
-  const rpc = new Raw(c.child.stdout as NodeJS.ReadableStream, c.child.stdin as NodeJS.WritableStream, framing);
+  const rpc = new RawClient(c.child.stdout as NodeJS.ReadableStream, c.child.stdin as NodeJS.WritableStream, framing);
   return Object.assign(c, { rpc });
 }
 

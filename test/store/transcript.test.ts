@@ -166,7 +166,7 @@ test('a transcript of exactly 4 194 304 bytes is not compacted; one byte more is
 
 test('compaction keeps the newest entries whose lines fit in 2 097 152 bytes, boundary included', async (t) => {
   const { file, store } = await withTranscript(t, '');
-  const a = entryOfLineSize('a', COMPACT_TRIGGER_BYTES - COMPACT_KEEP_BYTES);
+  const a = entryOfLineSize('a', COMPACT_TRIGGER_BYTES - COMPACT_KEEP_BYTES + 1);
   const b = entryOfLineSize('b', COMPACT_KEEP_BYTES - 100);
   const c = entryOfLineSize('c', 100);
   await store.appendTranscript('s', a);
@@ -186,10 +186,12 @@ test('a single entry of 4 MiB or more compacts to just itself, dropping older an
 });
 
 test('compaction re-encodes kept entries as Go: case-folded keys and unknown fields are normalised', async (t) => {
-  const { file, store } = await withTranscript(t, '{"TS":"old","Role":"user","TEXT":"x","mood":"ok"}\n');
-  const big = entryOfLineSize('big', COMPACT_TRIGGER_BYTES - 200);
-  await store.appendTranscript('s', big);
-  assert.equal(text(file), `{"ts":"old","role":"user","text":"x"}\n${line(big)}`);
+  const old = '{"TS":"old","Role":"user","TEXT":"x","mood":"ok"}\n';
+  const filler = line(entryOfLineSize('filler', COMPACT_TRIGGER_BYTES - old.length));
+  const { file, store } = await withTranscript(t, filler + old);
+  assert.equal(statSync(file).size, COMPACT_TRIGGER_BYTES);
+  await store.appendTranscript('s', entry('new'));
+  assert.equal(text(file), `{"ts":"old","role":"user","text":"x"}\n${line(entry('new'))}`);
 });
 
 // ---- refused entries -------------------------------------------------------------------------

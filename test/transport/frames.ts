@@ -32,6 +32,8 @@ export class FrameCollector {
   private buffer = Buffer.alloc(0);
   private waiters: (() => void)[] = [];
   private rawChunks: Buffer[] = [];
+  /** Bytes that are not frames of the expected framing: the test fails with them. */
+  private failure: Error | undefined;
   readonly ended: Promise<void>;
 
   constructor(
@@ -41,7 +43,11 @@ export class FrameCollector {
     stream.on('data', (chunk: Buffer) => {
       this.rawChunks.push(chunk);
       this.buffer = Buffer.concat([this.buffer, chunk]);
-      this.parse();
+      try {
+        this.parse();
+      } catch (err) {
+        this.failure ??= err instanceof Error ? err : new Error(String(err));
+      }
       for (const w of this.waiters.splice(0)) w();
     });
     this.ended = new Promise((resolve) => {
@@ -62,6 +68,7 @@ export class FrameCollector {
     let ended = false;
     void this.ended.then(() => (ended = true));
     while (this.frames.length < n) {
+      if (this.failure) throw new Error(`not a ${this.framing} frame: ${this.failure.message}: ${this.raw.slice(0, 500)}`);
       if (ended) throw new Error(`stream ended after ${this.frames.length} of ${n} frames: ${this.raw.slice(0, 500)}`);
       await new Promise<void>((resolve) => this.waiters.push(resolve));
       await Promise.resolve();

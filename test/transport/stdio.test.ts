@@ -19,13 +19,18 @@ function spawnServer() {
 for (const framing of ['ndjson', 'lsp'] as const) {
   test(`stdio in ${framing} framing writes only frames to stdout, other output goes to stderr`, bounded, async () => {
     const { child, stderr } = spawnServer();
+    const exited = once(child, 'exit') as Promise<[number | null]>;
     const replies = new FrameCollector(child.stdout, framing);
     const frame = framing === 'ndjson' ? ndjson : lsp;
     child.stdin.write(frame(request(1, { via: 'stdio' })));
     child.stdin.write(frame(request(2, { via: 'stdio' })));
-    const got = await replies.take(2);
-    child.stdin.end();
-    const [code] = (await once(child, 'exit')) as [number];
+    let got;
+    try {
+      got = await replies.take(2);
+    } finally {
+      child.stdin.end();
+    }
+    const [code] = await exited;
     assert.equal(code, 0);
     assert.deepEqual(got.map((r) => r.id), [1, 2]);
     assert.doesNotMatch(replies.raw, /noise/);

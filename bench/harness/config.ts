@@ -1,0 +1,52 @@
+// How long and how often every bench may measure, decided in one place so that `--quick`
+// (BENCH_QUICK=1, set by bench/run.ts) shrinks the whole run alike and no loop is unbounded.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The built server; `npm run build` makes it. The bench measures what users run, not tsx. */
+export const CLI = path.join(REPO, 'dist/src/cli.js');
+export const ECHO_SERVER = path.join(REPO, 'bench/fixtures/echo-server.mjs');
+export const LOAD_CLIENT = path.join(REPO, 'bench/fixtures/load-client.ts');
+export const RESULTS_DIR = path.join(REPO, 'bench/results');
+export const PROFILE_DIR = path.join(RESULTS_DIR, 'prof');
+
+/** A smoke run: same code paths, small N, so a test can run the whole thing in about a minute. */
+export const QUICK = process.env.BENCH_QUICK === '1';
+/** Run our server under --cpu-prof (profiles land in bench/results/prof). */
+export const PROFILE = process.env.BENCH_PROFILE === '1';
+
+/** Medians of at least 3; 5 in a full run because single runs on this machine vary by ±30 %. */
+export const REPS = QUICK ? 3 : 5;
+/** One discarded repetition first, so JIT warm-up and first file creation do not land in a sample. */
+export const WARMUP_REPS = QUICK ? 0 : 1;
+
+export interface Bounds {
+  /** Stop issuing after this many calls… */
+  maxCount: number;
+  /** …or after this many milliseconds, whichever comes first. */
+  maxMs: number;
+}
+
+/** One caller awaiting each call: enough calls for a stable p99 (2000 → 20 above it). */
+export const LATENCY: Bounds = QUICK ? { maxCount: 200, maxMs: 150 } : { maxCount: 2000, maxMs: 1500 };
+/**
+ * Throughput runs. 25 000 appends of ~150 bytes to one transcript stay below the 4 MiB that
+ * triggers compaction, so one repetition never measures a compaction the others do not.
+ */
+export const RATE: Bounds = QUICK ? { maxCount: 2000, maxMs: 150 } : { maxCount: 25_000, maxMs: 1500 };
+/** Per-call latency of reads and small writes: short calls, so fewer are needed. */
+export const READ_LATENCY: Bounds = QUICK ? { maxCount: 100, maxMs: 100 } : { maxCount: 1000, maxMs: 1000 };
+/** Spawn-to-first-reply samples per side and repetition (their median is the sample): ~150 ms each. */
+export const SPAWNS_PER_REP = QUICK ? 1 : 3;
+
+/** The append every load pattern sends: a typical assistant entry, ~150 bytes as a line. */
+export const ENTRY = {
+  ts: '2026-07-26T00:00:05Z',
+  role: 'assistant',
+  text: 'Done: the failing test now passes; I also removed the unused import it complained about.',
+  cost: 0.004,
+  tokens_in: 30,
+  tokens_out: 55,
+  dur_ms: 4200,
+};

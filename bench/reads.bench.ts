@@ -1,0 +1,141 @@
+// Reads and journal appends must not slow down as files grow: transcript/last, transcript/usage
+// and transcript/read (limit 200) on a 4 MiB transcript against a 4 KiB one, and
+// participants/append on a 10 000-id journal against a 10-id one (issue 5 point 3). The server
+// caches a transcript after its first read, so every warm measurement follows one warm-up call;
+// the cold first transcript/usage after a restart is reported apart.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { StateClient } from '../src/client/client.js';
+import type { Bounds } from './harness/config.js';
+import { ENTRY, QUICK, READ_LATENCY } from './harness/config.js';
+import { LINE } from './harness/disk.js';
+import { awaitEach, window } from './harness/load.js';
+import type { RowSpec, Step } from './harness/report.js';
+import { emit, progress, repeat, toRows } from './harness/report.js';
+import { connectClient } from './harness/rpc.js';
+import type { SocketProc } from './harness/servers.js';
+import { startServer } from './harness/servers.js';
+import { nowUs } from './harness/stats.js';
+
+const BENCH = 'reads';
+/** Just below the 4 MiB (4 194 304 bytes) past which an append compacts the transcript. */
+const BIG_BYTES = 4_150_000;
+const SMALL_BYTES = 4096;
+const BIG_JOURNAL = 10_000;
+const SMALL_JOURNAL = 10;
+/** New ids per repetition: few, so the 10-id journal stays small while it is measured. */
+const NEW_IDS: Bounds = QUICK ? { maxCount: 30, maxMs: 500 } : { maxCount: 200, maxMs: 1000 };
+/** Prefill is bounded by count; this only stops a stuck server from hanging the bench. */
+const PREFILL: Bounds = { maxCount: 0, maxMs: 120_000 };
+
+const started = nowUs();
+const dir = mkdtempSync(path.join(os.tmpdir(), 'hs-bench-reads-'));
+const state = path.join(dir, 'state/state.json');
+const socket = path.join(dir, 'sync.sock');
+let server: SocketProc = await startServer('reads-sync', state, socket, 'sync');
+let client: StateClient = await connectClient(socket);
+
+// ---- prefill, through the server as a bridge would fill them --------------------------------
+for (const name of ['big', 'small', 'pbig']) await client.sessionAdd({ session: { name } });
+const appendEntry = (name: string) => () => client.transcriptAppend({ name, entry: ENTRY });
+const entries = (bytes: number): number => Math.floor(bytes / LINE.length);
+await window(appendEntry('big'), 256, { ...PREFILL, maxCount: entries(BIG_BYTES) });
+await window(appendEntry('small'), 256, { ...PREFILL, maxCount: entries(SMALL_BYTES) });
+let idSeq = 0;
+await window(() => client.participantsAppend({ name: 'pbig', userId: `u${idSeq++}` }), 256, { ...PREFILL, maxCount: BIG_JOURNAL });
+const sizes = {
+  big: statSync(path.join(path.dirname(state), 'transcripts/big.jsonl')).size,
+  small: statSync(path.join(path.dirname(state), 'transcripts/small.jsonl')).size,
+};
+progress(BENCH, `prefilled: big ${sizes.big} bytes, small ${sizes.small} bytes, ${BIG_JOURNAL} participants`);
+
+let smallJournal = '';
+let newId = 0;
+
+/** A restart, so the first usage call must read each file; then a fresh 10-id journal. */
+const setup: Step = {
+  name: 'restart, first transcript/usage (cold)',
+  run: async (record) => {
+    await client.close();
+    await server.stop();
+    server = await startServer('reads-sync', state, socket, 'sync');
+    client = await connectClient(socket);
+    for (const size of ['big', 'small'] as const) {
+      const t0 = nowUs();
+      await client.transcriptUsage({ name: size });
+      record(`cold.usage.${size}`, nowUs() - t0);
+    }
+    smallJournal = `psmall${newId}`;
+    await client.sessionAdd({ session: { name: smallJournal } });
+    for (let k = 0; k < SMALL_JOURNAL; k++) await client.participantsAppend({ name: smallJournal, userId: `u${k}` });
+  },
+};
+
+const read = (method: 'last' | 'usage' | 'read', name: string) => (): Promise<unknown> =>
+  method === 'last'
+    ? client.transcriptLast({ name })
+    : method === 'usage'
+      ? client.transcriptUsage({ name })
+      : client.transcriptRead({ name, limit: 200 });
+
+const steps: Step[] = [];
+for (const method of ['last', 'usage', 'read'] as const) {
+  for (const size of ['big', 'small'] as const) {
+    steps.push({
+      name: `transcript/${method} ${size}`,
+      run: async (record) => {
+        await read(method, size)(); // the warm-up call: the server caches the file after it
+        record(`${method}.${size}`, (await awaitEach(read(method, size), READ_LATENCY)).p50);
+      },
+    });
+  }
+}
+const journal = (size: 'big' | 'small'): string => (size === 'big' ? 'pbig' : smallJournal);
+for (const size of ['big', 'small'] as const) {
+  steps.push({
+    name: `participants/append new id, ${size}`,
+    run: async (record) => {
+      await client.participantsAppend({ name: journal(size), userId: 'u1' }); // loads the journal
+      const r = await awaitEach(() => client.participantsAppend({ name: journal(size), userId: `n${newId++}` }), NEW_IDS);
+      record(`participants.new.${size}`, r.p50);
+    },
+  });
+  steps.push({
+    name: `participants/append present id, ${size}`,
+    run: async (record) => {
+      await client.participantsAppend({ name: journal(size), userId: 'u1' });
+      record(`participants.present.${size}`, (await awaitEach(() => client.participantsAppend({ name: journal(size), userId: 'u5' }), READ_LATENCY)).p50);
+    },
+  });
+}
+
+const samples = await repeat(BENCH, steps, { setup });
+
+const vs = '4 MiB vs 4 KiB transcript';
+const specs: RowSpec[] = [
+  { id: 'transcript.last', measurement: `transcript/last, warm p50, ${vs}`, unit: 'µs', ours: 'last.big', ceiling: 'last.small', ceilingLabel: '4 KiB' },
+  { id: 'transcript.usage', measurement: `transcript/usage, warm p50, ${vs}`, unit: 'µs', ours: 'usage.big', ceiling: 'usage.small', ceilingLabel: '4 KiB' },
+  { id: 'transcript.read200', measurement: `transcript/read limit 200, warm p50, ${vs}`, unit: 'µs', ours: 'read.big', ceiling: 'read.small', ceilingLabel: '4 KiB' },
+  { id: 'transcript.usage.cold', measurement: `first transcript/usage after restart, ${vs}`, unit: 'µs', ours: 'cold.usage.big', ceiling: 'cold.usage.small', ceilingLabel: '4 KiB' },
+  { id: 'participants.append.new', measurement: 'participants/append new id (sync), p50, 10 000 vs 10 ids', unit: 'µs', ours: 'participants.new.big', ceiling: 'participants.new.small', ceilingLabel: '10 ids' },
+  { id: 'participants.append.present', measurement: 'participants/append present id, p50, 10 000 vs 10 ids', unit: 'µs', ours: 'participants.present.big', ceiling: 'participants.present.small', ceilingLabel: '10 ids' },
+];
+
+const memory = [{ server: 'reads-sync (4 MiB transcript cached)', ...server.memory() }];
+progress(BENCH, 'stopping');
+await client.close();
+await server.stop();
+rmSync(dir, { recursive: true, force: true });
+
+emit({
+  bench: BENCH,
+  seconds: (nowUs() - started) / 1e6,
+  rows: toRows(samples, specs),
+  memory,
+  notes: [
+    `Transcripts: ${sizes.big} and ${sizes.small} bytes of ${LINE.length}-byte entries, filled through the server; read(200) returns 200 entries from the big one and all ${entries(SMALL_BYTES)} from the small one.`,
+    'Warm: the server caches a transcript after its first read, so each warm measurement follows one warm-up call. Cold: the first transcript/usage after a server restart (one call per repetition).',
+    `participants/append new id: ${NEW_IDS.maxCount} new ids per repetition, durable (fdatasync) like every append; the 10-id journal is a fresh session each repetition. Present id: answered without a write.`,
+  ],
+});

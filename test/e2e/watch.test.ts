@@ -1,0 +1,414 @@
+// The change feed over the socket of a spawned `serve --socket`: each notification once, in commit
+// order, sent only once its write is in the file; subscribe-then-read misses nothing while other
+// processes write; subscriptions end with their connection or watch/unsubscribe; a subscriber that
+// stops reading gets watch/overflow instead of slowing writers or growing the server's memory.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
+import pino from 'pino';
+import { connect } from '../../src/client/client.js';
+import type { Session, TranscriptEntry } from '../../src/protocol/model.js';
+import type { ServerConnection } from '../../src/server/connection.js';
+import { StateServer } from '../../src/server/server.js';
+import { MAX_PENDING_NOTIFICATIONS } from '../../src/server/subscriptions.js';
+import { createFramedTransport } from '../../src/transport/framing.js';
+import { listenUnixSocket } from '../../src/transport/socket.js';
+import { REPO, serveSocket } from '../helpers/cli.js';
+import { entry, fileEntries, Inbox, journalFile, TIMEOUT, transcriptFile, typedClient } from '../helpers/feed.js';
+import { openIn } from '../helpers/store.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+const QUIET = ['--log-level', 'warn'];
+
+interface Appended {
+  subscription: string;
+  name: string;
+  seq: number;
+  entry: TranscriptEntry;
+}
+
+/** The rows of state.json as the file holds them now. */
+const fileSessions = (dir: string): Session[] =>
+  (JSON.parse(readFileSync(statePathIn(dir), 'utf8')) as { sessions: Session[] | null }).sessions ?? [];
+
+/** A spawned server (logging warnings only), a writer connection and a watcher connection. */
+async function setup(t: Parameters<typeof serveSocket>[0]) {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, statePathIn(dir), socket, QUIET);
+  const writer = await typedClient(t, socket, 'lsp');
+  const watcher = await typedClient(t, socket, 'ndjson');
+  return { dir, socket, server, writer, watcher };
+}
+
+async function stop(server: Awaited<ReturnType<typeof serveSocket>>): Promise<void> {
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+}
+
+test('transcript/didAppend arrives once per append, in seq order, with its line already in the file', { timeout: TIMEOUT }, async (t) => {
+  const { dir, server, writer, watcher } = await setup(t);
+  await writer.sessionAdd({ session: { name: 'a' } });
+  await writer.sessionAdd({ session: { name: 'b' } });
+  const file = transcriptFile(dir, 'a');
+  const notInFile: string[] = [];
+  const inbox = new Inbox(watcher, ['transcript/didAppend'], (n) => {
+    const p = n.params as unknown as Appended;
+    // Read the file right when the notification arrives: its line must be there already.
+    const line = fileEntries(file)[p.seq];
+    if (line?.text !== p.entry.text) notInFile.push(`seq ${p.seq} (${p.entry.text}) arrived, the file has ${JSON.stringify(line)} there`);
+  });
+  const { subscription } = await watcher.watchSubscribe({ transcripts: ['a'] });
+
+  const N = 300;
+  const sent = Array.from({ length: N }, (_, i) => entry(`e${i}`, { role: i % 2 ? 'assistant' : 'user', cost: i / 1000, tokens_in: i }));
+  const replies = await Promise.all(sent.flatMap((e) => [
+    writer.transcriptAppend({ name: 'a', entry: e }),
+    writer.transcriptAppend({ name: 'b', entry: entry(`other ${e.text}`) }),
+  ]));
+  assert.deepEqual(replies.filter((_r, i) => i % 2 === 0).map((r) => r.seq), Array.from({ length: N }, (_, i) => i));
+  // A last append: everything before it was delivered before its notification, duplicates included.
+  const { seq: last } = await writer.transcriptAppend({ name: 'a', entry: entry('last') });
+  await inbox.waitFor((n) => n.params.seq === last);
+
+  assert.deepEqual(notInFile, []);
+  assert.deepEqual(
+    inbox.of('transcript/didAppend'),
+    [...sent, entry('last')].map((e, seq) => ({ subscription, name: 'a', seq, entry: e })),
+    'each append of a once, in order, none of b',
+  );
+  await stop(server);
+});
+
+test('session/didChange reports added, updated and removed rows with increasing revisions, each after state.json has it', { timeout: TIMEOUT }, async (t) => {
+  const { dir, server, writer, watcher } = await setup(t);
+  const notInFile: string[] = [];
+  const inbox = new Inbox(watcher, ['session/didChange', 'state/didChange'], (n) => {
+    if (n.method !== 'session/didChange') return;
+    const p = n.params as { kind: string; name: string; session?: Session };
+    const row = fileSessions(dir).find((s) => s.name === p.name);
+    if (p.kind === 'removed' ? row !== undefined : !isDeepStrictEqual(row, p.session)) {
+      notInFile.push(`${p.kind} ${p.name} arrived; state.json has ${JSON.stringify(row)}`);
+    }
+  });
+  const { subscription, revision: start } = await watcher.watchSubscribe({ sessions: true });
+  assert.equal((await writer.stateGet()).revision, start, 'state/get reports the revision subscribe returned');
+
+  const { session: a } = await writer.sessionAdd({ session: { name: 'a', cmd: 'claude' } });
+  const { session: b } = await writer.sessionAdd({ session: { name: 'b', vendor: 'codex' } });
+  assert.deepEqual(await writer.sessionSetResumeToken({ name: 'a', resumeToken: 'r1' }), { found: true, changed: true });
+  assert.deepEqual(await writer.sessionSetResumeToken({ name: 'a', resumeToken: 'r1' }), { found: true, changed: false });
+  assert.deepEqual(await writer.sessionSetArchived({ name: 'b', archived: true }), { found: true, changed: true });
+  assert.deepEqual(await writer.sessionRemove({ name: 'a' }), { removed: true });
+  await writer.stateSetWorkspace({ workspace: '/w' });
+  await inbox.waitFor((n) => n.method === 'state/didChange');
+
+  assert.deepEqual(notInFile, []);
+  const changes = inbox.of('session/didChange');
+  assert.deepEqual(changes.map(({ revision: _r, ...rest }) => rest), [
+    { subscription, kind: 'added', name: 'a', session: a },
+    { subscription, kind: 'added', name: 'b', session: b },
+    { subscription, kind: 'updated', name: 'a', session: { ...a, resumeToken: 'r1' } },
+    { subscription, kind: 'updated', name: 'b', session: { ...b, archived: true } },
+    { subscription, kind: 'removed', name: 'a' },
+  ], 'one notification per change, none for the write that changed nothing');
+  const revisions = [...changes, ...inbox.of('state/didChange')].map((p) => p.revision as number);
+  for (const [i, r] of revisions.entries()) assert.ok(r > (i === 0 ? start : (revisions[i - 1] as number)), `revisions increase: ${revisions.join(', ')} after ${start}`);
+  assert.equal((await writer.stateGet()).revision, revisions.at(-1), 'state/get reports the newest revision');
+  await stop(server);
+});
+
+test('state/didChange names exactly the top-level fields that changed, once each is in state.json', { timeout: TIMEOUT }, async (t) => {
+  const { dir, server, writer, watcher } = await setup(t);
+  const notInFile: string[] = [];
+  const inbox = new Inbox(watcher, ['state/didChange', 'session/didChange'], (n) => {
+    if (n.method !== 'state/didChange') return;
+    const doc = JSON.parse(readFileSync(statePathIn(dir), 'utf8')) as Record<string, unknown>;
+    for (const f of n.params.fields as string[]) if (doc[f] === undefined) notInFile.push(`${f} arrived, state.json lacks it`);
+  });
+  const { subscription, revision: start } = await watcher.watchSubscribe({ sessions: true });
+  await writer.stateSetWorkspace({ workspace: '/w' });
+  await writer.stateSetWorkspace({ workspace: '/w' }); // unchanged: no write, no notification
+  await writer.stateSetHome({ home: { id: 'h1', type: 'forum' } });
+  await writer.sessionAdd({ session: { name: 'a' } }); // a row: session/didChange only
+  await writer.stateSetInstanceID({ instanceID: 'i1' });
+  await writer.stateSetStatusMessageID({ statusMessageID: 'm1' });
+  await writer.stateSetSource({ source: '/src' });
+  await inbox.waitFor((n) => n.method === 'state/didChange' && (n.params.fields as string[]).includes('source'));
+
+  assert.deepEqual(notInFile, []);
+  const changes = inbox.of('state/didChange');
+  assert.deepEqual(changes.map((p) => ({ subscription: p.subscription, fields: p.fields })), [
+    { subscription, fields: ['workspace'] },
+    { subscription, fields: ['home'] },
+    { subscription, fields: ['instanceID'] },
+    { subscription, fields: ['statusMessageID'] },
+    { subscription, fields: ['source'] },
+  ]);
+  const all = inbox.notes.map((n) => n.params.revision as number);
+  assert.deepEqual(all, [...all].sort((x, y) => x - y), 'in commit order');
+  assert.equal(new Set(all).size, all.length, 'one revision per commit');
+  assert.ok((all[0] as number) > start);
+  await stop(server);
+});
+
+test('participants/didAdd arrives once per new id, in order, after the journal has it; a repeated id sends nothing', { timeout: TIMEOUT }, async (t) => {
+  const { dir, server, writer, watcher } = await setup(t);
+  await writer.sessionAdd({ session: { name: 'a' } });
+  await writer.sessionAdd({ session: { name: 'b' } });
+  const notInFile: string[] = [];
+  const inbox = new Inbox(watcher, ['participants/didAdd'], (n) => {
+    const ids = readFileSync(journalFile(dir, n.params.name as string), 'utf8').split('\n');
+    if (!ids.includes(n.params.userId as string)) notInFile.push(`${String(n.params.userId)} arrived, the journal lacks it`);
+  });
+  const { subscription } = await watcher.watchSubscribe({ participants: ['a'] });
+  const added = await Promise.all(['u1', 'u2', 'u1', 'u3', 'u2'].map((userId) => writer.participantsAppend({ name: 'a', userId })));
+  assert.deepEqual(added.map((r) => r.added), [true, true, false, true, false]);
+  await writer.participantsAppend({ name: 'b', userId: 'ub' });
+  await writer.participantsAppend({ name: 'a', userId: 'last' });
+  await inbox.waitFor((n) => n.params.userId === 'last');
+
+  assert.deepEqual(notInFile, []);
+  assert.deepEqual(inbox.of('participants/didAdd'), ['u1', 'u2', 'u3', 'last'].map((userId) => ({ subscription, name: 'a', userId })));
+  await stop(server);
+});
+
+// ---- subscribe, then read -----------------------------------------------------------------
+
+const FIXTURE = path.join(REPO, 'test/fixtures/append-client.mjs');
+
+/** Runs append-client.mjs (N transcript and N participant appends to `name`); resolves on exit 0. */
+function appendClient(t: Parameters<typeof serveSocket>[0], socket: string, k: number, n: number, name: string): Promise<void> {
+  const child = spawn(process.execPath, [FIXTURE, socket, k % 2 ? 'ndjson' : 'lsp', String(k), String(n), name], { stdio: ['ignore', 'ignore', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const err: Buffer[] = [];
+  child.stderr.on('data', (c: Buffer) => err.push(c));
+  return new Promise((resolve, reject) =>
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`client ${k} exited ${code}: ${Buffer.concat(err).toString()}`)))),
+  );
+}
+
+test('subscribe then read misses nothing while other processes append: the union, deduplicated by seq and revision, equals the files', { timeout: TIMEOUT }, async (t) => {
+  const { dir, socket, server, writer } = await setup(t);
+  const NAME = 'crowd';
+  await writer.sessionAdd({ session: { name: NAME } });
+  // An early subscriber tells us the appends are under way, so the late one subscribes mid-stream.
+  const early = await typedClient(t, socket);
+  const earlyInbox = new Inbox(early, ['transcript/didAppend']);
+  await early.watchSubscribe({ transcripts: [NAME] });
+
+  const CLIENTS = 4;
+  const N = 800;
+  const clients = Array.from({ length: CLIENTS }, (_, k) => appendClient(t, socket, k, N, NAME));
+  // Sessions are added from another connection meanwhile.
+  const adds = (async () => {
+    for (let i = 0; i < 40; i++) await writer.sessionAdd({ session: { name: `s${i}` } });
+  })();
+  await earlyInbox.waitFor((n) => (n.params.seq as number) >= 100);
+
+  const late = await typedClient(t, socket, 'ndjson');
+  const lateInbox = new Inbox(late, ['transcript/didAppend', 'participants/didAdd', 'session/didChange']);
+  await late.watchSubscribe({ sessions: true, transcripts: [NAME], participants: [NAME] });
+  const page = await late.transcriptRead({ name: NAME });
+  const { userIds } = await late.participantsRead({ name: NAME });
+  const { state, revision } = await late.stateGet();
+  assert.ok(page.entries.length < CLIENTS * N, 'the late subscriber subscribed while appends were still coming (else this test proves little)');
+
+  await Promise.all([...clients, adds]);
+  // Last writes of each kind: once the late subscriber has them, it has everything before them.
+  const { seq: lastSeq } = await writer.transcriptAppend({ name: NAME, entry: entry('last') });
+  await writer.participantsAppend({ name: NAME, userId: 'last' });
+  await writer.sessionAdd({ session: { name: 'last' } });
+  await Promise.all([
+    lateInbox.waitFor((n) => n.method === 'transcript/didAppend' && n.params.seq === lastSeq),
+    lateInbox.waitFor((n) => n.method === 'participants/didAdd' && n.params.userId === 'last'),
+    lateInbox.waitFor((n) => n.method === 'session/didChange' && n.params.name === 'last'),
+  ]);
+
+  // Transcript: what was read, then each notification not already read (by seq).
+  const bySeq = new Map<number, string>(page.entries.map((e, i) => [page.firstSeq + i, e.text]));
+  for (const p of lateInbox.of('transcript/didAppend')) {
+    const seq = p.seq as number;
+    const text = (p.entry as TranscriptEntry).text;
+    assert.ok(!bySeq.has(seq) || bySeq.get(seq) === text, `seq ${seq} was read as ${bySeq.get(seq)} and notified as ${text}`);
+    bySeq.set(seq, text);
+  }
+  const inFile = fileEntries(transcriptFile(dir, NAME)).map((e) => e.text);
+  assert.equal(inFile.length, CLIENTS * N + 1);
+  assert.deepEqual([...bySeq.keys()].sort((x, y) => x - y), inFile.map((_e, i) => i), 'every seq once');
+  assert.deepEqual(inFile.map((_e, i) => bySeq.get(i)), inFile, 'read plus notified equals the file');
+
+  // Participants: a set, so the union must equal the journal.
+  const ids = new Set([...userIds, ...lateInbox.of('participants/didAdd').map((p) => p.userId as string)]);
+  assert.deepEqual([...ids].sort(), readFileSync(journalFile(dir, NAME), 'utf8').split('\n').filter(Boolean).sort());
+
+  // Sessions: the state read at `revision`, then each change with a larger revision.
+  const names = new Set((state.sessions ?? []).map((s) => s.name));
+  for (const p of lateInbox.of('session/didChange')) {
+    if ((p.revision as number) <= revision) continue;
+    if (p.kind === 'removed') names.delete(p.name as string);
+    else names.add(p.name as string);
+  }
+  assert.deepEqual([...names].sort(), fileSessions(dir).map((s) => s.name).sort());
+
+  // The early subscriber saw every append once, in file order.
+  assert.deepEqual(earlyInbox.of('transcript/didAppend').map((p) => (p.entry as TranscriptEntry).text), inFile);
+  await stop(server);
+});
+
+// ---- the end of a subscription ------------------------------------------------------------
+
+test('watch/unsubscribe ends one subscription of the connection; another connection cannot end it', { timeout: TIMEOUT }, async (t) => {
+  const { socket, server, writer, watcher } = await setup(t);
+  await writer.sessionAdd({ session: { name: 'a' } });
+  const inbox = new Inbox(watcher, ['transcript/didAppend', 'participants/didAdd']);
+  const { subscription: transcripts } = await watcher.watchSubscribe({ transcripts: '*' });
+  const { subscription: participants } = await watcher.watchSubscribe({ participants: '*' });
+  assert.notEqual(transcripts, participants);
+
+  const other = await typedClient(t, socket);
+  assert.deepEqual(await other.watchUnsubscribe({ subscription: transcripts }), { unsubscribed: false }, 'not its subscription');
+  await writer.transcriptAppend({ name: 'a', entry: entry('before') });
+  await inbox.waitFor((n) => n.method === 'transcript/didAppend');
+
+  assert.deepEqual(await watcher.watchUnsubscribe({ subscription: transcripts }), { unsubscribed: true });
+  assert.deepEqual(await watcher.watchUnsubscribe({ subscription: transcripts }), { unsubscribed: false }, 'already ended');
+  await writer.transcriptAppend({ name: 'a', entry: entry('after') });
+  await writer.participantsAppend({ name: 'a', userId: 'u' });
+  await inbox.waitFor((n) => n.method === 'participants/didAdd');
+
+  assert.deepEqual(inbox.notes.map((n) => [n.method, n.params.subscription]), [
+    ['transcript/didAppend', transcripts],
+    ['participants/didAdd', participants],
+  ], 'nothing for the ended subscription, the other one goes on');
+  await stop(server);
+});
+
+test('a subscriber that hangs up leaves writers and other subscribers unaffected', { timeout: TIMEOUT }, async (t) => {
+  const { server, writer, watcher, socket } = await setup(t);
+  await writer.sessionAdd({ session: { name: 'a' } });
+  for (let i = 0; i < 5; i++) {
+    const gone = await connect({ socket });
+    await gone.watchSubscribe({ sessions: true, transcripts: '*', participants: '*' });
+    await gone.close();
+  }
+  const inbox = new Inbox(watcher, ['transcript/didAppend']);
+  await watcher.watchSubscribe({ transcripts: ['a'] });
+  const replies = await Promise.all(Array.from({ length: 100 }, (_, i) => writer.transcriptAppend({ name: 'a', entry: entry(`e${i}`) })));
+  await inbox.waitFor((n) => n.params.seq === 99);
+  assert.deepEqual(replies.map((r) => r.seq), Array.from({ length: 100 }, (_, i) => i));
+  assert.equal(inbox.notes.length, 100);
+  await stop(server);
+  assert.doesNotMatch(server.stderr(), /"level":(40|50|60)/, 'no warning or error logged');
+});
+
+test('subscriptions end with their connection (in-process server, counted)', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  const server = new StateServer(store, pino({ level: 'silent' }), { version: 'test', onExit: () => undefined });
+  const closed: Promise<void>[] = [];
+  const listener = await listenUnixSocket(path.join(dir, 's.sock'), (socket) => {
+    const tr = createFramedTransport(socket, socket, { maxMessageBytes: 1024 * 1024 });
+    const conn: ServerConnection = server.connect(tr.reader, tr.writer, 'socket');
+    // Registered after the server's own close listener, so this runs once it has cleaned up.
+    closed.push(new Promise((resolve) => conn.onClose(resolve)));
+  });
+  t.after(async () => {
+    server.disposeAll();
+    await listener.close();
+    await store.close();
+  });
+  const a = await connect({ socket: listener.path });
+  const b = await connect({ socket: listener.path });
+  t.after(() => b.close());
+  await a.watchSubscribe({ sessions: true });
+  await a.watchSubscribe({ transcripts: '*' });
+  const { subscription: kept } = await b.watchSubscribe({ participants: '*' });
+  assert.equal(server.subscriptions.size, 3);
+
+  await a.close();
+  await Promise.race(closed);
+  assert.equal(server.subscriptions.size, 1, 'the closed connection\'s two subscriptions are gone');
+  assert.deepEqual(await b.watchUnsubscribe({ subscription: kept }), { unsubscribed: true }, 'the other connection\'s is not');
+  assert.equal(server.subscriptions.size, 0);
+});
+
+// ---- a subscriber that stops reading ------------------------------------------------------
+
+/** VmRSS and VmHWM (peak) of a process, in bytes, from /proc. */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
+
+const MB = 1024 * 1024;
+const MEMORY_BOUND = 500 * MB;
+
+test('a subscriber that never reads while 50 000 entries are appended: the writer finishes, memory stays bounded, watch/overflow waits for it', { timeout: 120_000 }, async (t) => {
+  const { dir, server, writer, watcher } = await setup(t);
+  await writer.sessionAdd({ session: { name: 'a' } });
+  const before = memoryOf(server.pid);
+
+  // The stalled subscriber: a raw connection that subscribes to every transcript, then stops reading.
+  const stalled = await server.connect('ndjson');
+  const sub = (await stalled.call('watch/subscribe', { transcripts: '*' })) as { subscription: string };
+  stalled.socket.pause();
+
+  // A subscriber that keeps reading must get everything (counted, not kept: 200 MB of texts).
+  let seen = 0;
+  let outOfOrder = '';
+  let waiting: { seq: number; resolve(): void } | undefined;
+  watcher.onNotification('transcript/didAppend', (p) => {
+    const { seq } = p as Appended;
+    if (seq !== seen && !outOfOrder) outOfOrder = `expected seq ${seen}, got ${seq}`;
+    seen = seq + 1;
+    if (waiting && seq >= waiting.seq) waiting.resolve();
+  });
+  const overflowed: unknown[] = [];
+  watcher.onNotification('watch/overflow', (p) => overflowed.push(p));
+  await watcher.watchSubscribe({ transcripts: ['a'] });
+
+  // 4 KiB texts: 50 000 of them are 200 MB of notifications. Measured on this machine, the server
+  // peaks near 330 MB with the bounded queue (GC slack around 16 MB kept for the stalled socket,
+  // ~180 MB with no stalled subscriber) and passes 700 MB with the bound lifted, hence 500 MB.
+  const N = 50_000;
+  const WINDOW = 500;
+  const text = 'x'.repeat(4096);
+  const seqs: number[] = [];
+  for (let from = 0; from < N; from += WINDOW) {
+    const batch = Array.from({ length: Math.min(WINDOW, N - from) }, (_, i) => writer.transcriptAppend({ name: 'a', entry: entry(`${from + i}:${text}`) }));
+    for (const r of await Promise.all(batch)) seqs.push(r.seq);
+  }
+  const after = memoryOf(server.pid);
+  assert.deepEqual(seqs, Array.from({ length: N }, (_, i) => i), 'every append answered, in order');
+  assert.ok(after.peak < MEMORY_BOUND, `server peak RSS ${Math.round(after.peak / MB)} MB (was ${Math.round(before.rss / MB)} MB before, ${Math.round(after.rss / MB)} MB now)`);
+
+  // The reading subscriber got every entry, in order, and was never dropped.
+  const { seq: last } = await writer.transcriptAppend({ name: 'a', entry: entry('last') });
+  if (seen <= last) await new Promise<void>((resolve) => (waiting = { seq: last, resolve }));
+  assert.equal(outOfOrder, '');
+  assert.deepEqual(overflowed, []);
+
+  // The stalled one, reading again: a reply comes after every notification queued before it, so
+  // once its next request is answered, its overflow (if any was sent) has arrived.
+  stalled.socket.resume();
+  const { subscription: sentinel } = (await stalled.call('watch/subscribe', { participants: ['a'] })) as { subscription: string };
+  assert.deepEqual(stalled.received.filter((m) => m.method === 'watch/overflow').map((m) => m.params), [{ subscription: sub.subscription }]);
+  await writer.transcriptAppend({ name: 'a', entry: entry('after') });
+  await writer.participantsAppend({ name: 'a', userId: 'u' });
+  await stalled.waitFor((m) => m.method === 'participants/didAdd' && (m.params as { subscription: string }).subscription === sentinel);
+  const notes = stalled.received.filter((m) => m.method !== undefined);
+  const at = notes.findIndex((m) => m.method === 'watch/overflow');
+  assert.deepEqual(notes.slice(at + 1).map((m) => m.method), ['participants/didAdd'], 'the overflowed subscription was dropped');
+  const delivered = notes.slice(0, at);
+  assert.ok(delivered.length <= MAX_PENDING_NOTIFICATIONS, `${delivered.length} notifications were queued for it`);
+  assert.deepEqual(delivered.map((m) => (m.params as Appended).seq), delivered.map((_m, i) => i), 'what it got before the overflow is in order');
+  assert.ok(fileEntries(transcriptFile(dir, 'a')).length > 0);
+  await stop(server);
+});

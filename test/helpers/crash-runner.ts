@@ -1,0 +1,223 @@
+// The crash test: clients write as fast as they can while the server is killed with SIGKILL at
+// random moments, then restarted; after every kill the files must hold every acknowledged write,
+// nothing never sent, no torn line in the middle of a transcript, and a state.json that parses.
+// `npm run crash-test` runs the long form; test/e2e/crash.test.ts a short one.
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { StateClient } from '../../src/client/client.js';
+import { connect } from '../../src/client/client.js';
+
+const CLI = process.env.HERRSCHER_STATE_CLI ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+
+/** Resolves once `child` has exited, also when it already had. */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+export interface CrashOptions {
+  dir: string;
+  kills: number;
+  clients?: number;
+  sessions?: number;
+  durability?: 'sync' | 'write';
+  /** Called after each verified round (progress for the long form). */
+  onRound?: (round: number, acked: number) => void;
+  /** A seeded random source keeps failures reproducible. */
+  seed?: number;
+}
+
+export interface CrashReport {
+  kills: number;
+  ackedAppends: number;
+  ackedParticipants: number;
+  ackedMutations: number;
+  problems: string[];
+}
+
+/** Mulberry32: small, seedable, good enough to pick kill moments. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Ledger {
+  /** text → session, for every append sent; `acked` for those answered. */
+  sent: Map<string, string>;
+  acked: Set<string>;
+  participantsSent: Map<string, string>;
+  participantsAcked: Set<string>;
+  /** Per session: tokens sent in order, and the index of the last acknowledged one. */
+  tokens: Map<string, string[]>;
+  lastAckedToken: Map<string, number>;
+}
+
+async function startServer(state: string, socket: string, durability: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--state', state, '--socket', socket, '--durability', durability, '--log-level', 'warn'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} at start: ${stderr}`);
+    if (existsSync(socket)) {
+      try {
+        const c = await connect({ socket, timeoutMs: 200 });
+        await c.close();
+        return child;
+      } catch {
+        // not accepting yet
+      }
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`server did not start: ${stderr}`);
+}
+
+/** One client's load until `stop` resolves: appends, participants and a token per round trip. */
+async function load(client: StateClient, k: number, round: number, names: string[], ledger: Ledger, stopped: () => boolean): Promise<void> {
+  const inFlight = new Set<Promise<unknown>>();
+  let failed = false; // the server died under us: stop sending (a dead connection rejects at once)
+  const track = (p: Promise<unknown>): void => {
+    inFlight.add(p);
+    void p.catch(() => (failed = true)).finally(() => inFlight.delete(p));
+  };
+  for (let i = 0; !stopped() && !failed; i++) {
+    const name = names[(k + i) % names.length] as string;
+    const text = `c${k}-r${round}-${i}`;
+    ledger.sent.set(text, name);
+    const a = client.transcriptAppend({ name, entry: { ts: '2026-07-26T00:00:00Z', role: 'user', text, cost: 0.001, tokens_in: 1 } })
+      .then(() => ledger.acked.add(text));
+    track(a);
+    if (i % 4 === 0) {
+      const id = `u${k}-r${round}-${i}`;
+      ledger.participantsSent.set(id, name);
+      track(client.participantsAppend({ name, userId: id }).then(() => ledger.participantsAcked.add(id)));
+    }
+    if (i % 8 === 0 && k < names.length) {
+      // Each session's token has one writer (client k owns session k), so "the last acknowledged" is well defined.
+      const own = names[k] as string;
+      const list = ledger.tokens.get(own) as string[];
+      const idx = list.push(`tok-${k}-r${round}-${i}`) - 1;
+      track(client.sessionSetResumeToken({ name: own, resumeToken: list[idx] as string }).then(() => {
+        if ((ledger.lastAckedToken.get(own) ?? -1) < idx) ledger.lastAckedToken.set(own, idx);
+      }));
+    }
+    if (inFlight.size >= 16) await Promise.race(inFlight).catch(() => undefined);
+  }
+  await Promise.allSettled(inFlight);
+}
+
+function verify(dir: string, names: string[], ledger: Ledger, problems: string[], round: number): void {
+  const where = `after kill ${round}`;
+  let state: { sessions?: { name: string; resumeToken?: string }[] };
+  try {
+    state = JSON.parse(readFileSync(path.join(dir, 'state.json'), 'utf8')) as typeof state;
+  } catch (err) {
+    problems.push(`${where}: state.json does not parse: ${(err as Error).message}`);
+    return;
+  }
+  const seen = new Set<string>();
+  for (const name of names) {
+    const file = path.join(dir, 'transcripts', `${name}.jsonl`);
+    const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [''];
+    const last = lines.pop() as string; // '' when the file ends with "\n"; else a torn tail
+    if (last !== '') {
+      try {
+        JSON.parse(last);
+      } catch {
+        // a torn last line is allowed: it is repaired before the next append
+      }
+    }
+    for (const [i, line] of lines.entries()) {
+      let text: string;
+      try {
+        text = (JSON.parse(line) as { text: string }).text;
+      } catch {
+        problems.push(`${where}: ${name}.jsonl line ${i + 1} is torn: ${line.slice(0, 80)}`);
+        continue;
+      }
+      if (ledger.sent.get(text) !== name) problems.push(`${where}: ${name}.jsonl holds ${text}, never sent to it`);
+      if (seen.has(text)) problems.push(`${where}: ${text} appears twice`);
+      seen.add(text);
+    }
+    const row = state.sessions?.find((s) => s.name === name);
+    const tokens = ledger.tokens.get(name) as string[];
+    const acked = ledger.lastAckedToken.get(name) ?? -1;
+    const onDisk = row?.resumeToken ? tokens.indexOf(row.resumeToken) : -1;
+    if (acked >= 0 && onDisk < acked) {
+      problems.push(`${where}: ${name} resumeToken is ${row?.resumeToken ?? '(none)'}, older than acknowledged ${tokens[acked]}`);
+    }
+  }
+  for (const text of ledger.acked) if (!seen.has(text)) problems.push(`${where}: acknowledged append ${text} is missing`);
+  const journal = new Set<string>();
+  for (const name of names) {
+    const file = path.join(dir, 'participants', `${name}.log`);
+    if (!existsSync(file)) continue;
+    for (const id of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+      if (ledger.participantsSent.get(id) === undefined) problems.push(`${where}: ${name}.log holds ${id}, never sent`);
+      journal.add(id);
+    }
+  }
+  for (const id of ledger.participantsAcked) if (!journal.has(id)) problems.push(`${where}: acknowledged participant ${id} is missing`);
+}
+
+export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
+  const random = rng(o.seed ?? 1);
+  const state = path.join(o.dir, 'state.json');
+  const socket = path.join(o.dir, 's.sock');
+  const names = Array.from({ length: o.sessions ?? 4 }, (_, i) => `s${i}`);
+  const ledger: Ledger = {
+    sent: new Map(), acked: new Set(), participantsSent: new Map(), participantsAcked: new Set(),
+    tokens: new Map(names.map((n) => [n, []])), lastAckedToken: new Map(),
+  };
+  const problems: string[] = [];
+  const durability = o.durability ?? 'sync';
+
+  let server = await startServer(state, socket, durability);
+  const admin = await connect({ socket });
+  for (const name of names) await admin.sessionAdd({ session: { name, type: 'text', cmd: 'claude' } });
+  await admin.close();
+
+  for (let round = 1; round <= o.kills; round++) {
+    const clients = await Promise.all(Array.from({ length: o.clients ?? 4 }, () => connect({ socket })));
+    let stop = false;
+    const loads = clients.map((c, k) => load(c, k, round, names, ledger, () => stop).catch(() => undefined));
+    await new Promise((r) => setTimeout(r, 20 + random() * 250));
+    if (server.exitCode !== null) problems.push(`kill ${round}: the server had already exited (${server.exitCode}) under load`);
+    server.kill('SIGKILL');
+    await exited(server);
+    stop = true;
+    await Promise.allSettled(loads);
+    await Promise.allSettled(clients.map((c) => c.close()));
+    verify(o.dir, names, ledger, problems, round);
+    try {
+      server = await startServer(state, socket, durability);
+    } catch (err) {
+      problems.push(`restart after kill ${round}: ${(err as Error).message}`);
+      break;
+    }
+    o.onRound?.(round, ledger.acked.size);
+    if (problems.length > 20) break;
+  }
+  server.kill('SIGTERM');
+  await exited(server);
+  verify(o.dir, names, ledger, problems, o.kills);
+  return {
+    kills: o.kills,
+    ackedAppends: ledger.acked.size,
+    ackedParticipants: ledger.participantsAcked.size,
+    ackedMutations: [...ledger.lastAckedToken.values()].length,
+    problems,
+  };
+}

@@ -1,0 +1,112 @@
+// A real full disk: a 64 KiB tmpfs, filled, then appends and a state.json write. Each fails with
+// ENOSPC and leaves every file as it was. Needs root (mount); skipped with the reason otherwise.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import type { Store } from '../../src/store/store.js';
+import { newSession, openIn, snapshot, storeError, text } from '../helpers/store.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+/** Mounts a tmpfs of `size` at a fresh dir, or says why it cannot. */
+function mountTmpfs(size: string): { dir: string } | { skip: string } {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return { skip: 'needs root to mount a tmpfs' };
+  const dir = tempDir('hs-full-');
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir], { stdio: 'pipe' });
+  } catch (err) {
+    return { skip: `mount -t tmpfs failed: ${(err as Error).message.split('\n')[0]}` };
+  }
+  return { dir };
+}
+
+function unmount(dir: string): void {
+  try {
+    execFileSync('umount', [dir], { stdio: 'pipe' });
+  } catch {
+    execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
+  }
+}
+
+/** Writes a filler file until the file system refuses, down to single bytes, so no block is left. */
+function fill(dir: string): void {
+  const fd = openSync(path.join(dir, 'filler'), 'w');
+  try {
+    for (const chunk of [4096, 512, 1]) {
+      const buf = Buffer.alloc(chunk, 0x66);
+      for (;;) {
+        try {
+          if (writeSync(fd, buf) < chunk) break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
+          throw err;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+test('on a full disk, a transcript append, a participant append and a state.json write fail with ENOSPC and change nothing', async (t) => {
+  const mounted = mountTmpfs('64k');
+  if ('skip' in mounted) {
+    t.skip(mounted.skip);
+    return;
+  }
+  const dir = mounted.dir;
+  const opened: Store[] = [];
+  t.after(async () => {
+    for (const s of opened) await s.close();
+    unmount(dir);
+  });
+  const store = await openIn(dir);
+  opened.push(store);
+  await store.addSession(newSession('s'));
+  await store.appendTranscript('s', { ts: 't1', role: 'user', text: 'before' });
+  // The journal is filled to exactly one 4 KiB page, so its next line needs a block the disk lacks.
+  const ids = ['u1', ...Array.from({ length: 15 }, (_, i) => `${i}`.padEnd(256, 'i')), 'z'.repeat(237)];
+  for (const id of ids) assert.equal(await store.appendParticipant('s', id), true);
+  fill(dir);
+
+  const transcript = path.join(dir, 'transcripts', 's.jsonl');
+  const journal = path.join(dir, 'participants', 's.log');
+  const files = [statePathIn(dir), transcript, journal];
+  const before = files.map(snapshot);
+  const doc = store.getState();
+
+  // Larger than any block's slack: part of it may be written before the disk refuses.
+  await assert.rejects(
+    () => store.appendTranscript('s', { ts: 't2', role: 'user', text: 'x'.repeat(20_000) }),
+    storeError('io', ['append to transcripts/s.jsonl: ENOSPC'], 'ENOSPC'),
+  );
+  assert.equal(snapshot(journal)?.bytes.length, Buffer.alloc(4096).toString('base64').length, 'the journal is one full page');
+  await assert.rejects(
+    () => store.appendParticipant('s', 'late'),
+    storeError('io', ['append to participants/s.log: ENOSPC'], 'ENOSPC'),
+  );
+  await assert.rejects(
+    () => store.addSession(newSession('big', { project: 'p'.repeat(20_000) })),
+    storeError('io', ['write state.json: ENOSPC'], 'ENOSPC'),
+  );
+
+  // A cut-back append changes the mtime, never the bytes or the inode.
+  const content = (s: ReturnType<typeof snapshot> | undefined) => ({ bytes: s?.bytes, ino: s?.ino });
+  assert.deepEqual(content(snapshot(transcript)), content(before[1]), 'the transcript is byte-identical: no partial line');
+  assert.deepEqual(content(snapshot(journal)), content(before[2]), 'the journal is byte-identical');
+  assert.deepEqual(await store.readParticipants('s'), ids);
+  assert.deepEqual(snapshot(statePathIn(dir)), before[0], 'state.json is untouched');
+  assert.equal(store.getState(), doc, 'memory unchanged');
+  assert.equal(store.findSession('big'), null);
+  assert.deepEqual(await store.readTranscript('s', 0), [{ ts: 't1', role: 'user', text: 'before' }]);
+  assert.equal(await store.lastTranscriptTs('s'), 't1');
+  assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith('state.json.')), [], 'no temp file left');
+
+  // Room again: the next append lands on its own line after the old ones.
+  execFileSync('rm', [path.join(dir, 'filler')]);
+  await store.appendTranscript('s', { ts: 't3', role: 'user', text: 'after' });
+  assert.equal(text(transcript), '{"ts":"t1","role":"user","text":"before"}\n{"ts":"t3","role":"user","text":"after"}\n');
+  assert.equal(await store.appendParticipant('s', 'late'), true, 'the refused id was not recorded as present');
+  assert.equal(text(journal), `${ids.join('\n')}\nlate\n`);
+});

@@ -1,0 +1,27 @@
+// Temp files a crash can leave (Go's fixed `<file>.tmp`, write-file-atomic's `<file>.<n>`, our
+// compaction's `.compact`) are swept when the store opens, under the lock; nothing else is.
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { openIn } from '../helpers/store.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+test('opening the store removes leftover temp files of state.json and transcripts, and keeps every other file', async (t) => {
+  const dir = tempDir();
+  const put = (rel: string, content = 'x'): void => {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), content);
+  };
+  put('state.json', '{}');
+  for (const rel of ['state.json.tmp', 'state.json.2718281828', 'transcripts/s.jsonl.tmp', 'transcripts/s.jsonl.31415', 'transcripts/s.jsonl.compact', '.herrscher-state/transcripts/s.json.42']) put(rel);
+  for (const rel of ['state.json.bak', 'notes.tmp', 'transcripts/s.jsonl', 'transcripts/other.txt', 'participants/s.log', 'participants/s.log.tmp']) put(rel);
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  assert.deepEqual(readdirSync(dir).sort(), ['.herrscher-state', '.state.json.lock', 'notes.tmp', 'participants', 'state.json', 'state.json.bak', 'transcripts']);
+  assert.deepEqual(readdirSync(path.join(dir, 'transcripts')).sort(), ['other.txt', 's.jsonl']);
+  assert.deepEqual(readdirSync(path.join(dir, 'participants')).sort(), ['s.log', 's.log.tmp']);
+  assert.deepEqual(readdirSync(path.join(dir, '.herrscher-state', 'transcripts')), []);
+  assert.deepEqual(store.getState(), { home: { id: '', type: '' }, sessions: null });
+  assert.equal(statePathIn(dir), store.statePath);
+});
