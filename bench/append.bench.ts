@@ -1,8 +1,7 @@
 // Appends over a unix socket in both durability modes, against the ceilings measured in the same
 // repetition: the bare vscode-jsonrpc echo server driven by the same client patterns, and
 // in-process write(2), fdatasync, group commit and SQLite on the same disk (issue 5 point 3).
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { ClientPool } from './harness/client-pool.js';
 import { ENTRY, LATENCY, RATE } from './harness/config.js';
@@ -16,6 +15,7 @@ import { connectClient, connectRpc } from './harness/rpc.js';
 import type { SocketProc } from './harness/servers.js';
 import { startEcho, startServer } from './harness/servers.js';
 import { nowUs } from './harness/stats.js';
+import { tempDir } from './harness/temp-dir.js';
 
 const BENCH = 'append';
 /** 64 connections on 64 sessions: the many-bridges case the targets are written for. */
@@ -27,7 +27,7 @@ const PROCESSES = 8;
 const PROCESS_IN_FLIGHT = 32;
 
 const started = nowUs();
-const dir = mkdtempSync(path.join(os.tmpdir(), 'hs-bench-append-'));
+const dir = tempDir('hs-bench-append-');
 const rawDir = path.join(dir, 'raw');
 mkdirSync(rawDir);
 
@@ -131,14 +131,14 @@ const reset = async (): Promise<void> => {
 
 const samples = await repeat(BENCH, steps, { reset });
 
-const C = `${CONNECTIONS} connections on ${CONNECTIONS} sessions`;
-const P = `${PROCESSES} client processes × ${PROCESS_IN_FLIGHT} in flight`;
+const C = `${CONNECTIONS} conns on ${CONNECTIONS} sessions`;
+const P = `${PROCESSES} client processes × ${PROCESS_IN_FLIGHT}`;
 const specs: RowSpec[] = [
   { id: 'append.write.1conn.p50', measurement: 'append write, 1 conn awaiting each, p50', unit: 'µs', ours: 'write.1conn.p50', ceiling: 'echo.1conn.p50', ceilingLabel: 'bare echo' },
   { id: 'append.write.1conn.p99', measurement: 'append write, 1 conn awaiting each, p99', unit: 'µs', ours: 'write.1conn.p99', ceiling: 'echo.1conn.p99', ceilingLabel: 'bare echo' },
   { id: 'append.write.window', measurement: `append write, 1 conn, ${IN_FLIGHT} in flight`, unit: 'req/s', ours: 'write.window.rate', ceiling: 'echo.window.rate', ceilingLabel: 'bare echo' },
   { id: 'append.write.conns', measurement: `append write, ${C}`, unit: 'req/s', ours: 'write.conns.rate', ceiling: 'echo.conns.rate', ceilingLabel: 'bare echo' },
-  { id: 'append.write.conns.inproc', measurement: `append write, ${C}`, unit: 'req/s', ours: 'write.conns.rate', ceiling: 'raw.write.rate', ceilingLabel: `in-process write(2), ${CONNECTIONS} writers` },
+  { id: 'append.write.conns.inproc', measurement: `append write, ${C}`, unit: 'req/s', ours: 'write.conns.rate', ceiling: 'raw.write.rate', ceilingLabel: `in-process write(2)` },
   { id: 'append.write.procs', measurement: `append write, ${P}`, unit: 'req/s', ours: 'write.procs.rate', ceiling: 'echo.procs.rate', ceilingLabel: 'bare echo' },
   { id: 'append.write.conns.cpu', measurement: `server CPU per append, write, ${CONNECTIONS} conns`, unit: 'µs', ours: 'write.conns.cpu', ceiling: 'echo.conns.cpu', ceilingLabel: 'bare echo' },
   { id: 'append.sync.1conn.p50', measurement: 'append sync, 1 conn awaiting each, p50', unit: 'µs', ours: 'sync.1conn.p50', ceiling: 'raw.fdatasync.p50', ceilingLabel: 'raw write+fdatasync' },
@@ -157,7 +157,6 @@ progress(BENCH, 'stopping');
 for (const t of TARGETS) await Promise.all(conns[t].map((c) => c.close()));
 await pool.stop();
 for (const t of TARGETS) await servers[t].stop();
-rmSync(dir, { recursive: true, force: true });
 
 emit({
   bench: BENCH,

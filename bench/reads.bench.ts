@@ -3,8 +3,7 @@
 // participants/append on a 10 000-id journal against a 10-id one (issue 5 point 3). The server
 // caches a transcript after its first read, so every warm measurement follows one warm-up call;
 // the cold first transcript/usage after a restart is reported apart.
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import os from 'node:os';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { StateClient } from '../src/client/client.js';
 import type { Bounds } from './harness/config.js';
@@ -17,6 +16,7 @@ import { connectClient } from './harness/rpc.js';
 import type { SocketProc } from './harness/servers.js';
 import { startServer } from './harness/servers.js';
 import { nowUs } from './harness/stats.js';
+import { tempDir } from './harness/temp-dir.js';
 
 const BENCH = 'reads';
 /** Just below the 4 MiB (4 194 304 bytes) past which an append compacts the transcript. */
@@ -30,7 +30,7 @@ const NEW_IDS: Bounds = QUICK ? { maxCount: 30, maxMs: 500 } : { maxCount: 200, 
 const PREFILL: Bounds = { maxCount: 0, maxMs: 120_000 };
 
 const started = nowUs();
-const dir = mkdtempSync(path.join(os.tmpdir(), 'hs-bench-reads-'));
+const dir = tempDir('hs-bench-reads-');
 const state = path.join(dir, 'state/state.json');
 const socket = path.join(dir, 'sync.sock');
 let server: SocketProc = await startServer('reads-sync', state, socket, 'sync');
@@ -72,15 +72,23 @@ const setup: Step = {
   },
 };
 
-const read = (method: 'last' | 'usage' | 'read', name: string) => (): Promise<unknown> =>
-  method === 'last'
-    ? client.transcriptLast({ name })
-    : method === 'usage'
-      ? client.transcriptUsage({ name })
-      : client.transcriptRead({ name, limit: 200 });
+type Read = 'last' | 'usage' | 'read' | 'readSame';
+const read = (method: Read, name: string) => (): Promise<unknown> => {
+  switch (method) {
+    case 'last':
+      return client.transcriptLast({ name });
+    case 'usage':
+      return client.transcriptUsage({ name });
+    case 'read':
+      return client.transcriptRead({ name, limit: 200 });
+    case 'readSame':
+      // As many entries as the small transcript holds: the same reply from both files.
+      return client.transcriptRead({ name, limit: entries(SMALL_BYTES) });
+  }
+};
 
 const steps: Step[] = [];
-for (const method of ['last', 'usage', 'read'] as const) {
+for (const method of ['last', 'usage', 'read', 'readSame'] as const) {
   for (const size of ['big', 'small'] as const) {
     steps.push({
       name: `transcript/${method} ${size}`,
@@ -112,21 +120,22 @@ for (const size of ['big', 'small'] as const) {
 
 const samples = await repeat(BENCH, steps, { setup });
 
-const vs = '4 MiB vs 4 KiB transcript';
+const big = '4 MiB transcript';
+const small = '4 KiB';
 const specs: RowSpec[] = [
-  { id: 'transcript.last', measurement: `transcript/last, warm p50, ${vs}`, unit: 'µs', ours: 'last.big', ceiling: 'last.small', ceilingLabel: '4 KiB' },
-  { id: 'transcript.usage', measurement: `transcript/usage, warm p50, ${vs}`, unit: 'µs', ours: 'usage.big', ceiling: 'usage.small', ceilingLabel: '4 KiB' },
-  { id: 'transcript.read200', measurement: `transcript/read limit 200, warm p50, ${vs}`, unit: 'µs', ours: 'read.big', ceiling: 'read.small', ceilingLabel: '4 KiB' },
-  { id: 'transcript.usage.cold', measurement: `first transcript/usage after restart, ${vs}`, unit: 'µs', ours: 'cold.usage.big', ceiling: 'cold.usage.small', ceilingLabel: '4 KiB' },
-  { id: 'participants.append.new', measurement: 'participants/append new id (sync), p50, 10 000 vs 10 ids', unit: 'µs', ours: 'participants.new.big', ceiling: 'participants.new.small', ceilingLabel: '10 ids' },
-  { id: 'participants.append.present', measurement: 'participants/append present id, p50, 10 000 vs 10 ids', unit: 'µs', ours: 'participants.present.big', ceiling: 'participants.present.small', ceilingLabel: '10 ids' },
+  { id: 'transcript.last', measurement: `transcript/last warm p50, ${big}`, unit: 'µs', ours: 'last.big', ceiling: 'last.small', ceilingLabel: small },
+  { id: 'transcript.usage', measurement: `transcript/usage warm p50, ${big}`, unit: 'µs', ours: 'usage.big', ceiling: 'usage.small', ceilingLabel: small },
+  { id: 'transcript.read200', measurement: `transcript/read(200) warm p50, ${big}`, unit: 'µs', ours: 'read.big', ceiling: 'read.small', ceilingLabel: small },
+  { id: 'transcript.read.same', measurement: `transcript/read(${entries(SMALL_BYTES)}) warm p50 (same reply), ${big}`, unit: 'µs', ours: 'readSame.big', ceiling: 'readSame.small', ceilingLabel: small },
+  { id: 'transcript.usage.cold', measurement: `first transcript/usage after restart, ${big}`, unit: 'µs', ours: 'cold.usage.big', ceiling: 'cold.usage.small', ceilingLabel: small },
+  { id: 'participants.append.new', measurement: 'participants/append new id p50 (sync), 10 000 ids', unit: 'µs', ours: 'participants.new.big', ceiling: 'participants.new.small', ceilingLabel: '10 ids' },
+  { id: 'participants.append.present', measurement: 'participants/append present id p50, 10 000 ids', unit: 'µs', ours: 'participants.present.big', ceiling: 'participants.present.small', ceilingLabel: '10 ids' },
 ];
 
 const memory = [{ server: 'reads-sync (4 MiB transcript cached)', ...server.memory() }];
 progress(BENCH, 'stopping');
 await client.close();
 await server.stop();
-rmSync(dir, { recursive: true, force: true });
 
 emit({
   bench: BENCH,

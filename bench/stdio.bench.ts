@@ -1,8 +1,7 @@
 // The sidecar path: appends over `serve --stdio` (what the Herrscher host runs) in both durability
 // modes against the bare vscode-jsonrpc echo server on stdio, and the time from spawn to the first
 // reply (initialize) against that same bare server (issue 5 point 3).
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { ENTRY, LATENCY, RATE, SPAWNS_PER_REP } from './harness/config.js';
 import { fdatasyncLatency } from './harness/disk.js';
@@ -13,12 +12,13 @@ import { emit, progress, repeat, toRows } from './harness/report.js';
 import type { StdioProc } from './harness/servers.js';
 import { startEchoStdio, startServerStdio } from './harness/servers.js';
 import { median, nowUs } from './harness/stats.js';
+import { tempDir } from './harness/temp-dir.js';
 
 const BENCH = 'stdio';
 const IN_FLIGHT = 256;
 
 const started = nowUs();
-const dir = mkdtempSync(path.join(os.tmpdir(), 'hs-bench-stdio-'));
+const dir = tempDir('hs-bench-stdio-');
 const rawDir = path.join(dir, 'raw');
 mkdirSync(rawDir);
 
@@ -107,7 +107,6 @@ const specs: RowSpec[] = [
 const memory = OURS.map((t) => ({ server: servers[t].name, ...servers[t].memory() }));
 progress(BENCH, 'stopping');
 for (const t of TARGETS) await servers[t].stop();
-rmSync(dir, { recursive: true, force: true });
 
 emit({
   bench: BENCH,

@@ -6,7 +6,8 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
-import { ioError } from './store-error.js';
+import { ioError, StoreError } from './store-error.js';
+import type { WriteAheadLog } from './wal.js';
 
 type AppendJob<T> = { kind: 'append'; buf: Buffer; tag: T; resolve(): void; reject(err: unknown): void };
 type Job<T> = AppendJob<T> | { kind: 'task'; run(): Promise<unknown>; resolve(v: unknown): void; reject(err: unknown): void };
@@ -24,11 +25,18 @@ export interface AppendFileOptions<T> {
   written?(tags: T[], sizeAfter: number): void;
   /** Told the file's size and inode once it is open (and its tail repaired). */
   opened?(size: number, ino: number): void;
+  /**
+   * In sync mode, where appends become durable: their record in the shared log (one fdatasync
+   * for every file's appends) instead of an fdatasync of this file. Its checkpoint runs before
+   * any exclusive task, so no record outlives the file it is about.
+   */
+  wal?: WriteAheadLog;
 }
 
 export class AppendFile<T = undefined> {
   private fh: FileHandle | undefined;
   private size = 0;
+  private ino = 0;
   /** The open made the file and nothing is in it yet: a failed first write removes it. */
   private createdNow = false;
   private queue: Job<T>[] = [];
@@ -85,6 +93,7 @@ export class AppendFile<T = undefined> {
           this.queue.shift();
           await this.closeHandle();
           try {
+            await this.options.wal?.checkpoint();
             head.resolve(await head.run());
           } catch (err) {
             head.reject(err);
@@ -128,7 +137,11 @@ export class AppendFile<T = undefined> {
     this.createdNow = false;
     try {
       await this.io.write(fh, buf);
-      if (this.durability === 'sync') await this.io.datasync(fh);
+      if (this.durability === 'sync') {
+        const wal = this.options.wal;
+        if (wal) await wal.record({ f: this.rel, i: this.ino, o: before, d: buf.toString('utf8') });
+        else await this.io.datasync(fh);
+      }
       this.size = before + buf.length;
     } catch (err) {
       // No partial line may survive a failed append: cut the file back to what it was, and a
@@ -143,7 +156,9 @@ export class AppendFile<T = undefined> {
       } catch {
         await this.closeHandle(); // reopened (and its tail repaired) by the next append
       }
-      const e = ioError('append to', this.rel, err);
+      // The log's own error names the log; the caller asked about this file, so name both.
+      const e = err instanceof StoreError ? new StoreError('io', `append to ${this.rel}: ${err.code ?? 'EIO'}: its write-ahead record failed (${err.message})`, err.data, err.code)
+        : ioError('append to', this.rel, err);
       for (const job of jobs) job.reject(e);
       return;
     }
@@ -151,7 +166,10 @@ export class AppendFile<T = undefined> {
     if (cut && this.options.afterCut) {
       // As Go's AppendTranscript, the append that triggers compaction returns after it.
       await this.closeHandle();
-      await this.options.afterCut();
+      // Compaction replaces the file: the log may hold no record of the old one by then. If it
+      // cannot be emptied, the file stays as it is and the next append tries again (as Go's does).
+      const clean = await (this.options.wal?.checkpoint() ?? Promise.resolve()).then(() => true, () => false);
+      if (clean) await this.options.afterCut();
     }
     for (const job of jobs) job.resolve();
   }
@@ -182,7 +200,8 @@ export class AppendFile<T = undefined> {
     }
     this.fh = fh;
     this.createdNow = created;
-    if (this.options.opened) this.options.opened(this.size, await this.io.inode(fh));
+    this.ino = await this.io.inode(fh);
+    this.options.opened?.(this.size, this.ino);
     return fh;
   }
 

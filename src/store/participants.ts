@@ -5,6 +5,7 @@ import type { Io } from './io.js';
 import { goTrimSpace } from './go-text.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
+import type { WriteAheadLog } from './wal.js';
 
 /** bufio.Scanner's default token limit: Go's ReadParticipants stops at a longer line. */
 const GO_SCAN_MAX_LINE = 64 * 1024 - 1;
@@ -55,10 +56,11 @@ export class Participants {
     readonly rel: string,
     durability: Durability,
     private readonly onAdd: (userId: string) => void = () => undefined,
+    wal?: WriteAheadLog,
   ) {
     // A last id without its "\n" is a write that was never acknowledged (a crash mid-append):
     // it is not a participant, so it is dropped (Go's reader would return the fragment).
-    this.log = new AppendFile(io, file, rel, durability, { tornTail: () => 'drop' });
+    this.log = new AppendFile(io, file, rel, durability, { tornTail: () => 'drop', wal });
   }
 
   /** Appends `userId` unless present; `added` says whether it was new. Idempotent under concurrency. */

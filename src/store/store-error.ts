@@ -25,6 +25,7 @@ export class StoreError extends Error {
 
 /** Wraps a file-system error with the action and a state-dir-relative file name. */
 export function ioError(action: string, relPath: string, err: unknown): StoreError {
+  if (err instanceof StoreError) return err; // already names its file and action
   const e = err as NodeJS.ErrnoException;
   const code = typeof e?.code === 'string' ? e.code : 'EIO';
   const reason = describeErrno(code, e);

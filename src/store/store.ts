@@ -19,6 +19,7 @@ import { Transcript } from './transcript.js';
 import { metaRel } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
+import { replayWal, WriteAheadLog } from './wal.js';
 import { zeroUsage } from './usage.js';
 
 export interface StoreOptions {
@@ -64,6 +65,7 @@ export class Store {
     private readonly durability: Durability,
     private readonly lock: HeldLock | undefined,
     private readonly warn: (message: string, err: unknown) => void,
+    private readonly wal: WriteAheadLog | undefined,
   ) {
     state.onCommit((before, after) => {
       this.revisionCount++;
@@ -89,10 +91,15 @@ export class Store {
     const durability = options.durability ?? 'sync';
     await io.mkdir(paths.dir, 0o700);
     const lock = options.lock === false ? undefined : lockStateFile(paths.lockPath, paths.statePath);
+    const warn = options.warn ?? (() => undefined);
+    let wal: WriteAheadLog | undefined;
     try {
       await sweepTempFiles(io, paths.dir, path.basename(paths.statePath));
+      // Before anything reads a transcript: put back what a crash kept from the files.
+      await replayWal(io, paths.dir, warn);
       const state = await StateStore.load(io, paths.statePath, durability);
-      return new Store(paths.statePath, paths.dir, state, io, durability, lock, options.warn ?? (() => undefined));
+      if (durability === 'sync') wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel));
+      return new Store(paths.statePath, paths.dir, state, io, durability, lock, warn, wal);
     } catch (err) {
       lock?.release();
       throw err;
@@ -105,6 +112,8 @@ export class Store {
     this.closed = true;
     await this.flush();
     await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.close()));
+    // Every file synced and the log emptied: a clean stop leaves nothing to replay.
+    await this.wal?.close().catch((err: unknown) => this.warn('the write-ahead log could not be checkpointed at close', err));
     this.lock?.release();
   }
 
@@ -321,10 +330,11 @@ export class Store {
     const check = (d: Doc): void => {
       this.assertOpen();
       assertPathComponent(name);
+      // A guard speaks of a lifetime: its row being gone is a conflict (data.incarnation null).
+      docs.checkIncarnation(d, name, guard.incarnation);
       if (!docs.findSession(d, name)) {
         throw new StoreError('unknown-session', `no session named ${JSON.stringify(name)}`);
       }
-      docs.checkIncarnation(d, name, guard.incarnation);
     };
     try {
       check(this.state.pendingDocument);
@@ -347,7 +357,7 @@ export class Store {
       t = new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.warn,
         (seq, entry) => {
           for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
-        });
+        }, this.wal);
       this.transcripts.set(name, t);
     }
     return t;
@@ -360,9 +370,25 @@ export class Store {
       const rel = participantsRel(name);
       j = new Participants(this.io, path.join(this.dir, rel), rel, this.durability, (userId) => {
         for (const l of this.listeners) l.participantAdded?.(name, userId);
-      });
+      }, this.wal);
       this.journals.set(name, j);
     }
     return j;
+  }
+}
+
+/** fdatasync of a store file by its relative name (a checkpoint); a file removed since is fine. */
+async function syncByName(io: Io, dir: string, rel: string): Promise<void> {
+  let fh;
+  try {
+    fh = await io.open(path.join(dir, rel), 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    await io.datasync(fh);
+  } finally {
+    await fh.close();
   }
 }

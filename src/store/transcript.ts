@@ -16,6 +16,7 @@ import type { Entry } from './transcript-read.js';
 import { parseAll, parseLine, readNewest } from './transcript-read.js';
 import type { Usage } from './usage.js';
 import { addEntry, concatUsage, usageOf, zeroUsage } from './usage.js';
+import type { WriteAheadLog } from './wal.js';
 
 /** Go compacts once an append leaves the file strictly larger than this (transcript.go). */
 export const COMPACT_TRIGGER_BYTES = 4 * 1024 * 1024;
@@ -91,8 +92,10 @@ export class Transcript {
     durability: Durability,
     private readonly warn: (message: string, err: unknown) => void,
     private readonly onAppend: AppendListener,
+    wal?: WriteAheadLog,
   ) {
     this.log = new AppendFile<Pending>(io, file, rel, durability, {
+      wal,
       // Repair never changes what a read returns: a fragment Go would parse is kept, any other dropped.
       tornTail: (fragment) => (parseLine(fragment.toString('utf8')) ? 'keep' : 'drop'),
       cutAfter: (size) => size > COMPACT_TRIGGER_BYTES,

@@ -156,7 +156,8 @@ test('a transcript append whose fdatasync fails with EIO is cut back: the file i
 
 test('a transcript append whose open fails with EACCES rejects with kind io and creates no file', async (t) => {
   const dir = tempDir();
-  const io = withIo({ open: (file, flags, mode) => (flags === 'r' ? nodeIo.open(file, flags, mode) : Promise.reject(errno('EACCES', 'open'))) });
+  // Only the session files fail: the write-ahead log (.herrscher-state/) opens as usual.
+  const io = withIo({ open: (file, flags, mode) => (flags === 'r' || file.includes('.herrscher-state') ? nodeIo.open(file, flags, mode) : Promise.reject(errno('EACCES', 'open'))) });
   const store = await openIn(dir, { io });
   t.after(() => store.close());
   await store.addSession(newSession('s'));
@@ -174,7 +175,7 @@ test('a removal queued behind an append whose open fails still runs and answers'
   const released = new Promise<void>((resolve) => { release = resolve; });
   const io = withIo({
     async open(file, flags, mode) {
-      if (flags === 'r') return nodeIo.open(file, flags, mode);
+      if (flags === 'r' || file.includes('.herrscher-state')) return nodeIo.open(file, flags, mode);
       opened();
       await released;
       throw errno('EACCES', 'open');

@@ -1,0 +1,25 @@
+// The targets of issue 5 point 4 as data: which row each applies to, the threshold, and whether
+// it bounds the ratio (ours / the ceiling measured in the same run) or our value itself. The
+// benchmark reports against them; nothing gates on them (no timing assertions in CI).
+export interface Target {
+  op: '>=' | '<=';
+  value: number;
+  /** 'ratio': ours / ceiling; 'ours': our value in the row's unit. */
+  on: 'ratio' | 'ours';
+  /** The target as the issue words it. */
+  text: string;
+}
+
+export const TARGETS: Readonly<Record<string, Target>> = {
+  'append.write.conns': { op: '>=', value: 0.8, on: 'ratio', text: 'non-durable append, 64 connections: ≥ 0.8 × the bare echo server' },
+  'append.sync.conns': { op: '>=', value: 0.5, on: 'ratio', text: 'durable append, 64 connections on 64 sessions: ≥ 0.5 × non-durable' },
+  'append.sync.conns.sqlite': { op: '>=', value: 3, on: 'ratio', text: 'durable append, 64 connections on 64 sessions: ≥ 3 × SQLite FULL' },
+  'append.sync.1conn.p50': { op: '<=', value: 1.5, on: 'ratio', text: 'durable append, 1 connection: p50 ≤ 1.5 × one raw fdatasync' },
+  'session.setResumeToken.conns': { op: '>=', value: 5, on: 'ratio', text: 'session/setResumeToken, 64 connections: ≥ 5 × one durable state.json rewrite per call' },
+  'transcript.last': { op: '<=', value: 1.2, on: 'ratio', text: '4 MiB vs 4 KiB, transcript/last: ≤ 1.2 ×' },
+  'transcript.usage': { op: '<=', value: 1.2, on: 'ratio', text: '4 MiB vs 4 KiB, transcript/usage: ≤ 1.2 ×' },
+  'transcript.read200': { op: '<=', value: 1.5, on: 'ratio', text: '4 MiB vs 4 KiB, transcript/read(200): ≤ 1.5 ×' },
+  'participants.append.new': { op: '<=', value: 1.2, on: 'ratio', text: 'participants/append, 10 000 vs 10 participants: ≤ 1.2 ×' },
+  'spawn.first-reply': { op: '<=', value: 1.3, on: 'ratio', text: 'spawn to first reply: ≤ 1.3 × the bare server' },
+  'server.rss': { op: '<=', value: 150, on: 'ours', text: 'server RSS after the run: ≤ 150 MB' },
+};
