@@ -54,7 +54,12 @@ export async function serve(o: ServeOptions): Promise<void> {
       process.exit(code);
     })());
 
-  const server = new StateServer(store, log, { version: o.version, onExit: (code) => void stop(code, 'exit notification') });
+  const server = new StateServer(store, log, {
+    version: o.version,
+    onExit: (code) => void stop(code, 'exit notification'),
+    // The host that spawned us owns our lifecycle; a bridge on the socket must not end it for everyone.
+    lifecycleOwner: o.stdio ? 'stdio' : 'any',
+  });
   process.once('SIGTERM', () => void stop(0, 'SIGTERM'));
   process.once('SIGINT', () => void stop(0, 'SIGINT'));
 
@@ -89,10 +94,11 @@ export async function serve(o: ServeOptions): Promise<void> {
   }
   log.info({ state: store.statePath, socket: listener?.path, stdio: o.stdio, durability: o.durability }, 'serving');
   if (o.announce) {
-    const cli = path.relative(process.cwd(), process.argv[1] ?? 'herrscher-state');
+    const rel = (p: string): string => (path.relative(process.cwd(), p).startsWith('..') ? p : path.relative(process.cwd(), p));
+    const cli = rel(process.argv[1] ?? 'herrscher-state');
     process.stderr.write(
       `herrscher-state: serving ${store.statePath}${listener ? ` on ${listener.path}` : ''}${o.stdio ? ' and stdio' : ''}\n` +
-        (listener ? `try: node ${cli} call state/get --socket ${path.relative(process.cwd(), listener.path) || listener.path}\n` : ''),
+        (listener ? `try: node ${cli} call session/list --socket ${rel(listener.path)}\n` : ''),
     );
   }
 }

@@ -1,7 +1,9 @@
 // The server: one store, any number of connections, and the lifecycle they share (initialize,
 // shutdown, exit). Transports hand it a reader and writer per client; it never opens files.
 import type { Logger } from 'pino';
-import type { MessageReader, MessageWriter } from 'vscode-jsonrpc';
+import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
+import { ResponseError } from 'vscode-jsonrpc/node';
+import { ErrorCodes } from '../protocol/errors.js';
 import { openRpcDocument } from '../protocol/openrpc.js';
 import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';
 import { methodList } from '../protocol/table.js';
@@ -14,6 +16,11 @@ export interface ServerOptions {
   readonly version: string;
   /** Called for the `exit` notification with the code LSP prescribes: 0 after shutdown, else 1. */
   readonly onExit: (code: number) => void;
+  /**
+   * Which connections may send `shutdown` and `exit`: with a host on stdio, only it (a socket
+   * client must not stop the server under the host); without one, any client (the operator).
+   */
+  readonly lifecycleOwner?: 'stdio' | 'any';
 }
 
 export class StateServer {
@@ -52,8 +59,15 @@ export class StateServer {
   connect(reader: MessageReader, writer: MessageWriter, transport: string): ServerConnection {
     const subs = this.subscriptions;
     const sink = { notify: (method: string, params: unknown) => conn.connection.sendNotification(method, params) };
+    const owner = this.options.lifecycleOwner ?? 'any';
+    const mayEnd = owner === 'any' || transport === owner;
+    const refuse = (): never => {
+      throw new ResponseError(ErrorCodes.InvalidRequest, 'shutdown and exit belong to the host on stdio; this connection may not end the server');
+    };
     const ctx: ServerContext = {
       ...this.shared,
+      shutdown: mayEnd ? this.shared.shutdown : refuse,
+      exit: mayEnd ? this.shared.exit : () => this.log.warn({ transport }, 'exit from a client that does not own the server ignored'),
       subscribe: (filter) => subs.add(sink, filter),
       unsubscribe: (id) => subs.remove(sink, id),
     };
