@@ -11,20 +11,10 @@ import type { Ctx } from '../helpers/cli.js';
 import { serveSocket } from '../helpers/cli.js';
 import { entry, fileEntries, forceCompaction, TIMEOUT, transcriptFile, typedClient } from '../helpers/feed.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { assertUsage, sumOf } from '../helpers/usage.js';
 
 type Server = Awaited<ReturnType<typeof serveSocket>>;
 
-interface Usage {
-  entries: number;
-  cost: number;
-  tokens_in: number;
-  tokens_out: number;
-  cache_read: number;
-  cache_create: number;
-  dur_ms: number;
-  firstTs: string;
-  lastTs: string;
-}
 
 async function stop(server: Server): Promise<void> {
   server.child.kill('SIGTERM');
@@ -37,28 +27,7 @@ async function start(t: Ctx, dir = tempDir()): Promise<{ dir: string; server: Se
   return { dir, server, client: await typedClient(t, socket) };
 }
 
-/** What the sums must be, added in append order. */
-function sumOf(entries: readonly TranscriptEntry[]): Usage {
-  const u: Usage = { entries: 0, cost: 0, tokens_in: 0, tokens_out: 0, cache_read: 0, cache_create: 0, dur_ms: 0, firstTs: '', lastTs: '' };
-  for (const e of entries) {
-    if (u.entries === 0) u.firstTs = e.ts;
-    u.entries++;
-    u.cost += e.cost ?? 0;
-    u.tokens_in += e.tokens_in ?? 0;
-    u.tokens_out += e.tokens_out ?? 0;
-    u.cache_read += e.cache_read ?? 0;
-    u.cache_create += e.cache_create ?? 0;
-    u.dur_ms += e.dur_ms ?? 0;
-    u.lastTs = e.ts;
-  }
-  return u;
-}
 
-/** Equal sums; the cost within 1e-9 (a float sum regrouped after a restart may differ in the last bits). */
-function assertUsage(got: Usage, want: Usage, what: string): void {
-  assert.ok(Math.abs(got.cost - want.cost) < 1e-9, `${what}: cost ${got.cost}, expected ${want.cost}`);
-  assert.deepEqual({ ...got, cost: 0 }, { ...want, cost: 0 }, what);
-}
 
 const ts = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString().replace('.000Z', 'Z');
 

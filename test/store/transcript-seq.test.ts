@@ -10,9 +10,9 @@ import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Store } from '../../src/store/store.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
-import type { Usage } from '../../src/store/usage.js';
 import { errno, newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { assertUsage, sumOf } from '../helpers/usage.js';
 
 const TIMEOUT = 30_000;
 
@@ -25,23 +25,7 @@ const fileOf = (dir: string) => path.join(dir, 'transcripts', 's.jsonl');
 const metaOf = (dir: string) => path.join(dir, '.herrscher-state', 'transcripts', 's.json');
 const lines = (dir: string) => readFileSync(fileOf(dir), 'utf8').split('\n').filter(Boolean).map((l) => tagOf(JSON.parse(l) as TranscriptEntry));
 
-/** What usage must say: sums over `entries` in append order. */
-function sumOf(entries: readonly TranscriptEntry[]): Usage {
-  const u: Usage = { entries: 0, cost: 0, tokens_in: 0, tokens_out: 0, cache_read: 0, cache_create: 0, dur_ms: 0, firstTs: '', lastTs: '' };
-  for (const e of entries) {
-    if (u.entries === 0) u.firstTs = e.ts;
-    u.entries++;
-    u.cost += e.cost ?? 0;
-    u.tokens_in += e.tokens_in ?? 0;
-    u.lastTs = e.ts;
-  }
-  return u;
-}
 
-function assertUsage(got: Usage, want: Usage, what: string): void {
-  assert.ok(Math.abs(got.cost - want.cost) < 1e-9, `${what}: cost ${got.cost}, expected ${want.cost}`);
-  assert.deepEqual({ ...got, cost: 0 }, { ...want, cost: 0 }, what);
-}
 
 /** Tracks what was appended and the seq each tag got. */
 class Log {
