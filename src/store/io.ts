@@ -1,5 +1,6 @@
 // The few file-system calls the store makes, as one seam: tests swap a call to inject ENOSPC or
 // EIO and check that nothing changed, the way sonic-boom's tests swap node:fs.
+import { writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import writeFileAtomic from 'write-file-atomic';
 
@@ -33,9 +34,12 @@ export const nodeIo: Io = {
     }
   },
   open: (file, flags, mode) => fs.open(file, flags, mode),
+  // Appends are small writes to the page cache: done on the main thread, where a write(2) costs a
+  // few µs, rather than through the thread pool, where the hand-off costs more than the write
+  // (measured: server CPU per append). The durable part, fdatasync, stays off the main thread.
   write: async (fh, buf) => {
     let off = 0;
-    while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
+    while (off < buf.length) off += writeSync(fh.fd, buf, off, buf.length - off);
     return off;
   },
   datasync: (fh) => fh.datasync(),
