@@ -151,17 +151,26 @@ export function encodeStateDocument(doc: object): string {
 
 /** One transcript line as Go's `json.Marshal(e)` plus "\n". Unknown keys are not written (as Go). */
 export function encodeTranscriptLine(entry: object): string {
+  // The hot path of every append: plain concatenation over the field list, no closures.
   const e = entry as Record<string, unknown>;
-  const members: Member[] = [];
-  for (const field of entryGoFields) {
+  let out = '';
+  for (const field of entryFields) {
     const v = e[field.key];
     if (field.omitempty && isZero(field.kind, v)) continue;
     const value = v === undefined ? ZERO[field.kind] : v;
-    checkInteger(field, value, `entry.${field.key}`);
-    members.push([field.key, () => encodeAny(value, null, '', `entry.${field.key}`)]);
+    checkInteger(field, value, field.path);
+    out += (out === '' ? field.open : field.next) + encodeAny(value, null, '', field.path);
   }
-  return `${encodeMembers(members, null, '')}\n`;
+  return `${out}}\n`;
 }
+
+/** entryGoFields with their key text made once: `{"ts":` for the first, `,"role":` after. */
+const entryFields = entryGoFields.map((f) => ({
+  ...f,
+  open: `{${encodeGoString(f.key)}:`,
+  next: `,${encodeGoString(f.key)}:`,
+  path: `entry.${f.key}`,
+}));
 
 /** A session row compact, as Go's json.Marshal would (used by tests and the wire encoder). */
 export function encodeSession(row: object): string {

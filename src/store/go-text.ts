@@ -15,9 +15,22 @@ export function wellFormed<T>(value: T): T {
   if (typeof value === 'string') return (value.isWellFormed() ? value : value.toWellFormed()) as T;
   if (Array.isArray(value)) return value.map((x: unknown) => wellFormed(x)) as T;
   if (value !== null && typeof value === 'object') {
+    if (flatAndWellFormed(value as Record<string, unknown>)) return value; // the usual case: no copy
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) out[wellFormed(k)] = wellFormed(v);
     return out as T;
   }
   return value;
+}
+
+/** True for an object of primitives whose strings (keys included) are all well formed. */
+function flatAndWellFormed(o: Record<string, unknown>): boolean {
+  for (const k in o) {
+    const v = o[k];
+    if (!k.isWellFormed()) return false;
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return false;
+    } else if (v !== null && typeof v === 'object') return false;
+  }
+  return true;
 }
