@@ -9,7 +9,7 @@ import type { StateClient } from '../src/client/client.js';
 import type { Bounds } from './harness/config.js';
 import { ENTRY, QUICK, READ_LATENCY } from './harness/config.js';
 import { LINE } from './harness/disk.js';
-import { awaitEach, window } from './harness/load.js';
+import { awaitEachAlternating, window } from './harness/load.js';
 import type { RowSpec, Step } from './harness/report.js';
 import { emit, progress, repeat, toRows } from './harness/report.js';
 import { connectClient } from './harness/rpc.js';
@@ -24,8 +24,8 @@ const BIG_BYTES = 4_150_000;
 const SMALL_BYTES = 4096;
 const BIG_JOURNAL = 10_000;
 const SMALL_JOURNAL = 10;
-/** New ids per repetition: few, so the 10-id journal stays small while it is measured. */
-const NEW_IDS: Bounds = QUICK ? { maxCount: 30, maxMs: 500 } : { maxCount: 200, maxMs: 1000 };
+/** New ids per repetition (half to each journal): few, so the 10-id journal stays small. */
+const NEW_IDS: Bounds = QUICK ? { maxCount: 60, maxMs: 500 } : { maxCount: 400, maxMs: 1000 };
 /** Prefill is bounded by count; this only stops a stuck server from hanging the bench. */
 const PREFILL: Bounds = { maxCount: 0, maxMs: 120_000 };
 
@@ -87,36 +87,43 @@ const read = (method: Read, name: string) => (): Promise<unknown> => {
   }
 };
 
+// Each step alternates calls on the big and the small file, so both see the same load.
 const steps: Step[] = [];
 for (const method of ['last', 'usage', 'read', 'readSame'] as const) {
-  for (const size of ['big', 'small'] as const) {
-    steps.push({
-      name: `transcript/${method} ${size}`,
-      run: async (record) => {
-        await read(method, size)(); // the warm-up call: the server caches the file after it
-        record(`${method}.${size}`, (await awaitEach(read(method, size), READ_LATENCY)).p50);
-      },
-    });
-  }
+  steps.push({
+    name: `transcript/${method}, 4 MiB and 4 KiB alternating`,
+    run: async (record) => {
+      // The warm-up calls: the server caches a file after its first read.
+      await read(method, 'big')();
+      await read(method, 'small')();
+      const [big, small] = await awaitEachAlternating(read(method, 'big'), read(method, 'small'), READ_LATENCY);
+      record(`${method}.big`, big.p50);
+      record(`${method}.small`, small.p50);
+    },
+  });
 }
 const journal = (size: 'big' | 'small'): string => (size === 'big' ? 'pbig' : smallJournal);
-for (const size of ['big', 'small'] as const) {
-  steps.push({
-    name: `participants/append new id, ${size}`,
-    run: async (record) => {
-      await client.participantsAppend({ name: journal(size), userId: 'u1' }); // loads the journal
-      const r = await awaitEach(() => client.participantsAppend({ name: journal(size), userId: `n${newId++}` }), NEW_IDS);
-      record(`participants.new.${size}`, r.p50);
-    },
-  });
-  steps.push({
-    name: `participants/append present id, ${size}`,
-    run: async (record) => {
-      await client.participantsAppend({ name: journal(size), userId: 'u1' });
-      record(`participants.present.${size}`, (await awaitEach(() => client.participantsAppend({ name: journal(size), userId: 'u5' }), READ_LATENCY)).p50);
-    },
-  });
-}
+const participantsAppend = (size: 'big' | 'small', userId: () => string) => () => client.participantsAppend({ name: journal(size), userId: userId() });
+steps.push({
+  name: 'participants/append new id, 10 000 and 10 alternating',
+  run: async (record) => {
+    await participantsAppend('big', () => 'u1')(); // loads the journals
+    await participantsAppend('small', () => 'u1')();
+    const fresh = (): string => `n${newId++}`;
+    const [big, small] = await awaitEachAlternating(participantsAppend('big', fresh), participantsAppend('small', fresh), NEW_IDS);
+    record('participants.new.big', big.p50);
+    record('participants.new.small', small.p50);
+  },
+});
+steps.push({
+  name: 'participants/append present id, 10 000 and 10 alternating',
+  run: async (record) => {
+    const present = (): string => 'u5';
+    const [big, small] = await awaitEachAlternating(participantsAppend('big', present), participantsAppend('small', present), READ_LATENCY);
+    record('participants.present.big', big.p50);
+    record('participants.present.small', small.p50);
+  },
+});
 
 const samples = await repeat(BENCH, steps, { setup });
 
@@ -145,6 +152,7 @@ emit({
   notes: [
     `Transcripts: ${sizes.big} and ${sizes.small} bytes of ${LINE.length}-byte entries, filled through the server; read(200) returns 200 entries from the big one and all ${entries(SMALL_BYTES)} from the small one.`,
     'Warm: the server caches a transcript after its first read, so each warm measurement follows one warm-up call. Cold: the first transcript/usage after a server restart (one call per repetition).',
-    `participants/append new id: ${NEW_IDS.maxCount} new ids per repetition, durable (fdatasync) like every append; the 10-id journal is a fresh session each repetition. Present id: answered without a write.`,
+    `Each pair alternates its calls (big, small, small, big…) on one connection, so both sides see the same moment's load.`,
+    `participants/append new id: ${NEW_IDS.maxCount / 2} new ids per journal and repetition, durable like every append; the 10-id journal is a fresh session each repetition. Present id: answered without a write.`,
   ],
 });

@@ -33,6 +33,7 @@ for (const [k, name] of names.entries()) {
   await admin.sessionAdd({ session: { name, channelID: `1${String(k).padStart(17, '0')}`, type: 'text', cmd: 'claude --dangerously-skip-permissions', vendor: 'claude', dir: `/home/user/src/project-${name}` } });
 }
 await admin.close();
+const startRssMB = server.memory().rssMB;
 const conns: Rpc[] = await Promise.all(names.map(() => connectRpc(server.socket)));
 
 let token = 0;
@@ -64,7 +65,7 @@ const specs: RowSpec[] = [
   { id: 'session.setResumeToken.conns', measurement: `session/setResumeToken (sync), ${CONNECTIONS} conns on ${CONNECTIONS} sessions`, unit: 'req/s', ours: 'ours.rate', ceiling: 'rewrite.rate', ceilingLabel: 'durable state.json rewrite per call' },
 ];
 
-const memory = [{ server: server.name, ...server.memory() }];
+const memory = [{ server: server.name, ...server.memory(), startRssMB }];
 const docBytes = samples.get('doc.bytes');
 progress(BENCH, 'stopping');
 await Promise.all(conns.map((c) => c.close()));

@@ -7,11 +7,12 @@
 // usage: node --import tsx bench/run.ts [--quick] [--profile] [NAME…]
 //   --quick    smoke run: 3 short repetitions, no warm-up (what a test can afford); writes
 //              bench/results/quick.json instead of latest.json
-//   --profile  run our server under --cpu-prof (also BENCH_PROFILE=1); see bench/results/prof/
-//   NAME       only bench/NAME.bench.ts (e.g. append, reads)
+//   --profile  run our server under --cpu-prof (also BENCH_PROFILE=1); see bench/results/prof/;
+//              writes profile.json
+//   NAME       only bench/NAME.bench.ts (e.g. append, reads); writes partial.json
 import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -41,6 +42,21 @@ if (files.length === 0) {
 }
 if (profile) mkdirSync(PROFILE_DIR, { recursive: true });
 
+// One build for the whole run: dist/ is copied to a temp dir beside a copy of package.json (its
+// "type": "module" makes the .js files ESM) and a link to node_modules, and every bench spawns
+// that copy. Outside the repo, so lint and tsc never see it.
+const builtDist = path.join(REPO, 'dist');
+if (!existsSync(path.join(builtDist, 'src/cli.js'))) {
+  console.error('dist/src/cli.js is missing: run npm run build first');
+  process.exit(2);
+}
+const snapshot = mkdtempSync(path.join(os.tmpdir(), 'hs-bench-dist-'));
+process.on('exit', () => rmSync(snapshot, { recursive: true, force: true }));
+cpSync(builtDist, path.join(snapshot, 'dist'), { recursive: true });
+cpSync(path.join(REPO, 'package.json'), path.join(snapshot, 'package.json'));
+symlinkSync(path.join(REPO, 'node_modules'), path.join(snapshot, 'node_modules'), 'dir');
+const cli = path.join(snapshot, 'dist/src/cli.js');
+
 interface Outcome {
   file: string;
   result?: BenchResult;
@@ -54,7 +70,7 @@ function runBench(file: string): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(benchDir, file)], {
       cwd: REPO,
-      env: { ...process.env, BENCH_QUICK: quick ? '1' : '0', BENCH_PROFILE: profile ? '1' : '0' },
+      env: { ...process.env, BENCH_QUICK: quick ? '1' : '0', BENCH_PROFILE: profile ? '1' : '0', BENCH_CLI: cli },
       stdio: ['ignore', 'pipe', 'inherit'],
       detached: true,
     });
@@ -152,6 +168,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 const started = Date.now();
+const commit = gitCommit();
 const outcomes: Outcome[] = [];
 for (const file of files) {
   console.error(`[run] ${file}${quick ? ' (quick)' : ''}, load average ${os.loadavg()[0]?.toFixed(2)}`);
@@ -167,7 +184,7 @@ for (const o of outcomes) {
 const memory = outcomes.flatMap((o) => o.result?.memory ?? []);
 if (memory.length) {
   const top = memory.reduce((a, b) => (b.rssMB > a.rssMB ? b : a));
-  rows.push(judge({ id: 'server.rss', bench: 'all', measurement: `server RSS after the run (largest: ${top.server}; VmHWM ${top.hwmMB.toFixed(0)} MB)`, unit: 'MB', ours: top.rssMB }));
+  rows.push(judge({ id: 'server.rss', bench: 'all', measurement: `server RSS after the run (largest: ${top.server}; ${top.startRssMB === undefined ? '' : `${top.startRssMB.toFixed(0)} MB once started, `}peak ${top.hwmMB.toFixed(0)} MB)`, unit: 'MB', ours: top.rssMB }));
 }
 
 console.log('');
@@ -185,17 +202,21 @@ const judged = rows.filter((r) => r.met !== undefined).length;
 if (profile) console.log('\n--profile: our server ran under --cpu-prof, which slows it; its ratios are not the measurement.');
 console.log(`\nTargets met: ${met}/${judged}. ${((Date.now() - started) / 1000).toFixed(0)} s in all.${profile ? ` CPU profiles: ${path.relative(REPO, PROFILE_DIR)}/` : ''}`);
 
+/** The commit measured, marked "+dirty" when src/ had uncommitted changes (others edit it live). */
 function gitCommit(): string {
   try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: REPO, encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${head}+dirty` : head;
   } catch {
     return 'unknown';
   }
 }
 
 mkdirSync(RESULTS_DIR, { recursive: true });
-// A smoke run must not overwrite the last real measurement.
-const latest = path.join(RESULTS_DIR, quick ? 'quick.json' : 'latest.json');
+// Only a full, unprofiled run of every bench is the measurement; anything else must not
+// overwrite it.
+const latest = path.join(RESULTS_DIR, quick ? 'quick.json' : profile ? 'profile.json' : positionals.length ? 'partial.json' : 'latest.json');
 writeFileSync(
   latest,
   `${JSON.stringify(
@@ -203,7 +224,7 @@ writeFileSync(
       date: new Date().toISOString(),
       quick,
       profile,
-      commit: gitCommit(),
+      commit,
       node: process.version,
       cpus: os.cpus().length,
       cpuModel: os.cpus()[0]?.model,
@@ -215,5 +236,5 @@ writeFileSync(
     2,
   )}\n`,
 );
-console.log(`Wrote ${path.relative(REPO, latest)}.`);
+console.log(`Wrote ${path.relative(REPO, latest)} (commit ${commit.slice(0, 12)}${commit.endsWith('+dirty') ? '+dirty' : ''}).`);
 process.exitCode = failed.length ? 1 : 0;

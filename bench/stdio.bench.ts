@@ -32,6 +32,7 @@ const servers: Record<Target, StdioProc> = {
   echo: startEchoStdio('stdio-echo'),
 };
 for (const t of OURS) await servers[t].rpc.request('session/add', { session: { name: 'one' } });
+const startRss = Object.fromEntries(OURS.map((t) => [t, servers[t].memory().rssMB]));
 
 const append = (t: Target): Call => () => servers[t].rpc.request('transcript/append', { name: 'one', entry: ENTRY });
 
@@ -104,7 +105,7 @@ const specs: RowSpec[] = [
   { id: 'spawn.first-reply', measurement: 'spawn to first reply (initialize)', unit: 'ms', ours: 'spawn.ours', ceiling: 'spawn.echo', ceilingLabel: 'bare vscode-jsonrpc stdio server' },
 ];
 
-const memory = OURS.map((t) => ({ server: servers[t].name, ...servers[t].memory() }));
+const memory = OURS.map((t) => ({ server: servers[t].name, ...servers[t].memory(), startRssMB: startRss[t] }));
 progress(BENCH, 'stopping');
 for (const t of TARGETS) await servers[t].stop();
 

@@ -16,11 +16,16 @@ export const LINE = Buffer.from(
   '{"ts":"2026-07-26T00:00:05Z","role":"assistant","text":"Done: the failing test now passes; I also removed the unused import it complained about.","cost":0.004,"tokens_in":30,"tokens_out":55,"dur_ms":4200}\n',
 );
 
-/** write(2) + fdatasync of one line, back to back, one caller awaiting each: the durable append floor. */
-export async function fdatasyncLatency(dir: string, b: Bounds): Promise<Latency> {
+/**
+ * write(2) + fdatasync of one line, one caller awaiting each: back to back, the durable append
+ * floor; with `before` (a bare echo round trip), what a server with no cost of its own would
+ * answer, since an fdatasync after an idle gap is slower than one back to back.
+ */
+export async function fdatasyncLatency(dir: string, b: Bounds, before?: () => Promise<unknown>): Promise<Latency> {
   const fh = await fs.open(path.join(dir, 'fdatasync.log'), 'a');
   try {
     return await awaitEach(async () => {
+      await before?.();
       await fh.write(LINE);
       await fh.datasync();
     }, b);

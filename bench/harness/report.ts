@@ -25,8 +25,12 @@ export interface Row {
 
 export interface ServerMemory {
   server: string;
+  /** VmRSS after the run. */
   rssMB: number;
+  /** VmHWM: the peak resident set during the run. */
   hwmMB: number;
+  /** VmRSS once started and set up, before any load: tells growth from the baseline. */
+  startRssMB?: number;
 }
 
 export interface BenchResult {

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { HomeRef, NewSession, Session, StateDocument } from '../protocol/model.js';
 import { sessionGoFields } from '../protocol/model.js';
+import { encodeSession, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
 import { StoreError } from './store-error.js';
 
@@ -143,7 +144,7 @@ export function addSession(doc: Doc, session: NewSession): Outcome<{ session: Se
   }
   const id = session.id ? session.id : newSessionID(session.name, new Set(rows.map((r) => r.id ?? '')));
   const incarnation = newIncarnation(new Set(rows.map((r) => r.incarnation ?? '')));
-  const row = dropZeroes(wellFormed({ ...session, id, incarnation }) as Row);
+  const row = encodable(dropZeroes(wellFormed({ ...session, id, incarnation }) as Row));
   return { doc: { ...doc, sessions: [...rows, row] }, result: { session: row } };
 }
 
@@ -172,6 +173,21 @@ export function checkIncarnation(doc: Doc, name: string, expected: string | unde
 
 const isZeroValue = (v: unknown): boolean =>
   v === undefined || v === null || v === '' || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
+
+/**
+ * Refuses a row the file cannot hold (NaN cost, fractional cap) when it is made, alone: queued
+ * beside others, its encoding failure would reject every mutation of the same write. Checking the
+ * row, not the whole document, keeps a mutation's cost independent of how many sessions there are.
+ */
+function encodable(row: Row): Row {
+  try {
+    encodeSession(row);
+  } catch (err) {
+    if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
+    throw err;
+  }
+  return row;
+}
 
 const omittable = new Set(sessionGoFields.filter((x) => x.omitempty).map((x) => x.key));
 
@@ -202,7 +218,7 @@ export function patchSession(doc: Doc, name: string, raw: Partial<Session>): Out
   const changed = Object.entries(patch).some(([k, v]) => !sameValue(row[k], v));
   if (!changed) return { doc, result: { found: true, changed: false } };
   const next = [...rows];
-  next[i] = dropZeroes({ ...row, ...patch } as Row);
+  next[i] = encodable(dropZeroes({ ...row, ...patch } as Row));
   return { doc: { ...doc, sessions: next }, result: { found: true, changed: true } };
 }
 

@@ -104,15 +104,6 @@ export class StateStore {
       return Promise.reject(err);
     }
     const changed = out.doc !== this.head;
-    if (changed) {
-      // A value the file cannot hold (NaN cost, fractional cap) is refused here, alone: in the
-      // batch it would join, its encoding failure would reject every mutation queued beside it.
-      try {
-        encodeDocument(out.doc);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
     if (!changed && this.queue.length === 0 && !this.writing) return Promise.resolve(out.result);
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ apply, result: out.result, changed, resolve: resolve as (r: unknown) => void, reject });

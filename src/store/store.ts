@@ -31,6 +31,8 @@ export interface StoreOptions {
   io?: Io;
   /** Where the store reports what it tolerated (a failed compaction). */
   warn?: (message: string, err: unknown) => void;
+  /** Size past which the write-ahead log is checkpointed (default 16 MiB; tests go lower). */
+  walCheckpointBytes?: number;
 }
 
 /** What the store reports once a change is in the file, in commit order (the change feed). */
@@ -98,7 +100,9 @@ export class Store {
       // Before anything reads a transcript: put back what a crash kept from the files.
       await replayWal(io, paths.dir, warn);
       const state = await StateStore.load(io, paths.statePath, durability);
-      if (durability === 'sync') wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel));
+      if (durability === 'sync') {
+        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), options.walCheckpointBytes);
+      }
       return new Store(paths.statePath, paths.dir, state, io, durability, lock, warn, wal);
     } catch (err) {
       lock?.release();

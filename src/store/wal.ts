@@ -67,18 +67,24 @@ export class WriteAheadLog {
     private readonly dir: string,
     private readonly fh: FileHandle,
     private readonly syncFile: (rel: string) => Promise<void>,
+    private readonly checkpointBytes: number,
   ) {}
 
   /**
    * Opens the (already replayed and emptied) log. `syncFile` fdatasyncs one of the store's files
    * by its relative name, for checkpoints.
    */
-  static async open(io: Io, dir: string, syncFile: (rel: string) => Promise<void>): Promise<WriteAheadLog> {
+  static async open(
+    io: Io,
+    dir: string,
+    syncFile: (rel: string) => Promise<void>,
+    checkpointBytes = CHECKPOINT_BYTES,
+  ): Promise<WriteAheadLog> {
     const file = path.join(dir, WAL_REL);
     try {
       await io.mkdir(path.dirname(file), 0o700);
       const fh = await io.open(file, 'a+', 0o600);
-      const wal = new WriteAheadLog(io, dir, fh, syncFile);
+      const wal = new WriteAheadLog(io, dir, fh, syncFile, checkpointBytes);
       wal.size = await io.size(fh);
       return wal;
     } catch (err) {
@@ -93,7 +99,17 @@ export class WriteAheadLog {
   record(r: WalRecord): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ bytes: encodeRecord(r), file: r.f, resolve, reject });
-      this.writing ??= this.drain();
+      this.kick();
+    });
+  }
+
+  /** Starts a drain unless one runs or a checkpoint holds the log (it kicks when it is done). */
+  private kick(): void {
+    if (this.writing || this.checkpointing || this.queue.length === 0) return;
+    this.writing = this.drain().finally(() => {
+      this.writing = undefined;
+      if (this.size > this.checkpointBytes && !this.checkpointing) void this.checkpoint().catch(() => undefined);
+      else this.kick();
     });
   }
 
@@ -115,7 +131,7 @@ export class WriteAheadLog {
       }
     })().finally(() => {
       this.checkpointing = undefined;
-      if (this.queue.length) this.writing ??= this.drain();
+      this.kick();
     });
     return this.checkpointing;
   }
@@ -130,30 +146,25 @@ export class WriteAheadLog {
   }
 
   private async drain(): Promise<void> {
-    try {
-      while (this.queue.length > 0 && !this.checkpointing) {
-        const batch = this.queue.splice(0);
-        const before = this.size;
-        try {
-          await this.io.write(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
-          await this.io.datasync(this.fh);
-          this.size = before + batch.reduce((n, p) => n + p.bytes.length, 0);
-        } catch (err) {
-          // Records of a failed batch must not be replayed: cut the log back.
-          await this.io.truncate(this.fh, before).catch(() => undefined);
-          const e = ioError('append to', WAL_REL, err);
-          for (const p of batch) p.reject(e);
-          continue;
-        }
-        for (const p of batch) {
-          this.dirty.add(p.file);
-          p.resolve();
-        }
+    while (this.queue.length > 0 && !this.checkpointing) {
+      const batch = this.queue.splice(0);
+      const before = this.size;
+      try {
+        await this.io.write(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
+        await this.io.datasync(this.fh);
+        this.size = before + batch.reduce((n, p) => n + p.bytes.length, 0);
+      } catch (err) {
+        // Records of a failed batch must not be replayed: cut the log back.
+        await this.io.truncate(this.fh, before).catch(() => undefined);
+        const e = ioError('append to', WAL_REL, err);
+        for (const p of batch) p.reject(e);
+        continue;
       }
-    } finally {
-      this.writing = undefined;
+      for (const p of batch) {
+        this.dirty.add(p.file);
+        p.resolve();
+      }
     }
-    if (this.size > CHECKPOINT_BYTES && !this.checkpointing) void this.checkpoint().catch(() => undefined);
   }
 }
 

@@ -142,3 +142,23 @@ test('a compaction checkpoints first, so no record of the old file survives it',
   assert.ok(records.every((r) => r.i === ino), 'every record left is about the compacted file');
   await store.close();
 });
+
+test('appends to many files keep being answered while the log is checkpointed under them', async () => {
+  const dir = tempDir();
+  // A tiny bound: the log is checkpointed again and again while appends to 16 files are in flight.
+  const store = await Store.open(statePathIn(dir), { walCheckpointBytes: 2048 });
+  try {
+    const names = Array.from({ length: 16 }, (_, i) => `s${i}`);
+    for (const n of names) await store.addSession(newSession(n));
+    const rounds = 40;
+    await Promise.all(names.map(async (n) => {
+      for (let i = 0; i < rounds; i++) await store.appendTranscript(n, entry(`t${i}`));
+    }));
+    for (const n of names) {
+      assert.deepEqual((await store.readTranscript(n, 0)).map((e) => e.ts), Array.from({ length: rounds }, (_, i) => `t${i}`), n);
+    }
+    assert.ok(statSync(path.join(dir, WAL_REL)).size <= 2048 + 4096, 'the log was checkpointed, not left to grow');
+  } finally {
+    await store.close();
+  }
+});
