@@ -16,5 +16,6 @@ await build({
   external: ['fs-ext', 'write-file-atomic'],
   // Bundled CommonJS dependencies call require(); an ES module has none of its own.
   banner: { js: "import { createRequire as __hsCreateRequire } from 'node:module'; const require = __hsCreateRequire(import.meta.url);" },
+  minify: true, // less to parse at every start
   logLevel: 'warning',
 });

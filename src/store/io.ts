@@ -2,7 +2,7 @@
 // EIO and check that nothing changed, the way sonic-boom's tests swap node:fs.
 import { writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import writeFileAtomic from 'write-file-atomic';
+import type writeFileAtomicType from 'write-file-atomic';
 
 export interface Io {
   /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
@@ -23,8 +23,14 @@ export interface Io {
   readdir(dir: string): Promise<string[]>;
 }
 
+// Loaded on first use, not at start: its import costs ~15 ms of every spawn, and a server that
+// only reads, or whose first write comes later, should not pay it before its first reply.
+let writeFileAtomic: Promise<typeof writeFileAtomicType> | undefined;
+const loadWriteFileAtomic = (): Promise<typeof writeFileAtomicType> =>
+  (writeFileAtomic ??= import('write-file-atomic').then((m) => m.default));
+
 export const nodeIo: Io = {
-  writeAtomic: (file, data, { mode, sync }) => writeFileAtomic(file, data, { mode, fsync: sync }),
+  writeAtomic: async (file, data, { mode, sync }) => (await loadWriteFileAtomic())(file, data, { mode, fsync: sync }),
   async syncDir(dir) {
     const fh = await fs.open(dir, 'r');
     try {
