@@ -1,7 +1,6 @@
 // One client: a vscode-jsonrpc connection whose every request goes through dispatch. Requests
-// of a connection apply in arrival order (vscode-jsonrpc hands them over one per turn and the
-// store enqueues synchronously); a read waits for the connection's earlier writes, so a client
-// that pipelines a write and then a read sees its write.
+// of a connection apply in arrival order: vscode-jsonrpc hands them over one per turn, the store
+// enqueues writes synchronously, and reads and writes wait for the other kind sent before them.
 import type { Logger } from 'pino';
 import type { Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc/node';
 import { createMessageConnection, ResponseError } from 'vscode-jsonrpc/node';
@@ -24,11 +23,35 @@ function rpcLogger(log: Logger) {
   };
 }
 
+/** A request in flight; `waiters` are told when it is answered. */
+interface Op {
+  waiters?: (() => void)[];
+}
+
+/** Resolves once every request open in `ops` now has been answered. */
+function allOf(ops: ReadonlySet<Op>): Promise<void> {
+  return new Promise((resolve) => {
+    let left = ops.size;
+    const done = (): void => {
+      if (--left === 0) resolve();
+    };
+    for (const op of ops) (op.waiters ??= []).push(done);
+  });
+}
+
 export class ServerConnection {
   readonly connection: MessageConnection;
   private unanswered = 0;
   private idleWaiters: (() => void)[] = [];
-  private readonly writes = new Set<Promise<unknown>>();
+  /**
+   * Requests of this connection not answered yet, by kind. A read waits for the writes that
+   * arrived before it, and a write for the reads before it, so a pipelining client sees the
+   * order it sent (its read neither misses an earlier write nor sees a later one), while writes
+   * behind writes and reads behind reads still run concurrently. Plain objects, no promise per
+   * request: the hot path (a stream of appends) only adds to and deletes from a set.
+   */
+  private readonly openWrites = new Set<Op>();
+  private readonly openReads = new Set<Op>();
   private closed = false;
   private readonly closeListeners: (() => void)[] = [];
 
@@ -104,27 +127,30 @@ export class ServerConnection {
   }
 
   private async handle(method: string, params: unknown): Promise<unknown> {
-    const started = process.hrtime.bigint();
+    const debug = this.log.isLevelEnabled('debug');
+    const started = debug ? process.hrtime.bigint() : 0n;
+    let op: Op | undefined;
+    let mine: Set<Op> | undefined;
     try {
       if (!isMethodName(method) || methods[method].notification) {
         throw new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}`);
       }
-      if (methods[method].mutates) {
-        const p = dispatch(method, params, this.ctx);
-        this.writes.add(p);
-        void p.finally(() => this.writes.delete(p)).catch(() => undefined);
-        return await p;
-      }
-      if (this.writes.size > 0) await Promise.allSettled([...this.writes]);
+      const write = methods[method].mutates === true;
+      const before = write ? this.openReads : this.openWrites;
+      mine = write ? this.openWrites : this.openReads;
+      mine.add((op = {}));
+      if (before.size > 0) await allOf(before);
       return await dispatch(method, params, this.ctx);
     } catch (err) {
       const { error, unexpected } = toRpcError(err);
       if (unexpected) this.log.error({ err, method }, 'handler failed');
       throw error;
     } finally {
-      if (this.log.isLevelEnabled('debug')) {
-        this.log.debug({ method, us: Number(process.hrtime.bigint() - started) / 1000 }, 'request');
+      if (op) {
+        mine?.delete(op);
+        for (const w of op.waiters ?? []) w();
       }
+      if (debug) this.log.debug({ method, us: Number(process.hrtime.bigint() - started) / 1000 }, 'request');
     }
   }
 }
