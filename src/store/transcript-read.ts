@@ -40,6 +40,11 @@ export interface Window {
   size?: number;
   /** Entries to pass over, counted from the end. */
   skip?: number;
+  /**
+   * Asked once the file is open: false when the version the window describes was replaced
+   * meanwhile (an inode number can be reused, so the inode alone does not prove it).
+   */
+  stillCurrent?: () => boolean;
   /** How many entries to return (0: all). */
   limit?: number;
 }
@@ -61,6 +66,7 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
   }
   try {
     if (w.ino !== undefined && (await io.inode(fh)) !== w.ino) throw stale();
+    if (w.stillCurrent && !w.stillCurrent()) throw stale();
     const size = w.size ?? (await io.size(fh));
     const limit = w.limit && w.limit > 0 ? w.limit : Infinity;
     let skip = w.skip ?? 0;
@@ -70,7 +76,8 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
     while (end > 0 && found.length < limit) {
       const from = Math.max(0, end - STEP);
       const block = Buffer.alloc(end - from);
-      await io.read(fh, block, from);
+      // Fewer bytes than the window promises: the file is not the version it describes.
+      if ((await io.read(fh, block, from)) !== block.length) throw stale();
       const buf = carry.length ? Buffer.concat([block, carry]) : block;
       let stop = buf.length;
       for (let i = buf.lastIndexOf(0x0a, stop - 1); ; i = buf.lastIndexOf(0x0a, stop - 1)) {

@@ -63,6 +63,8 @@ interface Snapshot {
   total: Usage;
   /** ts of the newest entry a full read returns (Go's ReadTranscriptLast). */
   lastTs: string;
+  /** Counts replacements of the file (compaction, removal): a read checks it is still reading its version. */
+  generation: number;
 }
 
 /** Reported for each appended entry, after it is in the file, in file order. */
@@ -136,11 +138,12 @@ export class Transcript {
   async page({ limit = 0, before }: { limit?: number; before?: number }): Promise<Page> {
     for (let attempt = 0; ; attempt++) {
       const snap = await this.load();
-      const { ino, size, count, firstSeq } = snap;
+      const { ino, size, count, firstSeq, generation } = snap;
       const nextSeq = firstSeq + count;
       const upTo = Math.min(before ?? nextSeq, nextSeq);
       if (ino === 0 || upTo <= firstSeq) return { entries: [], firstSeq: Math.max(upTo, firstSeq) };
-      const got = await this.readVersion(ino, size, nextSeq - upTo, limit > 0 ? limit : upTo - firstSeq);
+      const got = await this.readVersion(ino, size, nextSeq - upTo, limit > 0 ? limit : upTo - firstSeq,
+        () => this.snap === snap && snap.generation === generation);
       if (got) return { entries: got, firstSeq: upTo - got.length };
       if (attempt >= 5) throw new StoreError('io', `read ${this.rel}: the file kept changing under the read`, { code: 'EAGAIN' }, 'EAGAIN');
     }
@@ -231,6 +234,7 @@ export class Transcript {
         dropped,
         total: concatUsage(dropped, usageOf(entries)),
         lastTs: entries.at(-1)?.ts ?? '',
+        generation: 0,
       };
     } catch (err) {
       throw err instanceof StoreError ? err : ioError('read', this.rel, err);
@@ -243,9 +247,9 @@ export class Transcript {
    * `limit` entries ending `skip` entries before the end of the file version `ino`/`size`, or
    * undefined when the file on disk is no longer that version (compacted or removed meanwhile).
    */
-  private async readVersion(ino: number, size: number, skip: number, limit: number): Promise<Entry[] | undefined> {
+  private async readVersion(ino: number, size: number, skip: number, limit: number, stillCurrent: () => boolean): Promise<Entry[] | undefined> {
     try {
-      return await readNewest(this.io, this.file, { ino, size, skip, limit });
+      return await readNewest(this.io, this.file, { ino, size, skip, limit, stillCurrent });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ESTALE') return undefined;
       throw ioError('read', this.rel, err);
@@ -292,7 +296,10 @@ export class Transcript {
       return;
     }
     // The rename is the commit point: from here the new file is the transcript.
-    Object.assign(snap, { ino, size: lines.reduce((n, l) => n + l.length, 0), count: kept.length, firstSeq: next.firstSeq, dropped: next.dropped });
+    Object.assign(snap, {
+      ino, size: lines.reduce((n, l) => n + l.length, 0), count: kept.length, firstSeq: next.firstSeq, dropped: next.dropped,
+      generation: snap.generation + 1,
+    });
     await this.io.syncDir(path.dirname(this.file)).catch((err: unknown) => {
       this.warn(`fsync of the folder of ${this.rel} after compaction failed; the rename may not survive a power loss`, err);
     });
@@ -300,5 +307,5 @@ export class Transcript {
 }
 
 function emptySnapshot(): Snapshot {
-  return { ino: 0, size: 0, count: 0, firstSeq: 0, dropped: zeroUsage(), total: zeroUsage(), lastTs: '' };
+  return { ino: 0, size: 0, count: 0, firstSeq: 0, dropped: zeroUsage(), total: zeroUsage(), lastTs: '', generation: 0 };
 }
