@@ -14,8 +14,7 @@ import type { Rpc } from './harness/rpc.js';
 import { connectClient, connectRpc } from './harness/rpc.js';
 import type { SocketProc } from './harness/servers.js';
 import { startEcho, startServer } from './harness/servers.js';
-import { nowUs } from './harness/stats.js';
-import { tempDir } from './harness/temp-dir.js';
+import { benchDirs } from './harness/temp-dir.js';
 
 const BENCH = 'append';
 /** 64 connections on 64 sessions: the many-bridges case the targets are written for. */
@@ -26,10 +25,7 @@ const IN_FLIGHT = 256;
 const PROCESSES = 8;
 const PROCESS_IN_FLIGHT = 32;
 
-const started = nowUs();
-const dir = tempDir('hs-bench-append-');
-const rawDir = path.join(dir, 'raw');
-mkdirSync(rawDir);
+const { dir, rawDir } = benchDirs(BENCH);
 
 type Target = 'write' | 'sync' | 'echo';
 const TARGETS: Target[] = ['write', 'sync', 'echo'];
@@ -165,7 +161,6 @@ for (const t of TARGETS) await servers[t].stop();
 
 emit({
   bench: BENCH,
-  seconds: (nowUs() - started) / 1e6,
   rows: toRows(samples, specs),
   memory,
   notes: [

@@ -16,7 +16,7 @@ import { connectClient } from './harness/rpc.js';
 import type { SocketProc } from './harness/servers.js';
 import { startServer } from './harness/servers.js';
 import { nowUs } from './harness/stats.js';
-import { tempDir } from './harness/temp-dir.js';
+import { benchDirs } from './harness/temp-dir.js';
 
 const BENCH = 'reads';
 /** Just below the 4 MiB (4 194 304 bytes) past which an append compacts the transcript. */
@@ -29,8 +29,7 @@ const NEW_IDS: Bounds = QUICK ? { maxCount: 60, maxMs: 500 } : { maxCount: 400, 
 /** Prefill is bounded by count; this only stops a stuck server from hanging the bench. */
 const PREFILL: Bounds = { maxCount: 0, maxMs: 120_000 };
 
-const started = nowUs();
-const dir = tempDir('hs-bench-reads-');
+const { dir } = benchDirs(BENCH);
 const state = path.join(dir, 'state/state.json');
 const socket = path.join(dir, 'sync.sock');
 let server: SocketProc = await startServer('reads-sync', state, socket, 'sync');
@@ -146,7 +145,6 @@ await server.stop();
 
 emit({
   bench: BENCH,
-  seconds: (nowUs() - started) / 1e6,
   rows: toRows(samples, specs),
   memory,
   notes: [

@@ -2,7 +2,7 @@
 // each awaiting its own call, against one durable state.json rewrite per call (temp file, fsync,
 // rename, directory fsync) of the same document, in-process. The ratio says how much the server's
 // coalescing of mutations into shared commits buys (issue 5 point 3).
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RATE } from './harness/config.js';
 import { durableRewriteRate } from './harness/disk.js';
@@ -13,16 +13,12 @@ import { emit, progress, repeat, toRows } from './harness/report.js';
 import type { Rpc } from './harness/rpc.js';
 import { connectClient, connectRpc } from './harness/rpc.js';
 import { startServer } from './harness/servers.js';
-import { nowUs } from './harness/stats.js';
-import { tempDir } from './harness/temp-dir.js';
+import { benchDirs } from './harness/temp-dir.js';
 
 const BENCH = 'resume-token';
 const CONNECTIONS = 64;
 
-const started = nowUs();
-const dir = tempDir('hs-bench-resume-');
-const rawDir = path.join(dir, 'raw');
-mkdirSync(rawDir);
+const { dir, rawDir } = benchDirs(BENCH);
 const state = path.join(dir, 'sync/state.json');
 
 const server = await startServer('resume-token-sync', state, path.join(dir, 'sync.sock'), 'sync');
@@ -73,7 +69,6 @@ await server.stop();
 
 emit({
   bench: BENCH,
-  seconds: (nowUs() - started) / 1e6,
   rows: toRows(samples, specs),
   memory,
   notes: [

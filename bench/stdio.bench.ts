@@ -12,15 +12,12 @@ import { emit, progress, repeat, toRows } from './harness/report.js';
 import type { StdioProc } from './harness/servers.js';
 import { startEchoStdio, startServerStdio } from './harness/servers.js';
 import { median, nowUs } from './harness/stats.js';
-import { tempDir } from './harness/temp-dir.js';
+import { benchDirs } from './harness/temp-dir.js';
 
 const BENCH = 'stdio';
 const IN_FLIGHT = 256;
 
-const started = nowUs();
-const dir = tempDir('hs-bench-stdio-');
-const rawDir = path.join(dir, 'raw');
-mkdirSync(rawDir);
+const { dir, rawDir } = benchDirs(BENCH);
 
 type Target = 'write' | 'sync' | 'echo';
 const TARGETS: Target[] = ['write', 'sync', 'echo'];
@@ -111,7 +108,6 @@ for (const t of TARGETS) await servers[t].stop();
 
 emit({
   bench: BENCH,
-  seconds: (nowUs() - started) / 1e6,
   rows: toRows(samples, specs),
   memory,
   notes: [

@@ -125,8 +125,8 @@ export function toRows(samples: Samples, specs: readonly RowSpec[]): Row[] {
   });
 }
 
-/** Prints the bench's one result line. */
-export function emit(result: Omit<BenchResult, 'quick' | 'reps'>): void {
-  const full: BenchResult = { ...result, quick: QUICK, reps: REPS };
+/** Prints the bench's one result line; `seconds` is the bench process's whole run. */
+export function emit(result: Omit<BenchResult, 'quick' | 'reps' | 'seconds'>): void {
+  const full: BenchResult = { ...result, seconds: process.uptime(), quick: QUICK, reps: REPS };
   process.stdout.write(`${JSON.stringify(full)}\n`);
 }
