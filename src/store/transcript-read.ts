@@ -80,7 +80,9 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
       if ((await io.read(fh, block, from)) !== block.length) throw stale();
       const buf = carry.length ? Buffer.concat([block, carry]) : block;
       let stop = buf.length;
-      for (let i = buf.lastIndexOf(0x0a, stop - 1); ; i = buf.lastIndexOf(0x0a, stop - 1)) {
+      for (;;) {
+        // Not lastIndexOf(…, -1) once stop is 0: a negative offset counts from the end.
+        const i = stop > 0 ? buf.lastIndexOf(0x0a, stop - 1) : -1;
         if (i < 0 && from > 0) break; // the first line of this block may continue further back
         const e = parseLine(buf.toString('utf8', i + 1, stop));
         if (e) {

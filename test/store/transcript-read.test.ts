@@ -1,0 +1,50 @@
+// Reading a transcript backwards in 64 KiB blocks: every window gives the same entries a full
+// read gives, whatever falls on a block boundary.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { nodeIo } from '../../src/store/io.js';
+import { parseAll, readNewest } from '../../src/store/transcript-read.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+/** A line of exactly `bytes` bytes (its "\n" included) whose text names its index. */
+function line(i: number, bytes: number): string {
+  const head = `{"ts":"t${i}","role":"user","text":"`;
+  const tail = '"}\n';
+  return head + `${i}:`.padEnd(bytes - head.length - tail.length, '.') + tail;
+}
+
+const STEP = 64 * 1024;
+
+test('a "\\n" that falls exactly on a block boundary neither repeats nor shifts entries', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 't.jsonl');
+  // 1 KiB lines and a last one of 1023 bytes: the block that starts 64 KiB before the end starts
+  // on the "\n" of a line, so a block's first byte is a line end.
+  const lines = Array.from({ length: 300 }, (_, i) => line(i, 1024));
+  lines.push(line(300, 1023));
+  const text = lines.join('');
+  assert.equal(text[text.length - STEP], '\n', 'the first byte of the last block is a line end');
+  writeFileSync(file, text);
+  const all = parseAll(Buffer.from(text));
+  for (const [skip, limit] of [[0, 150], [10, 100], [63, 70], [64, 1], [65, 200], [0, 301]] as const) {
+    const got = await readNewest(nodeIo, file, { skip, limit });
+    const want = all.slice(Math.max(0, all.length - skip - limit), all.length - skip);
+    assert.deepEqual(got.map((e) => e.ts), want.map((e) => e.ts), `skip ${skip}, limit ${limit}`);
+  }
+});
+
+test('every window of a file of mixed line lengths reads what a full read gives', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 't.jsonl');
+  const lines = Array.from({ length: 400 }, (_, i) => line(i, 100 + ((i * 7919) % 3000)));
+  const text = lines.join('');
+  writeFileSync(file, text);
+  const all = parseAll(Buffer.from(text));
+  for (let skip = 0; skip < all.length; skip += 37) {
+    const got = await readNewest(nodeIo, file, { skip, limit: 50 });
+    const want = all.slice(Math.max(0, all.length - skip - 50), all.length - skip);
+    assert.deepEqual(got.map((e) => e.ts), want.map((e) => e.ts), `skip ${skip}`);
+  }
+});
