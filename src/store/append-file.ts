@@ -10,7 +10,8 @@ import { ioError, StoreError } from './store-error.js';
 import type { WriteAheadLog } from './wal.js';
 
 type AppendJob<T> = { kind: 'append'; buf: Buffer; tag: T; resolve(): void; reject(err: unknown): void };
-type Job<T> = AppendJob<T> | { kind: 'task'; run(): Promise<unknown>; resolve(v: unknown): void; reject(err: unknown): void };
+type TaskJob = { kind: 'task'; replaces: boolean; run(): Promise<unknown>; resolve(v: unknown): void; reject(err: unknown): void };
+type Job<T> = AppendJob<T> | TaskJob;
 
 export interface AppendFileOptions<T> {
   /**
@@ -61,10 +62,13 @@ export class AppendFile<T = undefined> {
     });
   }
 
-  /** Runs `run` alone, after everything queued before it; the file is closed while it runs. */
-  exclusive<T>(run: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `run` alone, after everything queued before it; the file is closed while it runs. A task
+   * that replaces or removes the file (`replaces`, the default) first empties the write-ahead log.
+   */
+  exclusive<T>(run: () => Promise<T>, { replaces = true }: { replaces?: boolean } = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ kind: 'task', run, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ kind: 'task', replaces, run, resolve: resolve as (v: unknown) => void, reject });
       this.draining ??= this.drain();
     });
   }
@@ -93,7 +97,7 @@ export class AppendFile<T = undefined> {
           this.queue.shift();
           await this.closeHandle();
           try {
-            await this.options.wal?.checkpoint();
+            if (head.replaces) await this.options.wal?.checkpoint();
             head.resolve(await head.run());
           } catch (err) {
             head.reject(err);

@@ -136,17 +136,28 @@ export class Transcript {
    * duplicate whatever is appended meanwhile.
    */
   async page({ limit = 0, before }: { limit?: number; before?: number }): Promise<Page> {
-    for (let attempt = 0; ; attempt++) {
-      const snap = await this.load();
-      const { ino, size, count, firstSeq, generation } = snap;
-      const nextSeq = firstSeq + count;
-      const upTo = Math.min(before ?? nextSeq, nextSeq);
-      if (ino === 0 || upTo <= firstSeq) return { entries: [], firstSeq: Math.max(upTo, firstSeq) };
-      const got = await this.readVersion(ino, size, nextSeq - upTo, limit > 0 ? limit : upTo - firstSeq,
-        () => this.snap === snap && snap.generation === generation);
-      if (got) return { entries: got, firstSeq: upTo - got.length };
-      if (attempt >= 5) throw new StoreError('io', `read ${this.rel}: the file kept changing under the read`, { code: 'EAGAIN' }, 'EAGAIN');
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const got = await this.pageOf(await this.load(), limit, before);
+      if (got) return got;
     }
+    // Compactions keep replacing the file under the read: read inside the file's queue, where
+    // nothing can replace it (appends wait behind this one read).
+    return this.log.exclusive(async () => {
+      const got = await this.pageOf(await this.load(), limit, before);
+      if (got) return got;
+      throw new StoreError('io', `read ${this.rel}: the file changed under a read that held its queue`, { code: 'EIO' }, 'EIO');
+    }, { replaces: false });
+  }
+
+  /** The page from the file version `snap` describes, or undefined when it was replaced meanwhile. */
+  private async pageOf(snap: Snapshot, limit: number, before: number | undefined): Promise<Page | undefined> {
+    const { ino, size, count, firstSeq, generation } = snap;
+    const nextSeq = firstSeq + count;
+    const upTo = Math.min(before ?? nextSeq, nextSeq);
+    if (ino === 0 || upTo <= firstSeq) return { entries: [], firstSeq: Math.max(upTo, firstSeq) };
+    const got = await this.readVersion(ino, size, nextSeq - upTo, limit > 0 ? limit : upTo - firstSeq,
+      () => this.snap === snap && snap.generation === generation);
+    return got && { entries: got, firstSeq: upTo - got.length };
   }
 
   /** The ts of the last entry a full read would return, or "" (Go's ReadTranscriptLast). */

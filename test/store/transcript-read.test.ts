@@ -48,3 +48,20 @@ test('every window of a file of mixed line lengths reads what a full read gives'
     assert.deepEqual(got.map((e) => e.ts), want.map((e) => e.ts), `skip ${skip}`);
   }
 });
+
+test('a page whose file keeps being replaced under the read is read inside the file\'s queue instead', async (t) => {
+  const { withIo } = await import('../../src/store/io.js');
+  const { Store } = await import('../../src/store/store.js');
+  const { statePathIn } = await import('../helpers/temp-dir.js');
+  const { newSession } = await import('../helpers/store.js');
+  let lie = 0; // how many inode answers still claim another file (a compaction each time)
+  const io = withIo({ inode: async (fh) => (lie-- > 0 ? -1 : (await fh.stat()).ino) });
+  const store = await Store.open(statePathIn(tempDir()), { io });
+  t.after(() => store.close());
+  await store.addSession(newSession('s'));
+  for (let i = 0; i < 5; i++) await store.appendTranscript('s', { ts: `t${i}`, role: 'user', text: `m${i}` });
+  lie = 3; // every optimistic attempt sees "another" file
+  const page = await store.readTranscriptPage('s', { limit: 2, before: 4 });
+  assert.deepEqual(page, { entries: [{ ts: 't2', role: 'user', text: 'm2' }, { ts: 't3', role: 'user', text: 'm3' }], firstSeq: 2 });
+  assert.ok(lie <= 0, 'the optimistic attempts were all spent');
+});
