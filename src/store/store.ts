@@ -10,7 +10,7 @@ import { Participants } from './participants.js';
 import { assertPathComponent, assertSessionName, isPathComponent, participantsRel, statePaths, transcriptRel } from './paths.js';
 import type { Defaults, Doc } from './state-document.js';
 import * as docs from './state-document.js';
-import type { CommitListener, Durability } from './state-store.js';
+import type { Durability } from './state-store.js';
 import { StateStore } from './state-store.js';
 import { StoreError } from './store-error.js';
 import { sweepTempFiles } from './sweep.js';
@@ -55,7 +55,9 @@ export class Store {
   private readonly transcripts = new Map<string, Transcript>();
   private readonly journals = new Map<string, Participants>();
   private defaults: Defaults = {};
-  private closed = false;
+  /** Set by shutdown (refuseWrites) and by close: writes are refused from then on. */
+  private writesRefused = false;
+  private closing: Promise<void> | undefined;
   private readonly listeners = new Set<Partial<StoreEvents>>();
   private revisionCount = 0;
 
@@ -110,15 +112,20 @@ export class Store {
     }
   }
 
-  /** Finishes every queued write, then refuses new ones and releases the lock. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.flush();
-    await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.close()));
-    // Every file synced and the log emptied: a clean stop leaves nothing to replay.
-    await this.wal?.close().catch((err: unknown) => this.warn('the write-ahead log could not be checkpointed at close', err));
-    this.lock?.release();
+  /**
+   * Finishes every queued write, then refuses new ones, checkpoints the write-ahead log and
+   * releases the lock. Also after a shutdown, which only refused writes.
+   */
+  close(): Promise<void> {
+    this.writesRefused = true;
+    this.closing ??= (async () => {
+      await this.flush();
+      await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.close()));
+      // Every file synced and the log emptied: a clean stop leaves nothing to replay.
+      await this.wal?.close().catch((err: unknown) => this.warn('the write-ahead log could not be checkpointed at close', err));
+      this.lock?.release();
+    })();
+    return this.closing;
   }
 
   /** Resolves when every write accepted so far is done (shutdown drains with it). */
@@ -129,11 +136,7 @@ export class Store {
 
   /** Stops accepting writes (shutdown), keeping reads. */
   refuseWrites(): void {
-    this.closed = true;
-  }
-
-  onCommit(listener: CommitListener): () => void {
-    return this.state.onCommit(listener);
+    this.writesRefused = true;
   }
 
   // ---- state document -------------------------------------------------------------------
@@ -321,7 +324,7 @@ export class Store {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new StoreError('closed', 'the server is shutting down; no more writes');
+    if (this.writesRefused) throw new StoreError('closed', 'the server is shutting down; no more writes');
   }
 
   /**

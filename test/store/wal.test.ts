@@ -162,3 +162,16 @@ test('appends to many files keep being answered while the log is checkpointed un
     await store.close();
   }
 });
+
+test('a close after refuseWrites (a shutdown) still checkpoints the log and releases the lock', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir));
+  await store.addSession(newSession('s'));
+  await store.appendTranscript('s', entry('t1'));
+  store.refuseWrites();
+  await assert.rejects(() => store.appendTranscript('s', entry('t2')), storeError('closed'));
+  await store.close();
+  assert.equal(statSync(path.join(dir, WAL_REL)).size, 0, 'the log is emptied');
+  const again = await Store.open(statePathIn(dir)); // the lock was released
+  await again.close();
+});
