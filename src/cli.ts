@@ -12,6 +12,7 @@ import { LOG_LEVELS } from './commands/logger.js';
 import { serve } from './commands/serve.js';
 import { sessions, tail } from './commands/tail.js';
 import { defaultStatePath } from './commands/state-path.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from './transport/limits.js';
 import { defaultSocketPath } from './transport/socket.js';
 
 function version(): string {
@@ -41,7 +42,7 @@ serve:
                             when the state has an instance id)
   --durability sync|write   sync (default): answer a write once it is on disk (fdatasync);
                             write: once write(2) returned, as the Go package
-  --max-message-bytes N     largest message accepted (default 67108864)
+  --max-message-bytes N     largest message accepted (default ${DEFAULT_MAX_MESSAGE_BYTES})
   --log-level LEVEL         ${LOG_LEVELS.join('|')} (default info); logs go to stderr
   --log-file FILE           write logs to FILE instead of stderr
   --announce                print where the server listens and a call line to try
@@ -91,7 +92,7 @@ async function main(argv: string[]): Promise<void> {
         stdio: { type: 'boolean' },
         socket: { type: 'string' },
         durability: { type: 'string', default: 'sync' },
-        'max-message-bytes': { type: 'string', default: String(64 * 1024 * 1024) },
+        'max-message-bytes': { type: 'string', default: String(DEFAULT_MAX_MESSAGE_BYTES) },
         'log-level': { type: 'string', default: 'info' },
         'log-file': { type: 'string' },
         announce: { type: 'boolean' },

@@ -10,9 +10,10 @@ import { createMessageConnection } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
 import type { FunctionName } from '../protocol/define.js';
 import { functionName } from '../protocol/define.js';
-import type { MethodName, MethodTable } from '../protocol/table.js';
+import type { MethodName, MethodTable, NotificationName, NotificationTable } from '../protocol/table.js';
 import { methodList } from '../protocol/table.js';
 import { createFramedTransport } from '../transport/framing.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
 import { connectUnixSocket, defaultSocketPath } from '../transport/socket.js';
 
 type Params<M extends MethodName> = z.input<MethodTable[M]['params']>;
@@ -28,8 +29,8 @@ export type MethodFunctions = {
 export interface StateClient extends MethodFunctions {
   /** Calls a method by wire name. */
   call<M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>>;
-  /** Subscribes to a server notification. */
-  onNotification(method: string, handler: (params: unknown) => void): void;
+  /** Subscribes to a server notification (watch/*: session/didChange, transcript/didAppend…). */
+  onNotification<N extends NotificationName>(method: N, handler: (params: z.output<NotificationTable[N]['params']>) => void): void;
   /** The underlying vscode-jsonrpc connection. */
   readonly connection: MessageConnection;
   /** Ends the connection (and, for a spawned server, closes its stdin and waits for its exit). */
@@ -73,7 +74,7 @@ export interface ConnectOptions {
 /** Connects to a running server's unix socket. */
 export async function connect(options: ConnectOptions = {}): Promise<StateClient> {
   const socket = await connectUnixSocket(options.socket ?? defaultSocketPath(), { timeoutMs: options.timeoutMs ?? 2000 });
-  const t = createFramedTransport(socket, socket, { maxMessageBytes: 64 * 1024 * 1024, initialFraming: options.framing ?? 'lsp' });
+  const t = createFramedTransport(socket, socket, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, initialFraming: options.framing ?? 'lsp' });
   const connection = createMessageConnection(t.reader, t.writer);
   return makeClient(connection, async () => {
     connection.dispose();
@@ -109,7 +110,7 @@ export function spawn(options: SpawnOptions): SpawnedClient {
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const t = createFramedTransport(child.stdout as NodeJS.ReadableStream, child.stdin as NodeJS.WritableStream, {
-    maxMessageBytes: 64 * 1024 * 1024,
+    maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
     initialFraming: options.framing ?? 'lsp',
   });
   const connection = createMessageConnection(t.reader, t.writer);

@@ -9,18 +9,20 @@ export async function tail(name: string, lines: number, follow: boolean, o: Clie
   const client = await connect({ socket: o.socket, framing: o.framing, timeoutMs: o.timeoutMs });
   const out = (s: string) => process.stdout.write(`${s}\n`);
   let shown = -1; // the highest seq printed
-  const appended: { seq: number; entry: Parameters<typeof formatEntry>[0] }[] = [];
+  type Appended = { seq: number; entry: Parameters<typeof formatEntry>[0] };
+  const appended: Appended[] = [];
   let ready = false;
+  const show = (n: Appended): void => {
+    if (n.seq <= shown) return; // already in the page read
+    shown = n.seq;
+    out(formatEntry(n.entry));
+  };
   if (follow) {
     // Subscribe first, then read: nothing appended in between is missed; seq drops duplicates.
-    client.onNotification('transcript/didAppend', (p) => {
-      const n = p as { name: string; seq: number; entry: Parameters<typeof formatEntry>[0] };
+    client.onNotification('transcript/didAppend', (n) => {
       if (n.name !== name) return;
-      if (!ready) appended.push(n);
-      else if (n.seq > shown) {
-        shown = n.seq;
-        out(formatEntry(n.entry));
-      }
+      if (ready) show(n);
+      else appended.push(n);
     });
     await client.watchSubscribe({ transcripts: [name] });
   }
@@ -32,12 +34,7 @@ export async function tail(name: string, lines: number, follow: boolean, o: Clie
     return 0;
   }
   ready = true;
-  for (const n of appended) {
-    if (n.seq > shown) {
-      shown = n.seq;
-      out(formatEntry(n.entry));
-    }
-  }
+  for (const n of appended) show(n);
   await new Promise<void>((resolve) => {
     client.connection.onClose(() => resolve());
     process.once('SIGINT', () => resolve());

@@ -30,10 +30,6 @@ export const ErrorCodes = {
 export type ErrorName = keyof typeof ErrorCodes;
 export type ErrorCode = (typeof ErrorCodes)[ErrorName];
 
-export const ErrorNameByCode = Object.fromEntries(
-  Object.entries(ErrorCodes).map(([name, code]) => [code, name]),
-) as Record<ErrorCode, ErrorName>;
-
 /** The `data` each error carries, where it carries any. */
 export const ErrorData = {
   InvalidParams: z.object({ issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string() })) }),

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { MethodDef } from './define.js';
 import { ErrorCodes, ErrorData, ErrorDescriptions } from './errors.js';
 import { HomeRef, NewSession, Session, StateDocument, TranscriptEntry } from './model.js';
-import { methodList } from './table.js';
+import { methodList, notificationList } from './table.js';
 
 /** The shared data types, each written to schema/types/<Name>.json. */
 export const namedTypes = { HomeRef, Session, NewSession, TranscriptEntry, StateDocument } as const;
@@ -69,6 +69,12 @@ export function openRpcDocument(version: string): Json {
       errors: errorsOf(def),
       examples: [exampleOf(def)],
       ...(def.notification ? { 'x-notification': true } : {}),
+    })),
+    // OpenRPC has no server-to-client notifications; they go in an extension, from the same table.
+    'x-notifications': notificationList.map((n) => ({
+      name: n.method,
+      summary: n.summary,
+      params: outputSchema(n.params),
     })),
     components: {
       schemas: Object.fromEntries(Object.entries(namedTypes).map(([n, s]) => [n, outputSchema(s)])),

@@ -84,10 +84,6 @@ export class Participants {
     return [...(await this.load())];
   }
 
-  async has(userId: string): Promise<boolean> {
-    return (await this.load()).has(goTrimSpace(userId));
-  }
-
   /** Deletes the journal after queued appends; `removed` says whether there was one. */
   remove(): Promise<boolean> {
     return this.log.exclusive(async () => {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { ResponseError } from 'vscode-jsonrpc';
+import type { NotificationName } from '../../src/protocol/table.js';
 import type { StateClient } from '../../src/client/client.js';
 import { connect } from '../../src/client/client.js';
 import type { TranscriptEntry } from '../../src/protocol/model.js';
@@ -34,7 +35,7 @@ export class Inbox {
   readonly notes: Note[] = [];
   private waiters: { match(n: Note): boolean; resolve(n: Note): void }[] = [];
 
-  constructor(client: StateClient, methods: readonly string[], onArrival?: (n: Note) => void) {
+  constructor(client: StateClient, methods: readonly NotificationName[], onArrival?: (n: Note) => void) {
     for (const method of methods) {
       client.onNotification(method, (params) => {
         const n = { method, params: params as Record<string, unknown> };
