@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { HomeRef, NewSession, Session } from '../protocol/model.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
+import { StorageHealth } from './health.js';
 import type { HeldLock } from './lock.js';
 import { lockStateFile } from './lock.js';
 import { Participants } from './participants.js';
@@ -29,7 +30,10 @@ export interface StoreOptions {
   lock?: boolean;
   /** The file-system seam (tests inject failures through it). */
   io?: Io;
-  /** Where the store reports what it tolerated (a failed compaction). */
+  /**
+   * Where the store reports what it tolerated (a failed compaction). A call that carries an error
+   * is also recorded in `store.health` (the last storage error, for `status`).
+   */
   warn?: (message: string, err: unknown) => void;
   /** Size past which the write-ahead log is checkpointed (default 16 MiB; tests go lower). */
   walCheckpointBytes?: number;
@@ -70,6 +74,8 @@ export class Store {
     private readonly lock: HeldLock | undefined,
     private readonly warn: (message: string, err: unknown) => void,
     private readonly wal: WriteAheadLog | undefined,
+    /** Storage health for `status`: fed by every warning that carries an error and by checkpoints. */
+    readonly health: StorageHealth,
   ) {
     state.onCommit((before, after) => {
       this.revisionCount++;
@@ -95,7 +101,12 @@ export class Store {
     const durability = options.durability ?? 'sync';
     await io.mkdir(paths.dir, 0o700);
     const lock = options.lock === false ? undefined : lockStateFile(paths.lockPath, paths.statePath);
-    const warn = options.warn ?? (() => undefined);
+    const health = new StorageHealth();
+    const report = options.warn ?? (() => undefined);
+    const warn = (message: string, err?: unknown): void => {
+      if (err !== undefined) health.recordError(message, err);
+      report(message, err);
+    };
     let wal: WriteAheadLog | undefined;
     try {
       await sweepTempFiles(io, paths.dir, path.basename(paths.statePath));
@@ -105,7 +116,7 @@ export class Store {
       if (durability === 'sync') {
         wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), options.walCheckpointBytes);
       }
-      return new Store(paths.statePath, paths.dir, state, io, durability, lock, warn, wal);
+      return new Store(paths.statePath, paths.dir, state, io, durability, lock, warn, wal, health);
     } catch (err) {
       lock?.release();
       throw err;
