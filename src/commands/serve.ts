@@ -62,6 +62,8 @@ export async function serve(o: ServeOptions): Promise<void> {
   });
   process.once('SIGTERM', () => void stop(0, 'SIGTERM'));
   process.once('SIGINT', () => void stop(0, 'SIGINT'));
+  // A closed terminal or a supervisor's reload signal: the same orderly stop, not death by 129.
+  process.once('SIGHUP', () => void stop(0, 'SIGHUP'));
 
   if (o.stdio) {
     // The stdout guard sends any stray write (a dependency's console.log) to stderr: only frames reach the host.

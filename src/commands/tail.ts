@@ -38,6 +38,7 @@ export async function tail(name: string, lines: number, follow: boolean, o: Clie
   await new Promise<void>((resolve) => {
     client.connection.onClose(() => resolve());
     process.once('SIGINT', () => resolve());
+    process.once('SIGHUP', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
   await client.close();

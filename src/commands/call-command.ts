@@ -1,0 +1,31 @@
+// `herrscher-state call METHOD [PARAMS-JSON | -]`: the command line of call.ts.
+import { text } from 'node:stream/consumers';
+import { CLIENT_FLAGS, clientOptions } from './client-options.js';
+import { call } from './call.js';
+import { defineCommand, UsageError } from './command.js';
+
+export const callCommand = defineCommand({
+  name: 'call',
+  summary: 'send one request to a running server and print the result as JSON',
+  usage: ['call METHOD [PARAMS-JSON] [--socket PATH] [--framing lsp|ndjson]'],
+  description:
+    'The result goes to stdout as JSON (exit 0); an error answer goes to stderr as\n' +
+    '"error CODE: message" and its data (exit 1).',
+  args: [
+    { name: 'METHOD', help: 'e.g. state/get, session/list, transcript/read;\nall of them: herrscher-state call rpc.discover' },
+    { name: 'PARAMS-JSON', help: 'the params object (default {}); - reads it from stdin' },
+  ],
+  flags: { ...CLIENT_FLAGS },
+  examples: [
+    { command: 'herrscher-state call session/list', says: 'the sessions, from the server on the default socket' },
+    { command: `herrscher-state call transcript/read '{"name":"main","limit":20}'`, says: 'the 20 newest entries of session main' },
+    { command: 'jq -n \'{name:"main"}\' | herrscher-state call session/get -', says: 'params from stdin, e.g. built by a script' },
+  ],
+  async run(v, positionals) {
+    const [method, params, ...extra] = positionals;
+    if (!method) throw new UsageError('call needs a METHOD, e.g. herrscher-state call state/get');
+    if (extra.length) throw new UsageError(`call takes METHOD and one PARAMS-JSON, got extra ${JSON.stringify(extra)}`);
+    const options = clientOptions(v);
+    return call({ method, params: params === '-' ? await text(process.stdin) : params, ...options });
+  },
+});

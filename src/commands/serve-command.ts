@@ -1,0 +1,67 @@
+// `herrscher-state serve`: the command line of the server (serve.ts runs it).
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
+import { defaultSocketPath } from '../transport/socket.js';
+import { defineCommand, UsageError } from './command.js';
+import type { LogLevel } from './logger.js';
+import { LOG_LEVELS } from './logger.js';
+import { serve } from './serve.js';
+import { defaultStatePath } from './state-path.js';
+import { version } from './version.js';
+
+export const serveCommand = defineCommand({
+  name: 'serve',
+  summary: 'own a state dir and serve it on stdio and/or a unix socket',
+  usage: ['serve [--state FILE] [--stdio] [--socket PATH] [options]'],
+  description:
+    'Takes the state dir\'s lock (as Herrscher\'s Go daemon does), so one process writes it.\n' +
+    'Stops in order (answers what it received, finishes writes, removes its socket) on stdin EOF\n' +
+    'in --stdio mode, on the exit notification, and on SIGTERM, SIGINT or SIGHUP.',
+  flags: {
+    state: {
+      type: 'string',
+      value: 'FILE',
+      help: `state.json to own (default: $HERRSCHER_STATE_DIR/state.json,\nelse ~/.config/herrscher/state.json; now ${defaultStatePath()})`,
+    },
+    stdio: { type: 'boolean', help: "serve the parent process on stdin/stdout (the host's sidecar)" },
+    socket: {
+      type: 'string',
+      value: 'PATH',
+      help: `serve clients on a unix socket (0600). With neither --stdio nor\n--socket: ${defaultSocketPath()}\n(herrscher-state-<instanceID>.sock when the state has an instance id)`,
+    },
+    durability: {
+      type: 'string',
+      value: 'sync|write',
+      default: 'sync',
+      help: 'sync: answer a write once it is on disk (fdatasync);\nwrite: once write(2) returned, as the Go package',
+    },
+    'max-message-bytes': { type: 'string', value: 'N', default: String(DEFAULT_MAX_MESSAGE_BYTES), help: 'largest message accepted' },
+    'log-level': { type: 'string', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join('|') },
+    'log-file': { type: 'string', value: 'FILE', help: 'write logs to FILE (created 0600) instead of stderr' },
+    announce: { type: 'boolean', help: 'print where the server listens and a call line to try' },
+  },
+  examples: [
+    { command: 'herrscher-state serve --stdio', says: "a host's sidecar: JSON-RPC on stdin/stdout, the default state dir" },
+    { command: 'herrscher-state serve --state ./dev/state.json --socket ./dev/s.sock --announce', says: 'a scratch state dir for trying things, served on a socket in it' },
+  ],
+  async run(v, positionals) {
+    if (positionals.length) throw new UsageError(`serve takes no positional arguments, got ${JSON.stringify(positionals)}`);
+    if (v.durability !== 'sync' && v.durability !== 'write') throw new UsageError(`--durability must be sync or write, got ${JSON.stringify(v.durability)}`);
+    const max = Number(v['max-message-bytes']);
+    if (!Number.isSafeInteger(max) || max < 1024) throw new UsageError(`--max-message-bytes must be an integer >= 1024, got ${JSON.stringify(v['max-message-bytes'])}`);
+    const level = v['log-level'] as LogLevel;
+    if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+    await serve({
+      state: v.state ?? defaultStatePath(),
+      stdio: v.stdio ?? false,
+      socket: v.socket,
+      durability: v.durability,
+      maxMessageBytes: max,
+      logLevel: level,
+      logFile: v['log-file'],
+      announce: v.announce ?? false,
+      version: version(),
+    });
+    // serve() returns once listening; the process lives on until a stop calls process.exit(code).
+    return 0;
+  },
+});
