@@ -3,6 +3,7 @@
 // case-insensitive keys, null = zero value, type mismatches are errors, ints must be integer literals.
 import type { GoField, GoKind } from '../protocol/model.js';
 import { MAX_SAFE_COUNT, entryGoFields, homeGoFields, sessionGoFields, stateGoFields } from '../protocol/model.js';
+import { wellFormed } from './go-text.js';
 
 export class DecodeError extends Error {
   constructor(readonly path: string, readonly rule: string) {
@@ -28,6 +29,9 @@ const sessionSpec = spec(sessionGoFields, true);
 const homeSpec = spec(homeGoFields, false);
 const entrySpec = spec(entryGoFields, false);
 
+/** Go decodes a lone-surrogate escape ("\\ud800") as U+FFFD; JSON.parse keeps the surrogate. */
+const wellFormedString = (s: string): string => (s.isWellFormed() ? s : s.toWellFormed());
+
 const isZero = (v: unknown): boolean =>
   v === '' || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
 
@@ -37,7 +41,7 @@ function decodeValue(kind: GoKind, v: unknown, path: string): unknown {
   switch (kind) {
     case 'string':
       if (typeof v !== 'string') throw new DecodeError(path, `must be a string, got ${typeName(v)}`);
-      return v;
+      return wellFormedString(v);
     case 'bool':
       if (typeof v !== 'boolean') throw new DecodeError(path, `must be a boolean, got ${typeName(v)}`);
       return v;
@@ -74,7 +78,7 @@ function decodeStruct(v: unknown, s: Spec, path: string): Record<string, unknown
       if (s.keepUnknown) {
         checkUnknown(value, `${path}.${key}`);
         // defineProperty: a "__proto__" key is data here, not the object's prototype.
-        Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(out, wellFormedString(key), { value: wellFormed(value), enumerable: true, writable: true, configurable: true });
       }
       continue;
     }

@@ -20,6 +20,8 @@ function pathComponentProblem(name: string): string | undefined {
     : name === '.' || name === '..' ? 'must not be . or ..'
     : /[/\\]/.test(name) ? 'must be one path component (no / or \\)'
     : name.includes('\0') ? 'must not contain NUL'
+    // A lone surrogate has no UTF-8 form: the file name would get U+FFFD, the name of another session.
+    : !name.isWellFormed() ? 'must not contain a lone surrogate (it would name the file of its U+FFFD twin)'
     : Buffer.byteLength(name) > 200 ? 'must be at most 200 bytes'
     : undefined;
 }
