@@ -91,17 +91,63 @@ function decodeStruct(v: unknown, s: Spec, path: string): Record<string, unknown
 }
 
 /**
- * An unknown field is kept and written back as parsed; a number JSON.parse could not hold (1e400,
- * an integer beyond 2^53) would be written back altered, so the file is refused instead.
+ * How deeply state.json may nest, in arrays and objects. Go's decoder allows 10 000 levels; this
+ * server walks kept values recursively (and V8's JSON.stringify, which answers them, overflows
+ * near 5 000), so it stops at 512: far beyond any real file, far below any stack limit.
  */
-function checkUnknown(v: unknown, path: string): void {
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v)) throw new DecodeError(path, 'holds a number beyond float64; this server would alter it on rewrite');
-    if (Number.isInteger(v) && Math.abs(v) > MAX_SAFE_COUNT) {
-      throw new DecodeError(path, `holds the integer ${v} beyond 2^53-1, which this server cannot keep exactly`);
+export const MAX_DOCUMENT_DEPTH = 512;
+
+/** Whether JSON text nests arrays and objects deeper than `max`: one linear scan, strings skipped. */
+function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Why a kept value (an unknown field) could not be written back as it came, or undefined: a
+ * number JSON.parse could not hold (1e400, an integer beyond 2^53, already rounded), or nesting
+ * past MAX_DOCUMENT_DEPTH with `depth` levels above it. Iterative, so any depth is safe to check.
+ */
+export function keptValueProblem(value: unknown, path: string, depth: number): { at: string; rule: string } | undefined {
+  const stack: [unknown, string, number][] = [[value, path, depth]];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, at, level] = top;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return { at, rule: 'holds a number beyond float64; this server would alter it on rewrite' };
+      if (Number.isInteger(v) && Math.abs(v) > MAX_SAFE_COUNT) {
+        return { at, rule: `holds the integer ${v} beyond 2^53-1, which this server cannot keep exactly (send it as a string)` };
+      }
+    } else if (v !== null && typeof v === 'object') {
+      if (level + 1 > MAX_DOCUMENT_DEPTH) {
+        return { at: path, rule: `is nested deeper than state.json may be (at most ${MAX_DOCUMENT_DEPTH} levels in all)` };
+      }
+      const kids = Array.isArray(v) ? v.map((x, i) => [x, `${at}[${i}]`] as const)
+        : Object.entries(v).map(([k, x]) => [x, `${at}.${k}`] as const);
+      for (let i = kids.length - 1; i >= 0; i--) {
+        const [x, p] = kids[i] as readonly [unknown, string];
+        stack.push([x, p, level + 1]);
+      }
     }
-  } else if (Array.isArray(v)) v.forEach((x, i) => checkUnknown(x, `${path}[${i}]`));
-  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) checkUnknown(x, `${path}.${k}`);
+  }
+  return undefined;
+}
+
+/** An unknown field is kept and written back as parsed; one that would come back altered refuses the file. */
+function checkUnknown(v: unknown, path: string): void {
+  const bad = keptValueProblem(v, path, 0);
+  if (bad) throw new DecodeError(bad.at, bad.rule);
 }
 
 function integerLiteralCheck(fields: readonly GoField[]): RegExp {
@@ -124,6 +170,9 @@ function parseJson(text: string, label: string): unknown {
 /** Decodes state.json's text; `null` and `{}` are an empty state, anything but an object an error. */
 export function decodeStateText(text: string, label: string): Record<string, unknown> {
   if (text.charCodeAt(0) === 0xfeff) throw new DecodeError(label, 'invalid JSON: a byte-order mark is not allowed (Go refuses it)');
+  if (nestsDeeperThan(text, MAX_DOCUMENT_DEPTH)) {
+    throw new DecodeError(label, `nested deeper than this server reads (at most ${MAX_DOCUMENT_DEPTH} levels of arrays and objects; Go allows 10000)`);
+  }
   const value = parseJson(text, label);
   const m = stateNonInteger.exec(text);
   if (m) throw new DecodeError(label, `"${m[1]}" must be an integer literal, got a fraction or exponent`);

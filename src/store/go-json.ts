@@ -3,6 +3,7 @@
 // MarshalIndent layout. JSON.stringify differs on all of these.
 import type { GoField } from '../protocol/model.js';
 import { entryGoFields, homeGoFields, sessionGoFields, stateGoFields } from '../protocol/model.js';
+import { MAX_DOCUMENT_DEPTH } from './go-decode.js';
 
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\<>&\u2028\u2029\ud800-\udfff]/;
 const HEX = '0123456789abcdef';
@@ -62,8 +63,12 @@ function encodeNumber(n: number, path: string): string {
   return Object.is(n, -0) ? '-0' : String(n);
 }
 
-/** Encodes any JSON value (kept unknown fields) with Go's string rules, keys in insertion order. */
-function encodeAny(v: unknown, indent: string | null, prefix: string, path: string): string {
+/**
+ * Encodes any JSON value (kept unknown fields) with Go's string rules, keys in insertion order.
+ * Recursive, so it refuses nesting past what a state.json may hold (`depth` counts levels)
+ * rather than overflow the stack.
+ */
+function encodeAny(v: unknown, indent: string | null, prefix: string, path: string, depth = 0): string {
   if (v === null || v === undefined) return 'null';
   switch (typeof v) {
     case 'string': return encodeGoString(v);
@@ -75,11 +80,13 @@ function encodeAny(v: unknown, indent: string | null, prefix: string, path: stri
   if (Array.isArray(v)) {
     if (v.length === 0) return '[]';
     const inner = indent === null ? '' : prefix + indent;
-    const parts = v.map((x, i) => encodeAny(x, indent, inner, `${path}[${i}]`));
+    if (depth >= MAX_DOCUMENT_DEPTH) throw new UnsupportedValueError(path, 'array', `nested deeper than ${MAX_DOCUMENT_DEPTH} levels`);
+    const parts = v.map((x, i) => encodeAny(x, indent, inner, `${path}[${i}]`, depth + 1));
     return indent === null ? `[${parts.join(',')}]` : `[\n${inner}${parts.join(`,\n${inner}`)}\n${prefix}]`;
   }
+  if (depth >= MAX_DOCUMENT_DEPTH) throw new UnsupportedValueError(path, 'object', `nested deeper than ${MAX_DOCUMENT_DEPTH} levels`);
   const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
-  return encodeMembers(entries.map(([k, x]) => [k, (p: string) => encodeAny(x, indent, p, `${path}.${k}`)]), indent, prefix);
+  return encodeMembers(entries.map(([k, x]) => [k, (p: string) => encodeAny(x, indent, p, `${path}.${k}`, depth + 1)]), indent, prefix);
 }
 
 type Member = [key: string, encode: (prefix: string) => string];

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { HomeRef, NewSession, Session, StateDocument } from '../protocol/model.js';
 import { sessionGoFields } from '../protocol/model.js';
+import { keptValueProblem } from './go-decode.js';
 import { encodeSession, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
 import { StoreError } from './store-error.js';
@@ -138,6 +139,7 @@ export function setHome(doc: Doc, raw: HomeRef): Outcome<{ changed: boolean }> {
  * assigns `s_<name>[_N]`; always a fresh incarnation, so a re-created name is a new lifetime.
  */
 export function addSession(doc: Doc, session: NewSession): Outcome<{ session: Session }> {
+  assertKeptExactly(session);
   const rows = doc.sessions ?? [];
   if (rows.some((r) => r.name === session.name)) {
     throw new StoreError('exists', `session ${goQuote(session.name)} already exists`);
@@ -168,6 +170,21 @@ export function checkIncarnation(doc: Doc, name: string, expected: string | unde
   if (current !== expected) {
     throw new StoreError('conflict', row ? `session ${goQuote(name)} is incarnation ${current}, not ${expected}`
       : `session ${goQuote(name)} no longer exists`, { incarnation: current });
+  }
+}
+
+const knownSessionKeys = new Set(sessionGoFields.map((x) => x.key));
+
+/**
+ * Refuses an unknown field the file could not give back as it came (an integer beyond 2^53-1,
+ * rounded by JSON.parse already; nesting past what state.json may hold), so a value accepted
+ * now can never make the next start refuse the file. A row sits 3 levels deep in state.json.
+ */
+function assertKeptExactly(session: NewSession): void {
+  for (const [key, value] of Object.entries(session)) {
+    if (knownSessionKeys.has(key)) continue;
+    const bad = keptValueProblem(value, `session.${key}`, 3);
+    if (bad) throw new StoreError('invalid-input', `${bad.at} ${bad.rule}`);
   }
 }
 
