@@ -12,6 +12,7 @@ import type { FunctionName } from '../protocol/define.js';
 import { functionName } from '../protocol/define.js';
 import type { MethodName, MethodTable, NotificationName, NotificationTable } from '../protocol/table.js';
 import { methodList } from '../protocol/table.js';
+import type { Framing } from '../transport/framing.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
 import { connectUnixSocket, defaultSocketPath } from '../transport/socket.js';
@@ -37,7 +38,7 @@ export interface StateClient extends MethodFunctions {
   close(): Promise<void>;
 }
 
-export type Framing = 'lsp' | 'ndjson';
+export type { Framing } from '../transport/framing.js';
 
 function makeClient(connection: MessageConnection, onClose: () => Promise<void>): StateClient {
   const call = <M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>> => {

@@ -32,9 +32,13 @@ export type ErrorCode = (typeof ErrorCodes)[ErrorName];
 
 /** The `data` each error carries, where it carries any. */
 export const ErrorData = {
-  InvalidParams: z.object({ issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string() })) }),
-  StorageFailure: z.object({ code: z.string().describe('errno name, e.g. ENOSPC') }),
-  Conflict: z.object({ incarnation: z.string().nullable().describe('the current incarnation; null when the row is gone') }),
+  InvalidParams: z
+    .object({ issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string() })) })
+    .meta({ id: 'InvalidParamsData' }),
+  StorageFailure: z.object({ code: z.string().describe('errno name, e.g. ENOSPC') }).meta({ id: 'StorageFailureData' }),
+  Conflict: z
+    .object({ incarnation: z.string().nullable().describe('the current incarnation; null when the row is gone') })
+    .meta({ id: 'ConflictData' }),
 } satisfies Partial<Record<ErrorName, z.ZodType>>;
 
 export const ErrorDescriptions: Record<ErrorName, string> = {

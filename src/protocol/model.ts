@@ -1,22 +1,35 @@
 // The data shapes shared by the wire and the files: the JSON names are the file's names, so a Go
-// client reuses its structs. Go's key order and omitempty set live here too (goFields), once.
+// client reuses its structs. Each shape is declared once with an id (`.meta({ id })`), so
+// schema/openrpc.json names it once in `components.schemas` and refers to it by `$ref`. Go's key
+// order and omitempty set are derived from these declarations (goFieldsOf), not listed again.
 import { z } from 'zod';
 
 /** The largest integer a JS number holds exactly; token counts and caps must stay within it. */
 export const MAX_SAFE_COUNT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The JSON Schema keyword naming a Go integer type where `integer` alone is ambiguous: Go's
+ * budget caps are `uint64`, every other count an `int`. Read by goFieldsOf and the Go generator.
+ */
+export const GO_TYPE_KEY = 'x-go-type';
 
 const Count = z
   .number()
   .int('must be an integer')
   .min(0, 'must be >= 0')
   .max(MAX_SAFE_COUNT, 'must be <= 2^53-1');
+const Cap = Count.meta({ [GO_TYPE_KEY]: 'uint64' });
 const Cost = z.number().refine(Number.isFinite, 'must be a finite number');
 
+/** Herrscher's session-name rule (manager/validate.go): what session/add accepts. */
+export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
 export const HomeRef = z
-  .object({ id: z.string(), type: z.string() })
-  .describe('Where sessions are created (a Discord category or forum).');
+  .strictObject({ id: z.string(), type: z.string().describe('"category" or "forum".') })
+  .meta({ id: 'HomeRef', description: 'Where sessions are created (a Discord category or forum).' });
 export type HomeRef = z.infer<typeof HomeRef>;
 
+/** Go's `Session` struct, in declaration order (= JSON key order); optional = omitempty. */
 const sessionShape = {
   id: z.string().optional().describe('Stable logical id, s_<name>[_N]; assigned when absent.'),
   incarnation: z
@@ -44,32 +57,33 @@ const sessionShape = {
   participants: z.array(z.string()).optional(),
   parent: z.string().optional(),
   cost_cap: Cost.optional(),
-  token_cap: Count.optional(),
+  token_cap: Cap.optional(),
   cohort_cost_cap: Cost.optional(),
-  cohort_token_cap: Count.optional(),
+  cohort_token_cap: Cap.optional(),
   paused_reason: z.string().optional().describe('"cost", "tokens", "cohort_cost", "cohort_tokens" or empty.'),
 };
 
 /**
  * A session row of state.json. Unknown keys are kept (a newer Go daemon's fields survive us).
  */
-export const Session = z.looseObject(sessionShape).describe('A session row of state.json.');
+export const Session = z.looseObject(sessionShape).meta({ id: 'Session', description: 'A session row of state.json.' });
 export type Session = z.infer<typeof Session>;
 
 /** What session/add takes: a row whose id may be given and whose incarnation is always replaced. */
 export const NewSession = z
   .looseObject({
     ...sessionShape,
+    name: sessionShape.name.regex(SESSION_NAME_PATTERN, 'must be 1-64 letters, digits, - or _, starting with a letter or digit'),
     channelID: sessionShape.channelID.default(''),
     type: sessionShape.type.default(''),
     cmd: sessionShape.cmd.default(''),
   })
-  .describe('A session to add; id is assigned when absent, incarnation is always fresh.');
+  .meta({ id: 'NewSession', description: 'A session to add; id is assigned when absent, incarnation is always fresh.' });
 export type NewSession = z.infer<typeof NewSession>;
 
 /** One transcript line. Go writes ts, role, text always and the rest when non-zero. */
 export const TranscriptEntry = z
-  .object({
+  .strictObject({
     ts: z.string().describe('RFC 3339 UTC without fractions, e.g. 2026-07-26T00:00:00Z.'),
     role: z.string().describe('"user" or "assistant".'),
     text: z.string(),
@@ -81,7 +95,7 @@ export const TranscriptEntry = z
     cache_create: Count.optional(),
     dur_ms: Count.optional(),
   })
-  .describe('One transcript entry, one compact JSON line in transcripts/<name>.jsonl.');
+  .meta({ id: 'TranscriptEntry', description: 'One transcript entry, one compact JSON line in transcripts/<name>.jsonl.' });
 export type TranscriptEntry = z.infer<typeof TranscriptEntry>;
 
 /** The state document. Unknown top-level keys survive a rewrite. */
@@ -95,8 +109,30 @@ export const StateDocument = z
     statusMessageID: z.string().optional(),
     instanceID: z.string().optional(),
   })
-  .describe('The state document, state.json.');
+  .meta({ id: 'StateDocument', description: 'The state document, state.json.' });
 export type StateDocument = z.infer<typeof StateDocument>;
+
+/** Spend and token sums of a transcript, kept by the store and answered by transcript/usage. */
+export const TranscriptUsage = z
+  .object({
+    entries: z.number().int().describe('Entries ever appended, including those compaction removed.'),
+    cost: z.number(),
+    tokens_in: z.number().int(),
+    tokens_out: z.number().int(),
+    cache_read: z.number().int(),
+    cache_create: z.number().int(),
+    dur_ms: z.number().int(),
+    firstTs: z.string().describe('ts of the first entry ever appended, or ""'),
+    lastTs: z.string().describe('ts of the newest entry, or ""'),
+  })
+  .meta({ id: 'TranscriptUsage', description: 'Sums over every entry ever appended under a name, compacted ones included.' });
+export type TranscriptUsage = z.infer<typeof TranscriptUsage>;
+
+/** A session with what a session list shows beside it. */
+export const SessionInfo = z
+  .object({ session: Session, lastTs: z.string().describe('ts of the newest entry, or ""'), usage: TranscriptUsage })
+  .meta({ id: 'SessionInfo', description: 'A session row with its last activity and usage.' });
+export type SessionInfo = z.infer<typeof SessionInfo>;
 
 /** How Go encodes a field: its JSON kind and whether omitempty drops the zero value. */
 export type GoKind = 'string' | 'bool' | 'int' | 'uint' | 'float' | 'strings' | 'home' | 'sessions';
@@ -105,35 +141,34 @@ export interface GoField {
   readonly kind: GoKind;
   readonly omitempty: boolean;
 }
-const f = (key: string, kind: GoKind, omitempty = true): GoField => ({ key, kind, omitempty });
+
+/** The Go kind of one field's schema (optional already unwrapped). */
+function goKindOf(key: string, s: z.ZodType): GoKind {
+  if (s instanceof z.ZodString) return 'string';
+  if (s instanceof z.ZodBoolean) return 'bool';
+  if (s instanceof z.ZodNumber) {
+    if (!s.isInt) return 'float';
+    return z.globalRegistry.get(s)?.[GO_TYPE_KEY] === 'uint64' ? 'uint' : 'int';
+  }
+  if (s instanceof z.ZodArray) return s.element instanceof z.ZodString ? 'strings' : 'sessions';
+  if (s instanceof z.ZodNullable) return goKindOf(key, s.unwrap() as z.ZodType);
+  if (s instanceof z.ZodObject) return 'home';
+  throw new Error(`goFieldsOf: field ${key} has no Go kind`);
+}
+
+/** A Go struct's fields from its zod object: declaration order, and optional means omitempty. */
+export function goFieldsOf(o: z.ZodObject): GoField[] {
+  return Object.entries(o.shape as Record<string, z.ZodType>).map(([key, s]) => {
+    const omitempty = s instanceof z.ZodOptional;
+    return { key, kind: goKindOf(key, omitempty ? (s.unwrap() as z.ZodType) : s), omitempty };
+  });
+}
 
 /** Go's `Session` struct, in declaration order (= JSON key order). */
-export const sessionGoFields: readonly GoField[] = [
-  f('id', 'string'), f('incarnation', 'string'), f('name', 'string', false),
-  f('channelID', 'string', false), f('type', 'string', false), f('cmd', 'string', false),
-  f('backend', 'string'), f('vendor', 'string'), f('modelId', 'string'), f('worktree', 'string'),
-  f('dir', 'string'), f('project', 'string'), f('agent', 'string'), f('resumeToken', 'string'),
-  f('archived', 'bool'), f('owned', 'bool'), f('extractor', 'string'), f('journal', 'string'),
-  f('consolidateEvery', 'int'), f('gateways', 'strings'), f('participants', 'strings'),
-  f('parent', 'string'), f('cost_cap', 'float'), f('token_cap', 'uint'),
-  f('cohort_cost_cap', 'float'), f('cohort_token_cap', 'uint'), f('paused_reason', 'string'),
-];
-
+export const sessionGoFields: readonly GoField[] = goFieldsOf(Session);
 /** Go's `State` struct; `home` and `sessions` are never omitted. */
-export const stateGoFields: readonly GoField[] = [
-  f('home', 'home', false), f('repo', 'string'), f('workspace', 'string'), f('source', 'string'),
-  f('sessions', 'sessions', false), f('statusMessageID', 'string'), f('instanceID', 'string'),
-];
-
+export const stateGoFields: readonly GoField[] = goFieldsOf(StateDocument);
 /** Go's `HomeRef`: both keys always present. */
-export const homeGoFields: readonly GoField[] = [f('id', 'string', false), f('type', 'string', false)];
-
+export const homeGoFields: readonly GoField[] = goFieldsOf(HomeRef);
 /** Go's `TranscriptEntry`. */
-export const entryGoFields: readonly GoField[] = [
-  f('ts', 'string', false), f('role', 'string', false), f('text', 'string', false),
-  f('cost', 'float'), f('kind', 'string'), f('tokens_in', 'int'), f('tokens_out', 'int'),
-  f('cache_read', 'int'), f('cache_create', 'int'), f('dur_ms', 'int'),
-];
-
-/** Herrscher's session-name rule (manager/validate.go): what session/add accepts. */
-export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+export const entryGoFields: readonly GoField[] = goFieldsOf(TranscriptEntry);

@@ -1,8 +1,7 @@
 // participants/*: participants/<name>.log, one user id per line in first-seen order.
 import { z } from 'zod';
 import { defineMethod } from './define.js';
-
-const Name = z.string().describe('The session name (one path component).');
+import { IncarnationGuard, SessionName as Name } from './fields.js';
 
 export const participantsAppend = defineMethod({
   method: 'participants/append',
@@ -10,7 +9,7 @@ export const participantsAppend = defineMethod({
   params: z.strictObject({
     name: Name,
     userId: z.string().describe('Trimmed before it is stored or compared.'),
-    incarnation: z.string().optional().describe('When given, refuse with -32050 unless it is the session\'s current incarnation.'),
+    incarnation: IncarnationGuard,
   }),
   result: z.object({ added: z.boolean().describe('false when the id was already there') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],

@@ -1,28 +1,21 @@
 // session/*: the rows of state.json. Every mutation takes an optional `incarnation` guard.
 import { z } from 'zod';
 import { defineMethod } from './define.js';
-import { NewSession, SESSION_NAME_PATTERN, Session } from './model.js';
-import { TranscriptUsage } from './transcript.js';
+import { IncarnationGuard as Incarnation, SessionName as Name } from './fields.js';
+import { NewSession, Session, SessionInfo } from './model.js';
 
-const Name = z.string().describe('The session name.');
-const Incarnation = z
-  .string()
-  .optional()
-  .describe('When given, refuse with -32050 unless it is the session\'s current incarnation.');
-const FoundChanged = z.object({
-  found: z.boolean().describe('false when no session has that name (not an error, as in Go)'),
-  changed: z.boolean().describe('false when nothing changed: nothing was written'),
-});
+const FoundChanged = z
+  .object({
+    found: z.boolean().describe('false when no session has that name (not an error, as in Go)'),
+    changed: z.boolean().describe('false when nothing changed: nothing was written'),
+  })
+  .meta({ id: 'FoundChanged', description: 'What a session setter did.' });
 const mutationErrors = ['Conflict', 'StorageFailure', 'ShuttingDown'] as const;
 
 export const sessionAdd = defineMethod({
   method: 'session/add',
   summary: 'Adds a session; assigns its id (s_<name>[_N]) when absent and always a fresh incarnation.',
-  params: z.strictObject({
-    session: NewSession.extend({
-      name: z.string().regex(SESSION_NAME_PATTERN, 'must be 1-64 letters, digits, - or _, starting with a letter or digit'),
-    }),
-  }),
+  params: z.strictObject({ session: NewSession }),
   result: z.object({ session: Session }),
   errors: ['SessionExists', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
@@ -117,9 +110,7 @@ export const sessionInfos = defineMethod({
   method: 'session/infos',
   summary: 'Every session with its last activity and usage, in one call, from memory (what a session list needs).',
   params: z.strictObject({}).default({}),
-  result: z.object({
-    sessions: z.array(z.object({ session: Session, lastTs: z.string(), usage: TranscriptUsage })),
-  }),
+  result: z.object({ sessions: z.array(SessionInfo) }),
   errors: ['StorageFailure'],
   example: {
     params: {},

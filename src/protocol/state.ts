@@ -1,6 +1,7 @@
 // state/*: the top-level fields of state.json.
 import { z } from 'zod';
 import { defineMethod } from './define.js';
+import { SessionName } from './fields.js';
 import { HomeRef, StateDocument } from './model.js';
 
 const Changed = z.object({ changed: z.boolean().describe('false when the value was already set: nothing was written') });
@@ -71,7 +72,7 @@ export const stateSourceDir = defineMethod({
 export const stateQualifiedName = defineMethod({
   method: 'state/qualifiedName',
   summary: '<instanceID>__<name>, or the name alone when there is no instance id.',
-  params: z.strictObject({ name: z.string() }),
+  params: z.strictObject({ name: SessionName }),
   result: z.object({ qualifiedName: z.string() }),
   errors: [],
   example: { params: { name: 'main' }, result: { qualifiedName: 'alice__main' } },

@@ -32,6 +32,21 @@ export const notificationList: readonly NotificationDef[] = notifications;
 
 type Defs = (typeof defs)[number];
 
+// A method defined in a protocol module but left out of `defs` would silently not exist: the
+// server would answer -32601 and no schema or client would know it. The lines below make that a
+// type error naming the method (test/protocol/table-complete.test.ts covers a new module).
+type DefsIn<Module> = Module extends unknown
+  ? { [K in keyof Module]: Module[K] extends MethodDef ? Module[K]['method'] : never }[keyof Module]
+  : never;
+type NotificationsIn<Module> = Module extends unknown
+  ? { [K in keyof Module]: Module[K] extends MethodDef ? never : Module[K] extends NotificationDef ? Module[K]['method'] : never }[keyof Module]
+  : never;
+type Modules = typeof lifecycle | typeof participants | typeof session | typeof state | typeof transcript | typeof watch;
+type Unlisted<Module> = Exclude<DefsIn<Module>, Defs['method']> | Exclude<NotificationsIn<Module>, (typeof notifications)[number]['method']>;
+type MustBeEmpty<T extends never> = T;
+/** Fails to compile with "Type '"x/y"' does not satisfy the constraint 'never'", naming the method. */
+export type EveryMethodListed = MustBeEmpty<Unlisted<Modules>>;
+
 /** Method definitions by wire name. */
 export type MethodTable = { [D in Defs as D['method']]: D };
 export type MethodName = keyof MethodTable;

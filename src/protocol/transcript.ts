@@ -1,22 +1,16 @@
 // transcript/*: transcripts/<name>.jsonl, one entry per line.
 import { z } from 'zod';
 import { defineMethod } from './define.js';
-import { TranscriptEntry } from './model.js';
-
-const Name = z.string().describe('The session name (one path component).');
-const Seq = z
-  .number()
-  .int()
-  .min(0)
-  .describe('0 for the first entry appended under a name, +1 per append, stable across compaction.');
+import { IncarnationGuard, SessionName as Name, Seq } from './fields.js';
+import { TranscriptEntry, TranscriptUsage } from './model.js';
 
 export const transcriptAppend = defineMethod({
   method: 'transcript/append',
   summary: 'Appends one entry; answered once the line is in the file. The session row must exist.',
   params: z.strictObject({
     name: Name,
-    entry: TranscriptEntry.strict(),
-    incarnation: z.string().optional().describe('When given, refuse with -32050 unless it is the session\'s current incarnation.'),
+    entry: TranscriptEntry,
+    incarnation: IncarnationGuard,
   }),
   result: z.object({ seq: Seq.describe('The entry\'s sequence number.') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],
@@ -32,10 +26,12 @@ export const transcriptRead = defineMethod({
     limit: z.number().int().min(0).optional(),
     before: Seq.optional().describe('Only entries older than this seq (paging backwards).'),
   }),
-  result: z.object({
-    entries: z.array(TranscriptEntry),
-    firstSeq: Seq.describe('The seq of entries[0] (entries[i] has firstSeq + i); when empty, where they would start.'),
-  }),
+  result: z
+    .object({
+      entries: z.array(TranscriptEntry),
+      firstSeq: Seq.describe('The seq of entries[0] (entries[i] has firstSeq + i); when empty, where they would start.'),
+    })
+    .meta({ id: 'TranscriptPage', description: 'Consecutive entries and the seq of the first.' }),
   errors: ['StorageFailure'],
   example: { params: { name: 'main', limit: 2 }, result: { entries: [{ ts: '2026-07-26T00:00:00Z', role: 'user', text: 'fix it' }, { ts: '2026-07-26T00:00:05Z', role: 'assistant', text: 'done', cost: 0.004 }], firstSeq: 40 } },
 });
@@ -58,20 +54,6 @@ export const transcriptRemove = defineMethod({
   mutates: true,
   example: { params: { name: 'main' }, result: { removed: true } },
 });
-
-export const TranscriptUsage = z
-  .object({
-    entries: z.number().int().describe('Entries ever appended, including those compaction removed.'),
-    cost: z.number(),
-    tokens_in: z.number().int(),
-    tokens_out: z.number().int(),
-    cache_read: z.number().int(),
-    cache_create: z.number().int(),
-    dur_ms: z.number().int(),
-    firstTs: z.string().describe('ts of the first entry ever appended, or ""'),
-    lastTs: z.string().describe('ts of the newest entry, or ""'),
-  })
-  .describe('Sums over every entry ever appended under a name, compacted ones included.');
 
 export const transcriptUsage = defineMethod({
   method: 'transcript/usage',

@@ -35,35 +35,43 @@ export const watchUnsubscribe = defineMethod({
 export const sessionDidChange = defineNotification({
   method: 'session/didChange',
   summary: 'A session row was added, updated or removed.',
-  params: z.object({
-    subscription: z.string(),
-    revision: z.number().int(),
-    kind: z.enum(['added', 'updated', 'removed']),
-    name: z.string(),
-    session: Session.optional().describe('The row after the change; absent when removed.'),
-  }),
+  params: z
+    .object({
+      subscription: z.string(),
+      revision: z.number().int(),
+      kind: z.enum(['added', 'updated', 'removed']),
+      name: z.string(),
+      session: Session.optional().describe('The row after the change; absent when removed.'),
+    })
+    .meta({ id: 'SessionDidChangeParams' }),
 });
 
 export const stateDidChange = defineNotification({
   method: 'state/didChange',
   summary: 'Top-level fields of state.json changed (sessions are reported by session/didChange).',
-  params: z.object({ subscription: z.string(), revision: z.number().int(), fields: z.array(z.string()) }),
+  params: z
+    .object({ subscription: z.string(), revision: z.number().int(), fields: z.array(z.string()) })
+    .meta({ id: 'StateDidChangeParams' }),
 });
 
 export const transcriptDidAppend = defineNotification({
   method: 'transcript/didAppend',
   summary: 'An entry was appended (and is in the file).',
-  params: z.object({ subscription: z.string(), name: z.string(), seq: z.number().int(), entry: TranscriptEntry }),
+  params: z
+    .object({ subscription: z.string(), name: z.string(), seq: z.number().int(), entry: TranscriptEntry })
+    .meta({ id: 'TranscriptDidAppendParams' }),
 });
 
 export const participantsDidAdd = defineNotification({
   method: 'participants/didAdd',
   summary: 'A user id was added to a journal.',
-  params: z.object({ subscription: z.string(), name: z.string(), userId: z.string() }),
+  params: z
+    .object({ subscription: z.string(), name: z.string(), userId: z.string() })
+    .meta({ id: 'ParticipantsDidAddParams' }),
 });
 
 export const watchOverflow = defineNotification({
   method: 'watch/overflow',
   summary: 'The subscriber fell too far behind: the subscription was dropped; subscribe and read again.',
-  params: z.object({ subscription: z.string() }),
+  params: z.object({ subscription: z.string() }).meta({ id: 'WatchOverflowParams' }),
 });

@@ -1,18 +1,9 @@
 // Spend and token sums of a transcript: what the budget gate needs, kept up to date on append so
 // it never re-reads a file, and carried across compaction so spend history is never lost.
-import type { TranscriptEntry } from '../protocol/model.js';
+import type { TranscriptEntry, TranscriptUsage } from '../protocol/model.js';
 
-export interface Usage {
-  entries: number;
-  cost: number;
-  tokens_in: number;
-  tokens_out: number;
-  cache_read: number;
-  cache_create: number;
-  dur_ms: number;
-  firstTs: string;
-  lastTs: string;
-}
+/** The sums as transcript/usage answers them: the contract's TranscriptUsage, not a copy. */
+export type Usage = TranscriptUsage;
 
 export const zeroUsage = (): Usage => ({
   entries: 0, cost: 0, tokens_in: 0, tokens_out: 0, cache_read: 0, cache_create: 0, dur_ms: 0, firstTs: '', lastTs: '',

@@ -1,0 +1,16 @@
+// Params several methods share, declared once: the session name every per-session method keys
+// on, the optional incarnation guard of every mutation, and a transcript sequence number.
+import { z } from 'zod';
+
+export const SessionName = z.string().describe('The session name (one path component).');
+
+export const IncarnationGuard = z
+  .string()
+  .optional()
+  .describe('When given, refuse with -32050 unless it is the session\'s current incarnation.');
+
+export const Seq = z
+  .number()
+  .int()
+  .min(0)
+  .describe('0 for the first entry appended under a name, +1 per append, stable across compaction.');
