@@ -21,12 +21,14 @@
 // does the same earlier (idempotent), e.g. to reopen the dir with `startServer(t, { dir })`.
 // `exit` behaves as in `serve`: it stops the server, and `srv.exited` resolves with the code.
 // Options: `lifecycleOwner: 'stdio'` as `serve --stdio` sets it; `store` for StoreOptions (io
-// seam, durability, walCheckpointBytes); `maxMessageBytes`; `logLevel` (default 'debug').
+// seam, durability, walCheckpointBytes); `maxMessageBytes`; `logLevel` (default 'debug');
+// `onConnection` to watch the server side of each connection.
 import type net from 'node:net';
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import type { StateClient } from '../../src/client/client.js';
 import { connect } from '../../src/client/client.js';
+import type { ServerConnection } from '../../src/server/connection.js';
 import type { ServerOptions } from '../../src/server/server.js';
 import { StateServer } from '../../src/server/server.js';
 import type { StoreOptions } from '../../src/store/store.js';
@@ -62,6 +64,8 @@ export interface StartOptions {
   maxMessageBytes?: number;
   logLevel?: pino.Level;
   version?: string;
+  /** Told of every connection the server accepts (after the server's own listeners are on it). */
+  onConnection?: (conn: ServerConnection) => void;
 }
 
 export interface InProcessServer {
@@ -133,6 +137,7 @@ export async function startServer(t: Ctx, options: StartOptions = {}): Promise<I
       const tr = createFramedTransport(socket, socket, { maxMessageBytes, onProtocolError: (e) => log.debug(e, 'protocol error answered') });
       const conn = server.connect(tr.reader, tr.writer, 'socket');
       conn.onClose(() => void conn.idle().then(() => tr.close()));
+      options.onConnection?.(conn);
     });
   } catch (err) {
     await store.close();
@@ -166,6 +171,7 @@ export async function startServer(t: Ctx, options: StartOptions = {}): Promise<I
       const tr = createFramedTransport(toServer, fromServer, { maxMessageBytes, onProtocolError: (e) => log.debug(e, 'protocol error answered') });
       const conn = server.connect(tr.reader, tr.writer, 'stdio');
       conn.onClose(() => void conn.idle().then(() => stop(0, 'stdin closed')));
+      options.onConnection?.(conn);
       return new RawClient(fromServer, toServer, framing);
     },
     close,
