@@ -1,8 +1,14 @@
 // The few file-system calls the store makes, as one seam: tests swap a call to inject ENOSPC or
 // EIO and check that nothing changed, the way sonic-boom's tests swap node:fs.
-import { writeSync } from 'node:fs';
+//
+// No call follows a symbolic link at the name it is given: every open adds O_NOFOLLOW (a link
+// there fails with ELOOP), whole-file replaces write a fresh temp file (O_EXCL) and rename it over
+// the name (which replaces a link, never writes through it). The folders between the state dir
+// and a file are checked by `confine` (state-dir.ts wraps the store's Io with it).
+import { randomBytes } from 'node:crypto';
+import { constants as C, writeSync } from 'node:fs';
+import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
-import type writeFileAtomicType from 'write-file-atomic';
 
 export interface Io {
   /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
@@ -21,25 +27,93 @@ export interface Io {
   mkdir(dir: string, mode: number): Promise<void>;
   unlink(file: string): Promise<void>;
   readdir(dir: string): Promise<string[]>;
+  /** The entry itself, a link not followed (folder checks). */
+  lstat(file: string): Promise<Stats>;
+  realpath(file: string): Promise<string>;
 }
 
-// Loaded on first use, not at start: its import costs ~15 ms of every spawn, and a server that
-// only reads, or whose first write comes later, should not pay it before its first reply.
-let writeFileAtomic: Promise<typeof writeFileAtomicType> | undefined;
-const loadWriteFileAtomic = (): Promise<typeof writeFileAtomicType> =>
-  (writeFileAtomic ??= import('write-file-atomic').then((m) => m.default));
+const STRING_FLAGS: Record<string, number> = {
+  r: C.O_RDONLY,
+  'r+': C.O_RDWR,
+  w: C.O_WRONLY | C.O_CREAT | C.O_TRUNC,
+  wx: C.O_WRONLY | C.O_CREAT | C.O_TRUNC | C.O_EXCL,
+  'w+': C.O_RDWR | C.O_CREAT | C.O_TRUNC,
+  a: C.O_WRONLY | C.O_APPEND | C.O_CREAT,
+  ax: C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_EXCL,
+  'a+': C.O_RDWR | C.O_APPEND | C.O_CREAT,
+  'ax+': C.O_RDWR | C.O_APPEND | C.O_CREAT | C.O_EXCL,
+};
+
+/** `flags` (fs's letters or numbers) with O_NOFOLLOW added. */
+export function noFollow(flags: string | number): number {
+  const n = typeof flags === 'number' ? flags : STRING_FLAGS[flags];
+  if (n === undefined) throw new TypeError(`unknown open flags ${JSON.stringify(flags)}`);
+  return n | C.O_NOFOLLOW;
+}
+
+/** An errno-shaped error whose message ioError turns into a reason (no path after a comma). */
+export function linkRefused(): NodeJS.ErrnoException {
+  return Object.assign(new Error('ELOOP: a symbolic link is in the way (the store follows none inside the state dir)'), {
+    code: 'ELOOP', syscall: 'open',
+  });
+}
+
+/**
+ * Opens `file` without following a link at its name. O_NOFOLLOW's own ELOOP reads "too many
+ * symbolic links encountered", which misleads: it is replaced by one that says what happened.
+ */
+export async function openNoFollow(file: string, flags: string | number, mode?: number): Promise<fs.FileHandle> {
+  try {
+    return await fs.open(file, noFollow(flags), mode);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw linkRefused();
+    throw err;
+  }
+}
+
+/**
+ * Replaces `file` whole: a fresh temp file beside it (`<file>.<uint32>`, the names sweep.ts
+ * removes after a crash) made with O_EXCL, so nothing planted at that name is written through;
+ * then rename, which replaces a link at `file` rather than following it. Unlike
+ * write-file-atomic, the target is not resolved through a link first.
+ */
+async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: { mode: number; sync: boolean }): Promise<void> {
+  let tmp = '';
+  let fh: fs.FileHandle | undefined;
+  for (let attempt = 0; !fh; attempt++) {
+    tmp = `${file}.${randomBytes(4).readUInt32BE(0)}`;
+    try {
+      fh = await openNoFollow(tmp, 'wx', mode);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 8) throw err;
+    }
+  }
+  try {
+    try {
+      await fh.writeFile(data);
+      await fh.chmod(mode); // the open's mode went through the umask
+      if (sync) await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.unlink(tmp).catch(() => undefined); // the write's own error is the one to report
+    throw err;
+  }
+}
 
 export const nodeIo: Io = {
-  writeAtomic: async (file, data, { mode, sync }) => (await loadWriteFileAtomic())(file, data, { mode, fsync: sync }),
+  writeAtomic,
   async syncDir(dir) {
-    const fh = await fs.open(dir, 'r');
+    const fh = await openNoFollow(dir, C.O_RDONLY | C.O_DIRECTORY);
     try {
       await fh.sync();
     } finally {
       await fh.close();
     }
   },
-  open: (file, flags, mode) => fs.open(file, flags, mode),
+  open: openNoFollow,
   // Appends are small writes to the page cache: done on the main thread, where a write(2) costs a
   // few µs, rather than through the thread pool, where the hand-off costs more than the write
   // (measured: server CPU per append). The durable part, fdatasync, stays off the main thread.
@@ -50,7 +124,14 @@ export const nodeIo: Io = {
   },
   datasync: (fh) => fh.datasync(),
   truncate: (fh, len) => fh.truncate(len),
-  readFile: (file) => fs.readFile(file),
+  async readFile(file) {
+    const fh = await openNoFollow(file, 'r');
+    try {
+      return await fh.readFile();
+    } finally {
+      await fh.close();
+    }
+  },
   read: async (fh, buf, position) => (await fh.read(buf, 0, buf.length, position)).bytesRead,
   size: async (fh) => (await fh.stat()).size,
   inode: async (fh) => (await fh.stat()).ino,
@@ -60,6 +141,8 @@ export const nodeIo: Io = {
   },
   unlink: (file) => fs.unlink(file),
   readdir: (dir) => fs.readdir(dir),
+  lstat: (file) => fs.lstat(file),
+  realpath: (file) => fs.realpath(file),
 };
 
 /** Copies an Io with some calls replaced: the seam tests use. */

@@ -11,12 +11,19 @@ export interface HeldLock {
 
 /** Takes the lock or refuses, naming the holder's pid as the file records it. */
 export function lockStateFile(lockPath: string, statePath: string): HeldLock {
-  const fd = fs.openSync(lockPath, fs.constants.O_CREAT | fs.constants.O_RDWR, 0o600);
+  // O_NOFOLLOW: a link planted at the lock's name must not make us truncate its target.
+  let fd: number;
+  try {
+    fd = fs.openSync(lockPath, fs.constants.O_CREAT | fs.constants.O_RDWR | fs.constants.O_NOFOLLOW, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ELOOP') throw err;
+    throw new StoreError('io', `the lock file ${lockPath} is a symbolic link, which the store never follows: remove it`, { code: 'ELOOP' }, 'ELOOP');
+  }
   try {
     flockSync(fd, 'exnb');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const holder = fs.readFileSync(lockPath, 'utf8').trim();
+    const holder = fs.readFileSync(fd, 'utf8').trim();
     fs.closeSync(fd);
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
       throw new StoreError(

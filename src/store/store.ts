@@ -13,6 +13,7 @@ import type { Defaults, Doc } from './state-document.js';
 import * as docs from './state-document.js';
 import type { Durability } from './state-store.js';
 import { StateStore } from './state-store.js';
+import { assertPrivateDir, confine } from './state-dir.js';
 import { StoreError } from './store-error.js';
 import { sweepTempFiles } from './sweep.js';
 import type { Page } from './transcript.js';
@@ -96,10 +97,15 @@ export class Store {
 
   /** Locks, sweeps temp files a crash left, and loads state.json (see StateStore.load). */
   static async open(statePath: string, options: StoreOptions = {}): Promise<Store> {
-    const paths = statePaths(statePath);
-    const io = options.io ?? nodeIo;
+    const given = statePaths(statePath);
+    const baseIo = options.io ?? nodeIo;
     const durability = options.durability ?? 'sync';
-    await io.mkdir(paths.dir, 0o700);
+    await baseIo.mkdir(given.dir, 0o700);
+    // The dir itself may be reached through a link (a configured path); nothing inside it is.
+    const dir = await baseIo.realpath(given.dir);
+    await assertPrivateDir(baseIo, dir);
+    const paths = statePaths(path.join(dir, path.basename(given.statePath)));
+    const io = confine(baseIo, dir);
     const lock = options.lock === false ? undefined : lockStateFile(paths.lockPath, paths.statePath);
     const health = new StorageHealth();
     const report = options.warn ?? (() => undefined);

@@ -285,7 +285,12 @@ export class Transcript {
       if (all.length === 0) return;
       ({ kept, lines } = newestWithin(all, COMPACT_KEEP_BYTES));
       const removedUsage = usageOf(all.slice(0, all.length - kept.length));
-      const fh = await this.io.open(tmp, 'w', 0o600);
+      // A crash's leftover is swept at start; whatever is at the name now is removed, not written
+      // through (O_EXCL: a link planted there is never followed).
+      await this.io.unlink(tmp).catch((err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      });
+      const fh = await this.io.open(tmp, 'wx', 0o600);
       try {
         await this.io.write(fh, Buffer.concat(lines));
         await this.io.datasync(fh);
