@@ -3,8 +3,10 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ErrorCodes, ErrorDescriptions } from '../src/protocol/errors.js';
 import { openRpcDocument, typeSchemas } from '../src/protocol/openrpc.js';
 import { methodList } from '../src/protocol/table.js';
+import { writeGo } from './go-client-gen.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(root, 'schema');
@@ -19,6 +21,10 @@ for (const stale of readdirSync(path.join(out, 'types'))) rmSync(path.join(out, 
 write('openrpc.json', openRpcDocument(version));
 for (const [name, schema] of Object.entries(typeSchemas())) write(`types/${name}.json`, schema);
 console.log(`schema/: openrpc.json and ${Object.keys(typeSchemas()).length} types written`);
+
+// The Go client's generated half, from the same document.
+const goFiles = writeGo(path.join(root, 'clients/go'), { doc: openRpcDocument(version), errorCodes: ErrorCodes, errorDescriptions: ErrorDescriptions });
+console.log(`clients/go/: ${goFiles.join(', ')} written`);
 
 // The README's method table, between its markers: one row per method with its example.
 const cell = (v: unknown): string => `\`${JSON.stringify(v)}\``.replace(/\|/g, '\\|');

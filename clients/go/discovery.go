@@ -1,0 +1,224 @@
+package stateclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// DialOptions says which server Dial reaches. The zero value finds the server of the default
+// state file, as `herrscher-state call` does.
+type DialOptions struct {
+	// Socket is the server's socket; when set, nothing is looked up.
+	Socket string
+	// State is the state file whose server is wanted; default $HERRSCHER_STATE_DIR/state.json,
+	// else ~/.config/herrscher/state.json (as Herrscher decides it).
+	State string
+	// Instance names the default socket herrscher-state-<Instance>.sock, for a server whose
+	// state has an instance id and that recorded no socket.
+	Instance string
+	// Getenv reads the environment; default os.Getenv (tests give their own).
+	Getenv func(string) string
+}
+
+// Source tells which step of the rule chose a socket.
+type Source string
+
+// The steps of the discovery rule, first match wins.
+const (
+	SourceExplicit Source = "explicit"
+	SourceEnv      Source = "env"
+	SourceRecord   Source = "record"
+	SourceDefault  Source = "default"
+)
+
+// FindSocket applies the discovery rule shared by the CLI, the TypeScript client and this one:
+// an explicit socket > $HERRSCHER_STATE_SOCKET > the socket recorded by the live server of the
+// state file (<dir>/.herrscher-state/<base>.serving.json) > the per-user default folder
+// ($XDG_RUNTIME_DIR/herrscher-state/, else $TMPDIR/herrscher-state-<uid>/) holding
+// herrscher-state[-<instance>].sock.
+func FindSocket(o DialOptions) (string, Source, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.Socket != "" {
+		p, err := filepath.Abs(o.Socket)
+		return p, SourceExplicit, err
+	}
+	if s := getenv("HERRSCHER_STATE_SOCKET"); s != "" {
+		p, err := filepath.Abs(s)
+		return p, SourceEnv, err
+	}
+	state := o.State
+	if state == "" {
+		var err error
+		if state, err = DefaultStatePath(getenv); err != nil {
+			return "", "", err
+		}
+	}
+	rec, err := ReadServerRecord(state)
+	if err != nil {
+		return "", "", err
+	}
+	if rec != nil {
+		return rec.Socket, SourceRecord, nil
+	}
+	name := "herrscher-state.sock"
+	if o.Instance != "" {
+		name = "herrscher-state-" + o.Instance + ".sock"
+	}
+	return filepath.Join(DefaultSocketFolder(getenv), name), SourceDefault, nil
+}
+
+// DefaultStatePath is where Herrscher keeps its state when none is named.
+func DefaultStatePath(getenv func(string) string) (string, error) {
+	if d := getenv("HERRSCHER_STATE_DIR"); d != "" {
+		return filepath.Abs(filepath.Join(d, "state.json"))
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state file named and no home folder: %w", err)
+	}
+	return filepath.Join(home, ".config", "herrscher", "state.json"), nil
+}
+
+// DefaultSocketFolder is the per-user folder default sockets live in.
+func DefaultSocketFolder(getenv func(string) string) string {
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
+		abs, _ := filepath.Abs(d)
+		return filepath.Join(abs, "herrscher-state")
+	}
+	tmp := getenv("TMPDIR")
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	abs, _ := filepath.Abs(tmp)
+	return filepath.Join(abs, fmt.Sprintf("herrscher-state-%d", os.Getuid()))
+}
+
+// ServerRecord is what a serving process records beside the state file it serves.
+type ServerRecord struct {
+	Pid       int    `json:"pid"`
+	Socket    string `json:"socket"`
+	State     string `json:"state"`
+	Version   string `json:"version"`
+	StartedAt string `json:"startedAt"`
+}
+
+// ServerRecordPath is the record file of the server of statePath.
+func ServerRecordPath(statePath string) (string, error) {
+	abs, err := filepath.Abs(statePath)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(abs), ".herrscher-state", filepath.Base(abs)+".serving.json"), nil
+}
+
+// ReadServerRecord gives the record of the live server of statePath, or nil when none: no file,
+// a file that is no record, or a record whose process is gone (a server killed with -9).
+func ReadServerRecord(statePath string) (*ServerRecord, error) {
+	file, err := ServerRecordPath(statePath)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		// Absent: no server recorded itself. ELOOP: a symlink is no record of ours. ENOTDIR,
+		// EACCES: a state dir we cannot read has no record for us either.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var r ServerRecord
+	if json.NewDecoder(f).Decode(&r) != nil || r.Pid <= 0 || r.Socket == "" {
+		return nil, nil // a torn or foreign file: records are written atomically, so not ours
+	}
+	if err := syscall.Kill(r.Pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return nil, nil
+	}
+	return &r, nil
+}
+
+// ErrUntrustedSocket is returned (wrapped, with the reason) when a socket or its folder could
+// have been put there by another user: nothing is sent to it.
+var ErrUntrustedSocket = errors.New("herrscher-state: untrusted socket")
+
+// CheckSocket refuses, before anything is sent, a socket that another user could have put in
+// place: it must be a socket of ours in a folder of ours that no one else may write to. A
+// missing socket passes (connecting then fails). Symlinks are resolved first: the checks apply
+// to the socket the kernel would connect to.
+func CheckSocket(path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("cannot check socket %s: %w", path, err)
+	}
+	uid := uint32(os.Getuid())
+	refuse := func(why string) error {
+		return fmt.Errorf("%w %s: %s; another user may be impersonating the server, nothing was sent", ErrUntrustedSocket, path, why)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("cannot check socket %s: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return refuse("it is not a socket")
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != uid {
+		return refuse(fmt.Sprintf("it belongs to uid %d, not to us (uid %d)", st.Uid, uid))
+	}
+	dir := filepath.Dir(real)
+	di, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot check socket folder %s: %w", dir, err)
+	}
+	if st, ok := di.Sys().(*syscall.Stat_t); ok && st.Uid != uid {
+		return refuse(fmt.Sprintf("its folder %s belongs to uid %d, not to us (uid %d)", dir, st.Uid, uid))
+	}
+	if di.Mode().Perm()&0o022 != 0 {
+		return refuse(fmt.Sprintf("its folder %s is writable by others (mode %#o)", dir, di.Mode().Perm()))
+	}
+	return nil
+}
+
+// Dial finds the server by the discovery rule (FindSocket), checks the socket (CheckSocket) and
+// connects. ctx bounds the connect only; each call takes its own.
+func Dial(ctx context.Context, o DialOptions) (*Client, error) {
+	path, source, err := FindSocket(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckSocket(path); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("herrscher-state: no server at %s (%s): %w", path, describe(source), err)
+	}
+	return NewClient(conn), nil
+}
+
+func describe(s Source) string {
+	switch s {
+	case SourceExplicit:
+		return "given"
+	case SourceEnv:
+		return "from $HERRSCHER_STATE_SOCKET"
+	case SourceRecord:
+		return "recorded by the server of the state file"
+	default:
+		return "the default; no server recorded itself for the state file"
+	}
+}

@@ -1,0 +1,116 @@
+package stateclient
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestTheDiscoveryRuleTakesTheFirstStepThatApplies(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	e := map[string]string{"XDG_RUNTIME_DIR": "/run/user/7", "HERRSCHER_STATE_DIR": dir}
+
+	p, src, err := FindSocket(DialOptions{Getenv: env(e)})
+	if err != nil || p != "/run/user/7/herrscher-state/herrscher-state.sock" || src != SourceDefault {
+		t.Fatalf("default: %s %s %v", p, src, err)
+	}
+	p, _, _ = FindSocket(DialOptions{Getenv: env(e), Instance: "alice"})
+	if p != "/run/user/7/herrscher-state/herrscher-state-alice.sock" {
+		t.Fatalf("instance: %s", p)
+	}
+	p, _, _ = FindSocket(DialOptions{Getenv: env(map[string]string{"TMPDIR": "/tmp/x", "HERRSCHER_STATE_DIR": dir})})
+	if want := filepath.Join("/tmp/x", "herrscher-state-"+itoa(os.Getuid()), "herrscher-state.sock"); p != want {
+		t.Fatalf("TMPDIR default: %s, want %s", p, want)
+	}
+
+	// A record by a live process (this one) beats the default; a dead pid's is ignored.
+	rec, _ := ServerRecordPath(state)
+	if err := os.MkdirAll(filepath.Dir(rec), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(pid int) {
+		b, _ := json.Marshal(ServerRecord{Pid: pid, Socket: "/x/recorded.sock", State: state})
+		if err := os.WriteFile(rec, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(os.Getpid())
+	p, src, _ = FindSocket(DialOptions{Getenv: env(e)})
+	if p != "/x/recorded.sock" || src != SourceRecord {
+		t.Fatalf("record: %s %s", p, src)
+	}
+	write(1 << 22) // above pid_max's default: no such process
+	if _, src, _ = FindSocket(DialOptions{Getenv: env(e)}); src != SourceDefault {
+		t.Fatalf("a dead server's record was used: %s", src)
+	}
+	write(os.Getpid())
+
+	e["HERRSCHER_STATE_SOCKET"] = "/e/env.sock"
+	if p, src, _ = FindSocket(DialOptions{Getenv: env(e)}); p != "/e/env.sock" || src != SourceEnv {
+		t.Fatalf("env: %s %s", p, src)
+	}
+	if p, src, _ = FindSocket(DialOptions{Getenv: env(e), Socket: "/given.sock"}); p != "/given.sock" || src != SourceExplicit {
+		t.Fatalf("explicit: %s %s", p, src)
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func TestASocketOthersCouldHavePlacedIsRefusedBeforeAnythingIsSent(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := CheckSocket(sock); err != nil {
+		t.Fatalf("our socket in our folder: %v", err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	err = CheckSocket(sock)
+	if !errors.Is(err, ErrUntrustedSocket) || !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("a world-writable folder: %v", err)
+	}
+	if _, err := Dial(ctxT(t), DialOptions{Socket: sock}); !errors.Is(err, ErrUntrustedSocket) {
+		t.Fatalf("Dial must refuse too: %v", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckSocket(plain); !errors.Is(err, ErrUntrustedSocket) {
+		t.Fatalf("a file that is no socket: %v", err)
+	}
+}
+
+// Dial with no socket named reaches the server through $HERRSCHER_STATE_SOCKET.
+func TestDialFollowsTheEnvironment(t *testing.T) {
+	s := startSocketServer(t)
+	c, err := Dial(ctxT(t), DialOptions{Getenv: env(map[string]string{"HERRSCHER_STATE_SOCKET": s.socket})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := must(c.Initialize(ctxT(t)))(t); got.StatePath != s.state {
+		t.Fatalf("reached %s", got.StatePath)
+	}
+}

@@ -1,0 +1,102 @@
+package stateclient
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A call whose context is cancelled returns at once with ctx.Err(), and the connection serves
+// the next call. The server is stopped (SIGSTOP) so the call cannot be answered meanwhile.
+func TestACancelledCallReturnsAtOnceAndTheConnectionStaysUsable(t *testing.T) {
+	s := startSocketServer(t)
+	c := dialTest(t, s)
+	ctx := ctxT(t)
+	must(c.AddSession(ctx, Session{Name: "c"}))(t)
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = s.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	cctx, cancel := context.WithCancel(ctx)
+	result := make(chan error, 1)
+	go func() {
+		_, err := c.ReadTranscript(cctx, "c", 0)
+		result <- err
+	}()
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	stopped = false
+	if got := must(c.FindSession(ctx, "c"))(t); got == nil || got.Name != "c" {
+		t.Fatalf("after a cancel: %+v", got)
+	}
+	if seq := must(c.AppendTranscript(ctx, "c", TranscriptEntry{Ts: "t", Role: "user", Text: "x"}))(t); seq != 0 {
+		t.Fatalf("seq %d", seq)
+	}
+}
+
+// The server killed while calls wait: every call returns ErrClosed, none hangs, and later calls
+// fail at once.
+func TestTheServerKilledMidCallIsAnErrorNotAHang(t *testing.T) {
+	s := startSocketServer(t)
+	c := dialTest(t, s)
+	ctx := ctxT(t)
+	must(c.AddSession(ctx, Session{Name: "k"}))(t)
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			_, err := c.AppendTranscript(ctx, "k", TranscriptEntry{Ts: "t", Role: "user", Text: "x"})
+			results <- err
+		}()
+	}
+	// Wait until the four requests are in flight (sent, not answered) before the kill.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c.mu.Lock()
+		n := len(c.pending)
+		c.mu.Unlock()
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls in flight", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-results; !errors.Is(err, ErrClosed) {
+			t.Fatalf("call %d: %v, want ErrClosed", i, err)
+		}
+	}
+	if _, err := c.SnapshotSessions(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a call after the end: %v", err)
+	}
+}
+
+// A spawned server that dies is seen the same way.
+func TestASpawnedServerThatDiesFailsTheCall(t *testing.T) {
+	c, _ := spawnTest(t, SpawnOptions{})
+	ctx := ctxT(t)
+	must(c.SnapshotSessions(ctx))(t)
+	if err := c.Process().Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.Done()
+	if _, err := c.SnapshotSessions(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("%v, want ErrClosed", err)
+	}
+}

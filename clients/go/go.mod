@@ -1,0 +1,3 @@
+module github.com/herrscher/herrscher-state/clients/go
+
+go 1.19
