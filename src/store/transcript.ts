@@ -13,9 +13,9 @@ import { ioError, StoreError } from './store-error.js';
 import type { TranscriptMeta } from './transcript-meta.js';
 import { generationFor, readMeta, removeMeta, writeMeta } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
-import { parseAll, parseLine, readNewest } from './transcript-read.js';
+import { parseLine, readNewest, scanEntries } from './transcript-read.js';
 import type { Usage } from './usage.js';
-import { addEntry, concatUsage, usageOf, zeroUsage } from './usage.js';
+import { addEntry, concatUsage, zeroUsage } from './usage.js';
 import type { WriteAheadLog } from './wal.js';
 
 /** Go compacts once an append leaves the file strictly larger than this (transcript.go). */
@@ -74,6 +74,18 @@ interface Pending {
   entry: Entry;
   seq: number;
 }
+
+/** What compaction keeps of a file: the newest lines within 2 MiB, and what the rest used. */
+interface Newest {
+  /** Entries in the file. */
+  count: number;
+  /** The kept entries' lines, in file order. */
+  lines: Buffer[];
+  /** Usage of the entries not kept, in file order. */
+  removed: Usage;
+}
+
+const EMPTY = Buffer.alloc(0);
 
 export interface Page {
   entries: Entry[];
@@ -231,20 +243,20 @@ export class Transcript {
     try {
       const ino = await this.io.inode(fh);
       const size = await this.io.size(fh);
-      const buf = Buffer.alloc(size);
-      await this.io.read(fh, buf, 0);
-      // A torn tail counts as Go's reader counts it; its repair before the next append keeps that.
-      const entries = parseAll(buf);
       const gen = generationFor(await readMeta(this.io, this.metaFile), ino);
       const dropped = gen?.dropped ?? zeroUsage();
+      // Streamed: only the numbers are kept, and the event loop runs between chunks.
+      // A torn tail counts as Go's reader counts it; its repair before the next append keeps that.
+      const inFile = zeroUsage();
+      await scanEntries(this.io, fh, size, (e) => addEntry(inFile, e));
       return {
         ino,
         size,
-        count: entries.length,
+        count: inFile.entries,
         firstSeq: gen?.firstSeq ?? 0,
         dropped,
-        total: concatUsage(dropped, usageOf(entries)),
-        lastTs: entries.at(-1)?.ts ?? '',
+        total: concatUsage(dropped, inFile),
+        lastTs: inFile.entries > 0 ? inFile.lastTs : '',
         generation: 0,
       };
     } catch (err) {
@@ -277,14 +289,11 @@ export class Transcript {
     const snap = this.snap as Snapshot;
     const tmp = `${this.file}.compact`;
     let ino = 0;
-    let kept: Entry[] = [];
-    let lines: Buffer[] = [];
+    let newest: Newest;
     let next: TranscriptMeta;
     try {
-      const all = parseAll(await this.io.readFile(this.file));
-      if (all.length === 0) return;
-      ({ kept, lines } = newestWithin(all, COMPACT_KEEP_BYTES));
-      const removedUsage = usageOf(all.slice(0, all.length - kept.length));
+      newest = await this.newestOfFile();
+      if (newest.count === 0) return;
       // A crash's leftover is swept at start; whatever is at the name now is removed, not written
       // through (O_EXCL: a link planted there is never followed).
       await this.io.unlink(tmp).catch((err: unknown) => {
@@ -292,7 +301,7 @@ export class Transcript {
       });
       const fh = await this.io.open(tmp, 'wx', 0o600);
       try {
-        await this.io.write(fh, Buffer.concat(lines));
+        await this.io.write(fh, Buffer.concat(newest.lines));
         await this.io.datasync(fh);
         ino = await this.io.inode(fh);
       } finally {
@@ -300,8 +309,8 @@ export class Transcript {
       }
       next = {
         ino,
-        firstSeq: snap.firstSeq + all.length - kept.length,
-        dropped: concatUsage(snap.dropped, removedUsage),
+        firstSeq: snap.firstSeq + newest.count - newest.lines.length,
+        dropped: concatUsage(snap.dropped, newest.removed),
         prev: { ino: snap.ino, firstSeq: snap.firstSeq, dropped: snap.dropped },
       };
       await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
@@ -313,12 +322,51 @@ export class Transcript {
     }
     // The rename is the commit point: from here the new file is the transcript.
     Object.assign(snap, {
-      ino, size: lines.reduce((n, l) => n + l.length, 0), count: kept.length, firstSeq: next.firstSeq, dropped: next.dropped,
-      generation: snap.generation + 1,
+      ino, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
+      dropped: next.dropped, generation: snap.generation + 1,
     });
     await this.io.syncDir(path.dirname(this.file)).catch((err: unknown) => {
       this.warn(`fsync of the folder of ${this.rel} after compaction failed; the rename may not survive a power loss`, err);
     });
+  }
+
+  /**
+   * Go's compaction choice over the whole file, streamed (scanEntries): the newest entries whose
+   * re-encoded lines fit in COMPACT_KEEP_BYTES (at least one), as newestWithin picks them, and
+   * the usage of the others. A window slides over the file, so only ~2 MiB of lines is held.
+   */
+  private async newestOfFile(): Promise<Newest> {
+    const fh = await this.io.open(this.file, 'r');
+    const window: Buffer[] = [];
+    let head = 0; // window[head..] is the kept suffix so far
+    let bytes = 0;
+    let count = 0;
+    const removed = zeroUsage();
+    const entries: Entry[] = [];
+    try {
+      await scanEntries(this.io, fh, await this.io.size(fh), (e) => {
+        const line = entryLine(e);
+        count++;
+        window.push(line);
+        entries.push(e);
+        bytes += line.length;
+        while (bytes > COMPACT_KEEP_BYTES && window.length - head > 1) {
+          bytes -= (window[head] as Buffer).length;
+          addEntry(removed, entries[head] as Entry);
+          window[head] = EMPTY;
+          entries[head] = undefined as unknown as Entry;
+          head++;
+        }
+        if (head > 4096 && head * 2 > window.length) {
+          window.splice(0, head);
+          entries.splice(0, head);
+          head = 0;
+        }
+      });
+    } finally {
+      await fh.close();
+    }
+    return { count, lines: window.slice(head), removed };
   }
 }
 
