@@ -8,11 +8,13 @@ import { parseCommandLine } from './commands/command-line.js';
 import { commandHelp, globalHelp } from './commands/help.js';
 import { serveCommand } from './commands/serve-command.js';
 import { sessionsCommand } from './commands/sessions-command.js';
+import { socketCommand } from './commands/socket-command.js';
+import { statusCommand } from './commands/status-command.js';
 import { suggest } from './commands/suggest.js';
 import { tailCommand } from './commands/tail-command.js';
 import { version } from './commands/version.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, callCommand, tailCommand, sessionsCommand];
+const COMMANDS: readonly Command[] = [serveCommand, callCommand, tailCommand, sessionsCommand, statusCommand, socketCommand];
 
 function usageError(message: string, cmd?: Command): number {
   const prefix = cmd ? `herrscher-state ${cmd.name}` : 'herrscher-state';

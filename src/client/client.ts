@@ -15,7 +15,10 @@ import { methodList } from '../protocol/table.js';
 import type { Framing } from '../transport/framing.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
-import { connectUnixSocket, defaultSocketPath } from '../transport/socket.js';
+import { describeSource, discoverSocket } from '../transport/discovery.js';
+import { connectUnixSocket, SocketError } from '../transport/socket.js';
+import { assertFolderPrivate, assertSocketTrusted } from '../transport/socket-folder.js';
+import { childCommand } from './child-command.js';
 
 type Params<M extends MethodName> = z.input<MethodTable[M]['params']>;
 type Result<M extends MethodName> = z.output<MethodTable[M]['result']>;
@@ -66,15 +69,33 @@ function makeClient(connection: MessageConnection, onClose: () => Promise<void>)
 }
 
 export interface ConnectOptions {
-  /** The server's socket; default $TMPDIR/herrscher-state.sock. */
+  /**
+   * The server's socket. Default: $HERRSCHER_STATE_SOCKET, else the socket recorded by the live
+   * server of `state`, else herrscher-state.sock in the per-user default folder.
+   */
   socket?: string;
+  /** The state file whose server to find when no socket is given (default: as `serve` decides it). */
+  state?: string;
   framing?: Framing;
   timeoutMs?: number;
+  /** The environment the rule reads (default process.env). */
+  env?: NodeJS.ProcessEnv;
 }
 
-/** Connects to a running server's unix socket. */
+/**
+ * Connects to a running server's unix socket, found by the discovery rule. Before anything is
+ * sent, the socket and its folder must be the user's own and the folder not writable by others:
+ * a socket another user put there is refused (SocketError EUNSAFE), never written to.
+ */
 export async function connect(options: ConnectOptions = {}): Promise<StateClient> {
-  const socket = await connectUnixSocket(options.socket ?? defaultSocketPath(), { timeoutMs: options.timeoutMs ?? 2000 });
+  const found = await discoverSocket({ socket: options.socket, state: options.state, env: options.env });
+  try {
+    if (found.source === 'default') await assertDefaultFolder(path.dirname(found.path));
+    await assertSocketTrusted(found.path);
+  } catch (err) {
+    throw err instanceof SocketError ? new SocketError(`${err.message} [socket ${describeSource(found)}]`, err.code) : err;
+  }
+  const socket = await connectUnixSocket(found.path, { timeoutMs: options.timeoutMs ?? 2000 });
   const t = createFramedTransport(socket, socket, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, initialFraming: options.framing ?? 'lsp' });
   const connection = createMessageConnection(t.reader, t.writer);
   return makeClient(connection, async () => {
@@ -84,15 +105,36 @@ export async function connect(options: ConnectOptions = {}): Promise<StateClient
   });
 }
 
+/** The default folder must be private (0700, ours, no symlink); a missing one means no server. */
+async function assertDefaultFolder(dir: string): Promise<void> {
+  try {
+    await assertFolderPrivate(dir);
+  } catch (err) {
+    if (err instanceof SocketError && err.code === 'ENOENT') return; // connecting then says "no server"
+    throw err;
+  }
+}
+
 export interface SpawnOptions {
   /** The state.json to serve. */
   state: string;
-  /** More `serve` arguments (--durability, --log-level, --socket…). */
+  /** More `serve` arguments (--durability, --log-level, --socket, --no-socket…). */
   args?: string[];
   framing?: Framing;
   /** The CLI to run; default the built one beside this module. */
   cli?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The Node binary to run the CLI with. Default process.execPath; inside Electron (a VS Code
+   * extension host) that is Electron itself, run with ELECTRON_RUN_AS_NODE=1 so it acts as Node.
+   */
+  node?: string;
+  /**
+   * An open descriptor of this process on the state's lock file (`<dir>/.<base>.lock`) through
+   * which it holds the flock: handed to the server as its fd 3 with `--lock-fd 3`, so a host that
+   * holds the lock can still spawn the server (issue 8).
+   */
+  lockFd?: number;
 }
 
 export interface SpawnedClient extends StateClient {
@@ -105,10 +147,8 @@ const builtCli = (): string => path.resolve(path.dirname(fileURLToPath(import.me
 
 /** Spawns `herrscher-state serve --stdio` as a child and talks to it over its stdio, as the host does. */
 export function spawn(options: SpawnOptions): SpawnedClient {
-  const child = spawnChild(process.execPath, [options.cli ?? builtCli(), 'serve', '--stdio', '--state', options.state, ...(options.args ?? [])], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-    env: options.env ?? process.env,
-  });
+  const cmd = childCommand({ ...options, cli: options.cli ?? builtCli() });
+  const child = spawnChild(cmd.command, cmd.args, { stdio: cmd.stdio, env: cmd.env });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const t = createFramedTransport(child.stdout as NodeJS.ReadableStream, child.stdin as NodeJS.WritableStream, {
     maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,

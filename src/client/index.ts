@@ -6,4 +6,8 @@ export { ErrorCodes } from '../protocol/errors.js';
 export type { ErrorName, ErrorCode } from '../protocol/errors.js';
 export type { MethodName, MethodTable } from '../protocol/table.js';
 export type { HomeRef, Session, NewSession, TranscriptEntry, StateDocument } from '../protocol/model.js';
+export { SocketError, SocketErrorCodes } from '../transport/socket-error.js';
+export type { SocketErrorCode } from '../transport/socket-error.js';
+export { defaultStatePath, discoverSocket } from '../transport/discovery.js';
+export type { FoundSocket, SocketSource, DiscoverOptions } from '../transport/discovery.js';
 export { ResponseError } from 'vscode-jsonrpc';

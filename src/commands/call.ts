@@ -22,7 +22,7 @@ export async function call(o: CallOptions): Promise<number> {
   }
   let client;
   try {
-    client = await connect({ socket: o.socket, framing: o.framing, timeoutMs: o.timeoutMs });
+    client = await connect(o);
   } catch (err) {
     process.stderr.write(`herrscher-state call: ${(err as Error).message}\n`);
     return 1;

@@ -26,7 +26,13 @@ export const serveCommand = defineCommand({
     socket: {
       type: 'string',
       value: 'PATH',
-      help: `serve clients on a unix socket (0600). With neither --stdio nor\n--socket: ${defaultSocketPath()}\n(herrscher-state-<instanceID>.sock when the state has an instance id)`,
+      help: `serve clients on a unix socket (0600). Default: $HERRSCHER_STATE_SOCKET,\nelse ${defaultSocketPath()}\n(herrscher-state-<instanceID>.sock when the state has an instance id), also with --stdio`,
+    },
+    'no-socket': { type: 'boolean', help: 'with --stdio: serve stdio alone, no socket' },
+    'lock-fd': {
+      type: 'string',
+      value: 'N',
+      help: 'the host holds the state\'s flock and passes its open lock file\n(<dir>/.<base>.lock) as descriptor N, e.g. Go\'s cmd.ExtraFiles: 3',
     },
     durability: {
       type: 'string',
@@ -40,7 +46,8 @@ export const serveCommand = defineCommand({
     announce: { type: 'boolean', help: 'print where the server listens and a call line to try' },
   },
   examples: [
-    { command: 'herrscher-state serve --stdio', says: "a host's sidecar: JSON-RPC on stdin/stdout, the default state dir" },
+    { command: 'herrscher-state serve --stdio', says: "a host's sidecar: JSON-RPC on stdin/stdout, the default state dir, and the default socket for its bridges" },
+    { command: 'herrscher-state serve --stdio --state ~/.config/herrscher/state.json --lock-fd 3', says: 'spawned by a host that holds the flock and passes its lock file as fd 3' },
     { command: 'herrscher-state serve --state ./dev/state.json --socket ./dev/s.sock --announce', says: 'a scratch state dir for trying things, served on a socket in it' },
   ],
   async run(v, positionals) {
@@ -50,10 +57,18 @@ export const serveCommand = defineCommand({
     if (!Number.isSafeInteger(max) || max < 1024) throw new UsageError(`--max-message-bytes must be an integer >= 1024, got ${JSON.stringify(v['max-message-bytes'])}`);
     const level = v['log-level'] as LogLevel;
     if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+    if (v['no-socket'] && !v.stdio) throw new UsageError('--no-socket needs --stdio (without either there would be nothing to serve)');
+    if (v['no-socket'] && v.socket) throw new UsageError('--no-socket and --socket contradict each other');
+    const lockFd = v['lock-fd'] === undefined ? undefined : Number(v['lock-fd']);
+    if (lockFd !== undefined && (!Number.isSafeInteger(lockFd) || lockFd < 3)) {
+      throw new UsageError(`--lock-fd must be a descriptor number >= 3 (0-2 are stdio), got ${JSON.stringify(v['lock-fd'])}`);
+    }
     await serve({
       state: v.state ?? defaultStatePath(),
       stdio: v.stdio ?? false,
       socket: v.socket,
+      noSocket: v['no-socket'] ?? false,
+      lockFd,
       durability: v.durability,
       maxMessageBytes: max,
       logLevel: level,

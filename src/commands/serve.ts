@@ -1,13 +1,20 @@
 // `herrscher-state serve`: opens the store, serves it on stdio and/or a unix socket, and owns
 // the process lifecycle: stdin EOF, the exit notification and SIGTERM/SIGINT all end in the
-// same orderly stop (answer what was received, finish writes, remove the socket, flush logs).
+// same orderly stop (answer what was received, finish writes, remove the socket and its record,
+// flush logs).
+import type net from 'node:net';
 import path from 'node:path';
 import { StateServer } from '../server/server.js';
 import type { Durability } from '../store/state-store.js';
 import { Store } from '../store/store.js';
 import { StoreError } from '../store/store-error.js';
+import type { FoundSocket } from '../transport/discovery.js';
+import { serveSocket } from '../transport/discovery.js';
 import { createFramedTransport } from '../transport/framing.js';
-import { defaultSocketPath, listenUnixSocket } from '../transport/socket.js';
+import { removeServerRecord, writeServerRecord } from '../transport/server-record.js';
+import type { UnixSocketListener } from '../transport/socket.js';
+import { listenUnixSocket, SocketError } from '../transport/socket.js';
+import { ensureSocketFolder } from '../transport/socket-folder.js';
 import { createStdioTransport } from '../transport/stdio.js';
 import type { LogLevel } from './logger.js';
 import { createLogging } from './logger.js';
@@ -16,6 +23,10 @@ export interface ServeOptions {
   state: string;
   stdio: boolean;
   socket?: string;
+  /** With --stdio: serve stdio alone, no default socket. */
+  noSocket?: boolean;
+  /** A descriptor on the state's lock file through which the host that spawned us holds the flock. */
+  lockFd?: number;
   durability: Durability;
   maxMessageBytes: number;
   logLevel: LogLevel;
@@ -31,7 +42,11 @@ export async function serve(o: ServeOptions): Promise<void> {
   const { log, flush } = createLogging(o.logLevel, o.logFile);
   let store: Store;
   try {
-    store = await Store.open(o.state, { durability: o.durability, warn: (message, err) => log.warn({ err }, message) });
+    store = await Store.open(o.state, {
+      durability: o.durability,
+      warn: (message, err) => log.warn({ err }, message),
+      ...(o.lockFd !== undefined ? { lockFd: o.lockFd } : {}),
+    });
   } catch (err) {
     const msg = err instanceof StoreError ? err.message : (err as Error).message;
     log.fatal({ err }, 'cannot open the state');
@@ -41,11 +56,14 @@ export async function serve(o: ServeOptions): Promise<void> {
   }
 
   let stopping: Promise<void> | undefined;
-  let listener: { close(): Promise<void>; path: string } | undefined;
+  let listener: UnixSocketListener | undefined;
+  let moving: Promise<void> = Promise.resolve();
   const stop = (code: number, why: string): Promise<void> =>
     (stopping ??= (async () => {
       log.info({ why }, 'stopping');
-      await listener?.close().catch((err: unknown) => log.warn({ err }, 'closing the socket failed'));
+      await moving;
+      await listener?.close().catch((err: unknown) => log.error({ err }, 'closing the socket failed'));
+      await removeServerRecord(store.statePath).catch((err: unknown) => log.error({ err }, 'removing the server record failed'));
       await Promise.race([server.idle(), new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
       await store.close().catch((err: unknown) => log.error({ err }, 'finishing writes failed'));
       server.disposeAll();
@@ -59,6 +77,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     onExit: (code) => void stop(code, 'exit notification'),
     // The host that spawned us owns our lifecycle; a bridge on the socket must not end it for everyone.
     lifecycleOwner: o.stdio ? 'stdio' : 'any',
+    socket: () => listener?.path,
   });
   process.once('SIGTERM', () => void stop(0, 'SIGTERM'));
   process.once('SIGINT', () => void stop(0, 'SIGINT'));
@@ -74,33 +93,84 @@ export async function serve(o: ServeOptions): Promise<void> {
       void conn.idle().then(() => stop(0, 'stdin closed'));
     });
   }
-  const socketPath = o.socket ?? (o.stdio ? undefined : defaultSocketPath(store.getState().instanceID || undefined));
-  if (socketPath) {
+
+  const accept = (socket: net.Socket): void => {
+    const t = createFramedTransport(socket, socket, {
+      maxMessageBytes: o.maxMessageBytes,
+      onProtocolError: (e) => log.debug(e, 'protocol error answered'),
+    });
+    const conn = server.connect(t.reader, t.writer, 'socket');
+    // The client finished sending (or left): answer what it sent, then end our side.
+    conn.onClose(() => void conn.idle().then(() => t.close()));
+  };
+  const record = (at: string): Promise<void> =>
+    writeServerRecord({ pid: process.pid, socket: at, state: store.statePath, version: o.version, startedAt: new Date().toISOString() })
+      .catch((err: unknown) => log.error({ err }, 'recording the socket in the state dir failed; clients must be given the socket'));
+
+  const wanted = o.noSocket ? undefined : socketFor(o, store);
+  if (wanted) {
     try {
-      listener = await listenUnixSocket(socketPath, (socket) => {
-        const t = createFramedTransport(socket, socket, {
-          maxMessageBytes: o.maxMessageBytes,
-          onProtocolError: (e) => log.debug(e, 'protocol error answered'),
-        });
-        const conn = server.connect(t.reader, t.writer, 'socket');
-        // The client finished sending (or left): answer what it sent, then end our side.
-        conn.onClose(() => void conn.idle().then(() => t.close()));
-      });
+      listener = await listenOn(wanted, accept);
     } catch (err) {
-      log.fatal({ err }, 'cannot listen');
-      process.stderr.write(`herrscher-state: ${(err as Error).message}\n`);
-      await store.close();
-      flush();
-      process.exit(1);
+      // A host on stdio is served even when the default socket belongs to another live server.
+      if (o.stdio && wanted.source === 'default' && err instanceof SocketError && err.code === 'EADDRINUSE') {
+        log.warn({ socket: wanted.path }, 'the default socket is held by another live server: serving stdio alone (pass --socket to serve one)');
+      } else {
+        log.fatal({ err }, 'cannot listen');
+        process.stderr.write(`herrscher-state: ${(err as Error).message}\n`);
+        await store.close();
+        flush();
+        process.exit(1);
+      }
     }
+    if (listener) await record(listener.path);
   }
-  log.info({ state: store.statePath, socket: listener?.path, stdio: o.stdio, durability: o.durability }, 'serving');
-  if (o.announce) {
-    const rel = (p: string): string => (path.relative(process.cwd(), p).startsWith('..') ? p : path.relative(process.cwd(), p));
-    const cli = rel(process.argv[1] ?? 'herrscher-state');
-    process.stderr.write(
-      `herrscher-state: serving ${store.statePath}${listener ? ` on ${listener.path}` : ''}${o.stdio ? ' and stdio' : ''}\n` +
-        (listener ? `try: node ${cli} call session/list --socket ${rel(listener.path)}\n` : ''),
-    );
+  const moveSocket = async (instanceId: string): Promise<void> => {
+    if (stopping || !listener) return;
+    let next: UnixSocketListener;
+    try {
+      next = await listenOn(serveSocket({ instanceId }), accept);
+    } catch (err) {
+      log.error({ err, socket: listener.path }, 'the instance id changed but its socket cannot be served; staying on the old one');
+      return;
+    }
+    const old = listener;
+    listener = next;
+    await record(next.path);
+    await old.close().catch((err: unknown) => log.error({ err }, 'closing the old socket failed'));
+    log.info({ socket: next.path, was: old.path }, 'instance id changed: now listening on its socket');
+  };
+
+  if (listener && wanted?.source === 'default') {
+    // The default socket is named for the instance id: follow a change, so Herrscher's naming
+    // holds while we run, and re-record so clients that know the state file follow too.
+    store.watch({
+      stateCommitted: (_rev, before, after) => {
+        if ((before.instanceID ?? '') === (after.instanceID ?? '') || stopping) return;
+        moving = moving.then(() => moveSocket(after.instanceID ?? ''));
+      },
+    });
   }
+  log.info({ state: store.statePath, socket: listener?.path, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd }, 'serving');
+  if (o.announce) announce(store, listener, o.stdio);
+}
+
+/** The socket to serve: --socket, $HERRSCHER_STATE_SOCKET, else the default (also with --stdio). */
+function socketFor(o: ServeOptions, store: Store): FoundSocket {
+  return serveSocket({ socket: o.socket, instanceId: store.getState().instanceID });
+}
+
+/** Listens on `at`; the default folder is made (0700) and checked first. */
+async function listenOn(at: FoundSocket, accept: (s: net.Socket) => void): Promise<UnixSocketListener> {
+  if (at.source === 'default') await ensureSocketFolder(path.dirname(at.path));
+  return listenUnixSocket(at.path, accept);
+}
+
+function announce(store: Store, listener: UnixSocketListener | undefined, stdio: boolean): void {
+  const rel = (p: string): string => (path.relative(process.cwd(), p).startsWith('..') ? p : path.relative(process.cwd(), p));
+  const cli = rel(process.argv[1] ?? 'herrscher-state');
+  process.stderr.write(
+    `herrscher-state: serving ${store.statePath}${listener ? ` on ${listener.path}` : ''}${stdio ? ' and stdio' : ''}\n` +
+      (listener ? `try: node ${cli} call session/list --socket ${rel(listener.path)}\n` : ''),
+  );
 }

@@ -6,7 +6,7 @@ import { formatEntry, formatSessions } from './format.js';
 
 /** Prints the newest `lines` entries; with `follow`, then every new one until interrupted. */
 export async function tail(name: string, lines: number, follow: boolean, o: ClientOptions): Promise<number> {
-  const client = await connect({ socket: o.socket, framing: o.framing, timeoutMs: o.timeoutMs });
+  const client = await connect(o);
   const out = (s: string) => process.stdout.write(`${s}\n`);
   let shown = -1; // the highest seq printed
   type Appended = { seq: number; entry: Parameters<typeof formatEntry>[0] };
@@ -46,7 +46,7 @@ export async function tail(name: string, lines: number, follow: boolean, o: Clie
 }
 
 export async function sessions(o: ClientOptions): Promise<number> {
-  const client = await connect({ socket: o.socket, framing: o.framing, timeoutMs: o.timeoutMs });
+  const client = await connect(o);
   try {
     const { sessions: rows } = await client.sessionInfos();
     process.stdout.write(`${formatSessions(rows)}\n`);

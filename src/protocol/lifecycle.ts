@@ -2,22 +2,41 @@
 import { z } from 'zod';
 import { defineMethod } from './define.js';
 
-export const PROTOCOL_VERSION = '1.0';
+/**
+ * Semver of the wire protocol: the major changes when a method or param a client may rely on
+ * goes away or changes meaning; the minor when one is added (1.1.0: `status`, LSP-style
+ * `initialize` params, `capabilities.params`).
+ */
+export const PROTOCOL_VERSION = '1.1.0';
 
 export const initialize = defineMethod({
   method: 'initialize',
-  summary: 'Optional handshake: who the server is, which state file it serves, which methods it has.',
-  params: z.strictObject({
-    clientInfo: z.object({ name: z.string(), version: z.string().optional() }).optional(),
+  summary: 'Optional handshake: who the server is, which state file it serves, which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown keys are ignored, so a newer client never breaks an older server.',
+  // The one permissive method (every other keeps strict params: a typo there is an error). The
+  // LSP fields are typed so a wrong type is still refused; anything else is ignored.
+  params: z.looseObject({
+    processId: z.number().int().nullable().optional().describe('LSP: the client\'s pid; ignored.'),
+    rootUri: z.string().nullable().optional().describe('LSP: ignored.'),
+    capabilities: z.record(z.string(), z.unknown()).optional().describe('LSP: the client\'s capabilities; ignored.'),
+    clientInfo: z.looseObject({ name: z.string(), version: z.string().optional() }).optional(),
   }).default({}),
   result: z.object({
     serverInfo: z.object({ name: z.string(), version: z.string() }),
-    protocolVersion: z.string(),
+    protocolVersion: z.string().describe('Semver of the wire protocol.'),
     statePath: z.string().describe('The absolute path of the state.json served.'),
-    capabilities: z.object({ methods: z.array(z.string()) }),
+    capabilities: z.object({
+      methods: z.array(z.string()).describe('Every method this server has.'),
+      params: z.record(z.string(), z.array(z.string())).describe('For each method, the names of the params it accepts.'),
+    }),
   }),
   errors: [],
-  example: { params: { clientInfo: { name: 'herrscher', version: '1.4.0' } }, result: { serverInfo: { name: 'herrscher-state', version: '0.1.0' }, protocolVersion: '1.0', statePath: '/home/u/.config/herrscher/state.json', capabilities: { methods: ['initialize', '…'] } } },
+  example: {
+    params: { processId: 4242, rootUri: null, capabilities: {}, clientInfo: { name: 'herrscher', version: '1.4.0' } },
+    result: {
+      serverInfo: { name: 'herrscher-state', version: '0.1.0' }, protocolVersion: '1.1.0', statePath: '/home/u/.config/herrscher/state.json',
+      capabilities: { methods: ['initialize', 'session/find', '…'], params: { 'session/find': ['name'], '…': [] } },
+    },
+  },
 });
 
 export const shutdown = defineMethod({

@@ -4,11 +4,12 @@ import * as lifecycle from './lifecycle.js';
 import * as participants from './participants.js';
 import * as session from './session.js';
 import * as state from './state.js';
+import * as status from './status.js';
 import * as transcript from './transcript.js';
 import * as watch from './watch.js';
 
 const defs = [
-  lifecycle.initialize, lifecycle.shutdown, lifecycle.exit, lifecycle.rpcDiscover,
+  lifecycle.initialize, lifecycle.shutdown, lifecycle.exit, lifecycle.rpcDiscover, status.status,
   state.stateGet, state.stateApplyDefaults, state.stateSetHome, state.stateSetWorkspace, state.stateSetSource,
   state.stateSetStatusMessageID, state.stateSetInstanceID, state.stateWorkspaceRoot, state.stateSourceDir,
   state.stateQualifiedName,

@@ -12,6 +12,7 @@ export interface ServerContext {
   shutdown(): Promise<void>;
   exit(): void;
   discover(): Record<string, unknown>;
+  status(): z.input<MethodTable['status']['result']>;
   /** Subscribes the calling connection to the change feed. */
   subscribe(filter: ParsedParamsOf<MethodTable['watch/subscribe']>): string;
   unsubscribe(id: string): boolean;
@@ -37,6 +38,7 @@ export const handlers: Handlers = {
     return null;
   },
   'rpc.discover': (_p, ctx) => ctx.discover(),
+  status: (_p, ctx) => ctx.status(),
 
   'state/get': (_p, { store }) => ({ state: store.getState(), revision: store.revision }),
   'state/applyDefaults': (p, { store }) => ({ state: store.applyDefaults(p) }),

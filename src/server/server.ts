@@ -3,9 +3,11 @@
 import type { Logger } from 'pino';
 import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';
+import { z } from 'zod';
 import { ErrorCodes } from '../protocol/errors.js';
 import { openRpcDocument } from '../protocol/openrpc.js';
 import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';
+import type { MethodDef } from '../protocol/define.js';
 import { methodList } from '../protocol/table.js';
 import type { Store } from '../store/store.js';
 import type { ServerContext } from './bind.js';
@@ -21,6 +23,18 @@ export interface ServerOptions {
    * client must not stop the server under the host); without one, any client (the operator).
    */
   readonly lifecycleOwner?: 'stdio' | 'any';
+  /** Where the server listens now (it can move after an instance id change); none for stdio alone. */
+  readonly socket?: () => string | undefined;
+}
+
+/** The names of the params a method accepts: its params object's keys, through optional/default. */
+export function paramNames(def: MethodDef): string[] {
+  let s: unknown = def.params;
+  for (let depth = 0; depth < 8 && s !== undefined; depth++) {
+    if (s instanceof z.ZodObject) return Object.keys(s.shape);
+    s = (s as { _zod?: { def?: { innerType?: unknown } } })._zod?.def?.innerType;
+  }
+  return [];
 }
 
 export class StateServer {
@@ -28,6 +42,7 @@ export class StateServer {
   private shuttingDown: Promise<void> | undefined;
   private nextId = 1;
   private discovery: Record<string, unknown> | undefined;
+  private readonly startedAt = Date.now();
   private readonly shared: Omit<ServerContext, 'subscribe' | 'unsubscribe'>;
   readonly subscriptions = new Subscriptions();
 
@@ -47,8 +62,12 @@ export class StateServer {
         serverInfo: { name: 'herrscher-state', version: options.version },
         protocolVersion: PROTOCOL_VERSION,
         statePath: store.statePath,
-        capabilities: { methods: methodList.map((d) => d.method) },
+        capabilities: {
+          methods: methodList.map((d) => d.method),
+          params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
+        },
       }),
+      status: () => this.status(),
       shutdown: () => this.shutdown(),
       exit: () => options.onExit(this.shuttingDown ? 0 : 1),
       discover: () => (this.discovery ??= openRpcDocument(options.version)),
@@ -81,6 +100,30 @@ export class StateServer {
     conn.listen();
     conn.log.debug('connection opened');
     return conn;
+  }
+
+  /** What `status` answers: identity, load and storage health, as of now. */
+  status(): ReturnType<ServerContext['status']> {
+    const now = Date.now();
+    const health = this.store.health.snapshot(now);
+    const last = health.lastStorageError;
+    return {
+      pid: process.pid,
+      version: this.options.version,
+      protocolVersion: PROTOCOL_VERSION,
+      startedAt: new Date(this.startedAt).toISOString(),
+      uptimeMs: now - this.startedAt,
+      statePath: this.store.statePath,
+      socket: this.options.socket?.() ?? null,
+      durability: this.store.durability,
+      connections: this.connections.size,
+      subscriptions: this.subscriptions.size,
+      revision: this.store.revision,
+      walBytes: this.store.walBytes,
+      lastStorageError: last ? { message: last.message, ...(last.code ? { code: last.code } : {}), at: new Date(last.at).toISOString() } : null,
+      checkpointFailing: health.checkpointFailing,
+      healthy: health.healthy,
+    };
   }
 
   /** Finishes every pending write, then refuses writes (-32030). Idempotent. */

@@ -28,7 +28,8 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
       throw new StoreError(
         'locked',
-        `another process is already serving ${statePath}${holder ? ` (pid ${holder})` : ''}`,
+        `another process is already serving ${statePath}${holder ? ` (pid ${holder})` : ''}; ` +
+          `a host that holds this lock itself passes its open lock file with --lock-fd N`,
         holder ? { pid: Number(holder) } : undefined,
       );
     }
@@ -42,6 +43,63 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
       if (!held) return;
       held = false;
       fs.closeSync(fd); // closing the last descriptor releases the flock
+    },
+  };
+}
+
+/**
+ * Adopts the lock a host holds and hands over as descriptor `fd` (`serve --lock-fd N`). Checks
+ * that `fd` is open on `lockPath` itself (same device and inode) and that the flock is held
+ * through it: some process holds the lock (a fresh descriptor cannot take it), and an exclusive
+ * non-blocking flock through `fd` succeeds, which for the holder's own open file description is
+ * a no-op. The lock is never unlocked here: it is the host's; `release` only closes our
+ * descriptor, which drops the lock only once the host's descriptors are gone too.
+ */
+export function adoptLock(fd: number, lockPath: string, statePath: string): HeldLock {
+  const refuse = (why: string): StoreError => new StoreError('locked', `--lock-fd ${fd} refused: ${why}`, { fd });
+  let st: fs.Stats;
+  try {
+    st = fs.fstatSync(fd);
+  } catch (err) {
+    throw refuse(`descriptor ${fd} is not open (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  let want: fs.Stats;
+  try {
+    want = fs.lstatSync(lockPath);
+  } catch (err) {
+    throw refuse(`the lock file ${lockPath} of ${statePath} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!want.isFile() || st.dev !== want.dev || st.ino !== want.ino) {
+    throw refuse(`descriptor ${fd} is not open on the lock file ${lockPath} of ${statePath} (not the same device and inode)`);
+  }
+  // Is the lock held at all? A fresh open file description must not be able to take it.
+  const probe = fs.openSync(lockPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  let free = false;
+  try {
+    flockSync(probe, 'exnb');
+    free = true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') throw err;
+  } finally {
+    fs.closeSync(probe); // closing the probe drops the lock it took, if it took one
+  }
+  if (free) throw refuse(`the lock file ${lockPath} is not locked: the host must hold the flock on it before it hands it over`);
+  try {
+    flockSync(fd, 'exnb');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
+      throw refuse(`the lock on ${lockPath} is held, but not through descriptor ${fd} (another open of the file, or another process, holds it)`);
+    }
+    throw err;
+  }
+  let held = true;
+  return {
+    release() {
+      if (!held) return;
+      held = false;
+      fs.closeSync(fd);
     },
   };
 }

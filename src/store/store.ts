@@ -6,7 +6,7 @@ import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import { StorageHealth } from './health.js';
 import type { HeldLock } from './lock.js';
-import { lockStateFile } from './lock.js';
+import { adoptLock, lockStateFile } from './lock.js';
 import { Participants } from './participants.js';
 import { assertPathComponent, assertSessionName, isPathComponent, participantsRel, statePaths, transcriptRel } from './paths.js';
 import type { Defaults, Doc } from './state-document.js';
@@ -29,6 +29,8 @@ export interface StoreOptions {
   durability?: Durability;
   /** Take the state file's flock (default true). */
   lock?: boolean;
+  /** Adopt the flock a host holds through this descriptor instead of taking it (`serve --lock-fd`). */
+  lockFd?: number;
   /** The file-system seam (tests inject failures through it). */
   io?: Io;
   /**
@@ -71,7 +73,7 @@ export class Store {
     readonly dir: string,
     private readonly state: StateStore,
     private readonly io: Io,
-    private readonly durability: Durability,
+    readonly durability: Durability,
     private readonly lock: HeldLock | undefined,
     private readonly warn: (message: string, err: unknown) => void,
     private readonly wal: WriteAheadLog | undefined,
@@ -82,6 +84,11 @@ export class Store {
       this.revisionCount++;
       for (const l of this.listeners) l.stateCommitted?.(this.revisionCount, before, after);
     });
+  }
+
+  /** Bytes in the write-ahead log not yet checkpointed (0 with durability `write`, which has none). */
+  get walBytes(): number {
+    return this.wal?.bytes ?? 0;
   }
 
   /** Increases with every committed state change (the change feed's `revision`). */
@@ -106,7 +113,9 @@ export class Store {
     await assertPrivateDir(baseIo, dir);
     const paths = statePaths(path.join(dir, path.basename(given.statePath)));
     const io = confine(baseIo, dir);
-    const lock = options.lock === false ? undefined : lockStateFile(paths.lockPath, paths.statePath);
+    const lock = options.lock === false ? undefined
+      : options.lockFd !== undefined ? adoptLock(options.lockFd, paths.lockPath, paths.statePath)
+      : lockStateFile(paths.lockPath, paths.statePath);
     const health = new StorageHealth();
     const report = options.warn ?? (() => undefined);
     const warn = (message: string, err?: unknown): void => {

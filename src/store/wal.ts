@@ -62,6 +62,11 @@ export class WriteAheadLog {
   private readonly dirty = new Set<string>();
   private checkpointing: Promise<void> | undefined;
 
+  /** Bytes in the log not yet checkpointed (`status` reports them). */
+  get bytes(): number {
+    return this.size;
+  }
+
   private constructor(
     private readonly io: Io,
     private readonly dir: string,

@@ -3,26 +3,18 @@
 // live servers never displaced.
 import fs from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
+import { SocketError } from './socket-error.js';
+import { defaultSocketFolder } from './socket-folder.js';
+
+export { SocketError, SocketErrorCodes } from './socket-error.js';
+export type { SocketErrorCode } from './socket-error.js';
 
 /** sizeof(sockaddr_un.sun_path), NUL included: 108 on Linux, 104 on macOS and the BSDs. */
 export const SUN_PATH_BYTES = process.platform === 'linux' ? 108 : 104;
 
 /** How long the stale-socket probe waits: a live server accepts at once, a full backlog may not. */
 const PROBE_TIMEOUT_MS = 1000;
-
-/** A socket failure a person can act on; `code` is the errno name when one caused it. */
-export class SocketError extends Error {
-  override readonly name = 'SocketError';
-
-  constructor(
-    message: string,
-    readonly code?: string,
-  ) {
-    super(message);
-  }
-}
 
 export interface UnixSocketListener {
   /** Stops accepting and removes the socket file; open connections stay with their owners. */
@@ -38,15 +30,20 @@ export interface ListenOptions {
 
 const errnoOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
 
-/**
- * The socket path a server for `instanceId` listens on by default: a sibling of Herrscher's own
- * sockets in os.tmpdir(), so one folder lists them all.
- */
-export function defaultSocketPath(instanceId?: string): string {
-  if (instanceId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(instanceId)) {
+/** Refuses an instance id that cannot be part of a socket file name. */
+export function assertInstanceId(instanceId: string): void {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(instanceId)) {
     throw new SocketError(`instance id must be letters, digits, "_", "-" and "." only. Got ${JSON.stringify(instanceId)}`);
   }
-  return path.join(os.tmpdir(), instanceId ? `herrscher-state-${instanceId}.sock` : 'herrscher-state.sock');
+}
+
+/**
+ * The socket path a server for `instanceId` listens on by default: `herrscher-state[-<id>].sock`
+ * in the per-user default folder (socket-folder.ts), so two users never share one path.
+ */
+export function defaultSocketPath(instanceId?: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (instanceId) assertInstanceId(instanceId);
+  return path.join(defaultSocketFolder(env), instanceId ? `herrscher-state-${instanceId}.sock` : 'herrscher-state.sock');
 }
 
 /**

@@ -355,11 +355,12 @@ test('--log-file writes the logs to that file and nothing to stderr', { timeout:
   assert.ok(records.some((r) => r.method === 'state/get'), 'the request is logged at debug');
 });
 
-test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state[-<instanceID>].sock', { timeout: TIMEOUT }, async (t) => {
+test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state-<uid>/herrscher-state[-<instanceID>].sock', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
-  const env = { ...process.env, TMPDIR: dir, HERRSCHER_STATE_SOCKET: undefined };
+  const env = { ...process.env, TMPDIR: dir, XDG_RUNTIME_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined, HERRSCHER_STATE_DIR: undefined };
   const first = runCli(t, ['serve', '--state', statePathIn(dir)], { env });
-  const plain = path.join(dir, 'herrscher-state.sock');
+  const folder = path.join(dir, `herrscher-state-${process.getuid?.() ?? 'user'}`);
+  const plain = path.join(folder, 'herrscher-state.sock');
   await waitForSocket(plain, first);
   const set = await runToEnd(['call', 'state/setInstanceID', '{"instanceID":"inst1"}'], { env });
   assert.equal(set.code, 0, `call without --socket reaches the default socket: ${set.stderr}`);
@@ -369,7 +370,7 @@ test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state[-<ins
   assert.equal(existsSync(plain), false);
 
   const second = runCli(t, ['serve', '--state', statePathIn(dir)], { env });
-  const named = path.join(dir, 'herrscher-state-inst1.sock');
+  const named = path.join(folder, 'herrscher-state-inst1.sock');
   await waitForSocket(named, second);
   const rpc = await connectRaw(named, 'ndjson', t);
   assert.deepEqual(await rpc.call('state/qualifiedName', { name: 'x' }), { qualifiedName: 'inst1__x' });

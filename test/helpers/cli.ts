@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './temp-dir.js';
 import type { Framing } from './wire.js';
 import { connectRaw, openSocket, RawClient } from './wire.js';
 
@@ -65,12 +66,16 @@ function track(child: ChildProcess, t: Ctx | undefined, collectStdout: boolean):
   };
 }
 
+let runtimeDir: string | undefined;
+/** A private XDG_RUNTIME_DIR per test file: `serve --stdio` also serves the default socket, which must never meet another file's. */
+export const privateRuntimeDir = (): string => (runtimeDir ??= tempDir('hs-run-'));
+
 /** Runs the CLI with `args`, stdin piped; the test ends it (or it ends itself). */
 export function runCli(t: Ctx | undefined, args: string[], opts: { env?: NodeJS.ProcessEnv; collectStdout?: boolean } = {}): Child {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
   const child = spawn(process.execPath, [CLI, ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: opts.env ?? { ...process.env, HERRSCHER_STATE_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined },
+    env: opts.env ?? { ...process.env, HERRSCHER_STATE_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined, XDG_RUNTIME_DIR: privateRuntimeDir() },
     cwd: REPO,
   });
   return track(child, t, opts.collectStdout ?? true);

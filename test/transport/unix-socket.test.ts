@@ -157,8 +157,12 @@ test('connecting to a stale socket says no server is listening', bounded, async 
   await assert.rejects(connectUnixSocket(at, { timeoutMs: 5000 }), { code: 'ECONNREFUSED' });
 });
 
-test('the default socket path is a sibling of Herrscher sockets in the temp folder', bounded, () => {
-  assert.equal(defaultSocketPath(), path.join(os.tmpdir(), 'herrscher-state.sock'));
-  assert.equal(defaultSocketPath('prod-1'), path.join(os.tmpdir(), 'herrscher-state-prod-1.sock'));
+test('the default socket path is in the per-user folder: $XDG_RUNTIME_DIR/herrscher-state, else $TMPDIR/herrscher-state-<uid>', bounded, () => {
+  const uid = process.getuid?.() ?? 'user';
+  const tmpOnly = { TMPDIR: '/some/tmp' };
+  assert.equal(defaultSocketPath(undefined, tmpOnly), path.join('/some/tmp', `herrscher-state-${uid}`, 'herrscher-state.sock'));
+  assert.equal(defaultSocketPath('prod-1', tmpOnly), path.join('/some/tmp', `herrscher-state-${uid}`, 'herrscher-state-prod-1.sock'));
+  assert.equal(defaultSocketPath(undefined, { ...tmpOnly, XDG_RUNTIME_DIR: '/run/user/7' }), '/run/user/7/herrscher-state/herrscher-state.sock');
+  assert.equal(defaultSocketPath(undefined, {}), path.join(os.tmpdir(), `herrscher-state-${uid}`, 'herrscher-state.sock'));
   assert.throws(() => defaultSocketPath('../x'), /instance id must be/);
 });

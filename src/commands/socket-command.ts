@@ -1,0 +1,22 @@
+// `herrscher-state socket`: the command line of socket.ts.
+import { CLIENT_FLAGS, clientOptions } from './client-options.js';
+import { defineCommand, UsageError } from './command.js';
+import { socket } from './socket.js';
+
+export const socketCommand = defineCommand({
+  name: 'socket',
+  summary: 'print the socket of the running server; exit 1 when none answers',
+  usage: ['socket [--state FILE]'],
+  description:
+    'Finds the server as call does ($HERRSCHER_STATE_SOCKET, else the socket the live server of\n' +
+    'the state file recorded, else the default socket) and prints its path once it answers.',
+  flags: { ...CLIENT_FLAGS },
+  examples: [
+    { command: 'herrscher-state socket', says: 'the socket of the server of the default state' },
+    { command: 'bridge --socket "$(herrscher-state socket --state ~/h/state.json)"', says: 'hand the live socket to a bridge' },
+  ],
+  async run(v, positionals) {
+    if (positionals.length) throw new UsageError(`socket takes no arguments, got ${JSON.stringify(positionals)}`);
+    return socket(clientOptions(v));
+  },
+});

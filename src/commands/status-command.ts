@@ -1,0 +1,26 @@
+// `herrscher-state status`: the command line of status.ts.
+import { CLIENT_FLAGS, clientOptions } from './client-options.js';
+import { defineCommand, UsageError } from './command.js';
+import { status } from './status.js';
+
+export const statusCommand = defineCommand({
+  name: 'status',
+  summary: "the running server's health, identity and load; exit 1 when unhealthy",
+  usage: ['status [--json] [--state FILE | --socket PATH]'],
+  description:
+    'pid, uptime, version, state file, socket, durability, connections, subscriptions, revision,\n' +
+    'write-ahead log bytes and the last storage error. Unhealthy (exit 1): a failing checkpoint,\n' +
+    'or a storage error in the last minute. Exit 1 too when no server answers.',
+  flags: {
+    json: { type: 'boolean', help: 'print the status method\'s result as JSON' },
+    ...CLIENT_FLAGS,
+  },
+  examples: [
+    { command: 'herrscher-state status', says: 'the server of the default state, found as call finds it' },
+    { command: 'herrscher-state status --json --state ./dev/state.json', says: 'the server of ./dev/state.json, as JSON' },
+  ],
+  async run(v, positionals) {
+    if (positionals.length) throw new UsageError(`status takes no arguments, got ${JSON.stringify(positionals)}`);
+    return status({ ...clientOptions(v), json: v.json ?? false });
+  },
+});

@@ -1,0 +1,67 @@
+// The one rule that finds a server, used by `serve` (where to listen), the CLI commands and the
+// client library's connect() (where to connect):
+//   an explicit socket > $HERRSCHER_STATE_SOCKET > the socket recorded by the live server of the
+//   state file named (--state, else the default state path) > the per-user default folder's
+//   herrscher-state[-<instanceID>].sock.
+// docs/adoption.md explains each step.
+import os from 'node:os';
+import path from 'node:path';
+import { readLiveServerRecord } from './server-record.js';
+import { defaultSocketPath } from './socket.js';
+
+/** Where the state lives when --state is not given, as Herrscher decides it (core/host/serve.go). */
+export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = env.HERRSCHER_STATE_DIR;
+  return dir ? path.join(dir, 'state.json') : path.join(os.homedir(), '.config', 'herrscher', 'state.json');
+}
+
+export type SocketSource = 'explicit' | 'env' | 'record' | 'default';
+
+export interface FoundSocket {
+  path: string;
+  /** Which step of the rule gave it: an error message can say why this path was tried. */
+  source: SocketSource;
+}
+
+export interface DiscoverOptions {
+  /** The socket the caller named (--socket, connect({ socket })). */
+  socket?: string;
+  /** The state file whose server the caller wants (--state); default defaultStatePath(env). */
+  state?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Where a client connects: the rule above, first step that applies. */
+export async function discoverSocket(o: DiscoverOptions = {}): Promise<FoundSocket> {
+  const env = o.env ?? process.env;
+  if (o.socket) return { path: path.resolve(o.socket), source: 'explicit' };
+  if (env.HERRSCHER_STATE_SOCKET) return { path: path.resolve(env.HERRSCHER_STATE_SOCKET), source: 'env' };
+  const record = await readLiveServerRecord(o.state ?? defaultStatePath(env));
+  if (record) return { path: record.socket, source: 'record' };
+  return { path: defaultSocketPath(undefined, env), source: 'default' };
+}
+
+/**
+ * Where a server listens: the same rule without the record step (that would be itself). The
+ * default name carries the state's instance id, as Herrscher names its own sockets.
+ */
+export function serveSocket(o: { socket?: string; instanceId?: string; env?: NodeJS.ProcessEnv }): FoundSocket {
+  const env = o.env ?? process.env;
+  if (o.socket) return { path: path.resolve(o.socket), source: 'explicit' };
+  if (env.HERRSCHER_STATE_SOCKET) return { path: path.resolve(env.HERRSCHER_STATE_SOCKET), source: 'env' };
+  return { path: defaultSocketPath(o.instanceId || undefined, env), source: 'default' };
+}
+
+/** How a found socket is described in an error: the path and the step that chose it. */
+export function describeSource(found: FoundSocket): string {
+  switch (found.source) {
+    case 'explicit':
+      return `${found.path} (given)`;
+    case 'env':
+      return `${found.path} (from $HERRSCHER_STATE_SOCKET)`;
+    case 'record':
+      return `${found.path} (recorded by the server of the state file)`;
+    case 'default':
+      return `${found.path} (the default; no server recorded itself for the state file)`;
+  }
+}
