@@ -8,21 +8,34 @@ import (
 )
 
 type initializeParams struct {
-	ClientInfo *InitializeClientInfo `json:"clientInfo,omitempty"`
+	ProcessID    *int                       `json:"processId,omitempty"`
+	RootUri      *string                    `json:"rootUri,omitempty"`
+	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
+	ClientInfo   *InitializeClientInfo      `json:"clientInfo,omitempty"`
 }
 
 // InitializeOptions holds the optional params of Initialize; the zero value sends none.
 type InitializeOptions struct {
-	ClientInfo *InitializeClientInfo `json:"clientInfo,omitempty"`
+	// LSP: the client's pid; ignored.
+	ProcessID *int `json:"processId,omitempty"`
+	// LSP: ignored.
+	RootUri *string `json:"rootUri,omitempty"`
+	// LSP: the client's capabilities; ignored.
+	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
+	ClientInfo   *InitializeClientInfo      `json:"clientInfo,omitempty"`
 }
 
 // Initialize calls initialize: Optional handshake: who the server is, which state file it serves,
-// which methods it has.
+// which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown
+// keys are ignored, so a newer client never breaks an older server.
 //
 // Wire method initialize. Errors: ErrInvalidParams.
 func (c *Client) Initialize(ctx context.Context, opts ...InitializeOptions) (InitializeResult, error) {
 	var p initializeParams
 	for _, o := range opts {
+		p.ProcessID = o.ProcessID
+		p.RootUri = o.RootUri
+		p.Capabilities = o.Capabilities
 		p.ClientInfo = o.ClientInfo
 	}
 	var r InitializeResult
@@ -50,6 +63,16 @@ func (c *Client) Exit(ctx context.Context) error {
 func (c *Client) Discover(ctx context.Context) (map[string]json.RawMessage, error) {
 	var r map[string]json.RawMessage
 	err := c.call(ctx, "rpc.discover", struct{}{}, &r)
+	return r, err
+}
+
+// Status calls status: The server's identity, load and storage health; `healthy` is false while a
+// checkpoint is failing or after a storage error in the last minute.
+//
+// Wire method status. Errors: ErrInvalidParams.
+func (c *Client) Status(ctx context.Context) (StatusResult, error) {
+	var r StatusResult
+	err := c.call(ctx, "status", struct{}{}, &r)
 	return r, err
 }
 

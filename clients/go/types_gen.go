@@ -181,8 +181,9 @@ type InitializeClientInfo struct {
 
 // InitializeResult is a part of a message.
 type InitializeResult struct {
-	ServerInfo      InitializeResultServerInfo `json:"serverInfo"`
-	ProtocolVersion string                     `json:"protocolVersion"`
+	ServerInfo InitializeResultServerInfo `json:"serverInfo"`
+	// Semver of the wire protocol.
+	ProtocolVersion string `json:"protocolVersion"`
 	// The absolute path of the state.json served.
 	StatePath    string                       `json:"statePath"`
 	Capabilities InitializeResultCapabilities `json:"capabilities"`
@@ -196,7 +197,48 @@ type InitializeResultServerInfo struct {
 
 // InitializeResultCapabilities is a part of a message.
 type InitializeResultCapabilities struct {
+	// Every method this server has.
 	Methods []string `json:"methods"`
+	// For each method, the names of the params it accepts.
+	Params map[string][]string `json:"params"`
+}
+
+// StatusResult is a part of a message.
+type StatusResult struct {
+	Pid int `json:"pid"`
+	// The server's package version.
+	Version         string `json:"version"`
+	ProtocolVersion string `json:"protocolVersion"`
+	// ISO 8601, UTC.
+	StartedAt string `json:"startedAt"`
+	UptimeMs  int    `json:"uptimeMs"`
+	// The absolute path of the state.json served.
+	StatePath string `json:"statePath"`
+	// The unix socket the server listens on; null for stdio alone.
+	Socket     *string `json:"socket"`
+	Durability string  `json:"durability"`
+	// Open connections, stdio included.
+	Connections int `json:"connections"`
+	// Change-feed subscriptions over all connections.
+	Subscriptions int `json:"subscriptions"`
+	// State commits since the server started (the change feed's revision).
+	Revision int `json:"revision"`
+	// Bytes in the write-ahead log not yet checkpointed (0 with durability write).
+	WalBytes         int                           `json:"walBytes"`
+	LastStorageError *StatusResultLastStorageError `json:"lastStorageError"`
+	// The last checkpoint of the write-ahead log failed and none succeeded since.
+	CheckpointFailing bool `json:"checkpointFailing"`
+	Healthy           bool `json:"healthy"`
+}
+
+// StatusResultLastStorageError is a part of a message.
+type StatusResultLastStorageError struct {
+	// What was being done and what the file system answered.
+	Message string `json:"message"`
+	// The errno name (ENOSPC, EIO…) when there is one.
+	Code string `json:"code,omitempty"`
+	// When it happened (ISO 8601, UTC).
+	At string `json:"at"`
 }
 
 // StateResult is a part of a message.
