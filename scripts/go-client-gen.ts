@@ -26,7 +26,7 @@ export interface GoContract {
  * not listed gets its wire name in PascalCase (session/foo → SessionFoo). Lower-case names are
  * unexported: Watch (client.go) wraps subscribe/unsubscribe with the event channel.
  */
-const GO_METHOD_NAMES: Record<string, string> = {
+export const GO_METHOD_NAMES: Record<string, string> = {
   initialize: 'Initialize',
   shutdown: 'Shutdown',
   exit: 'Exit',

@@ -7,6 +7,7 @@ import { ErrorCodes, ErrorDescriptions } from '../src/protocol/errors.js';
 import { openRpcDocument, typeSchemas } from '../src/protocol/openrpc.js';
 import { methodList } from '../src/protocol/table.js';
 import { writeGo } from './go-client-gen.js';
+import { applyPythonSections, pythonSections } from './python-client-gen.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(root, 'schema');
@@ -25,6 +26,12 @@ console.log(`schema/: openrpc.json and ${Object.keys(typeSchemas()).length} type
 // The Go client's generated half, from the same document.
 const goFiles = writeGo(path.join(root, 'clients/go'), { doc: openRpcDocument(version), errorCodes: ErrorCodes, errorDescriptions: ErrorDescriptions });
 console.log(`clients/go/: ${goFiles.join(', ')} written`);
+
+// The Python client's generated sections, in place.
+const pyPath = path.join(root, 'clients/python/herrscher_state.py');
+const py = readFileSync(pyPath, 'utf8');
+const pyUpdated = applyPythonSections(py, pythonSections(openRpcDocument(version), ErrorCodes, ErrorDescriptions));
+if (pyUpdated !== py) writeFileSync(pyPath, pyUpdated);
 
 // The README's method table, between its markers: one row per method with its example.
 const cell = (v: unknown): string => `\`${JSON.stringify(v)}\``.replace(/\|/g, '\\|');

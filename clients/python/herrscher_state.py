@@ -1,0 +1,657 @@
+"""Python client of herrscher-state, the single-writer state server of Herrscher.
+
+One file, standard library only, Python 3.9+. Copy it next to a bridge, or put this folder on
+sys.path.
+
+    import herrscher_state as hs
+
+    with hs.connect() as c:                     # finds the server as the CLI does
+        c.add_session({"name": "main", "cmd": "claude"})
+        c.append_transcript("main", {"ts": "2026-01-01T00:00:00Z", "role": "user", "text": "hi"})
+        for n in c.subscribe(transcripts=["main"]):   # an iterator of notifications
+            print(n.method, n.params)
+
+connect() finds the socket by the rule the CLI and the Go client use: an explicit socket >
+$HERRSCHER_STATE_SOCKET > the socket recorded by the live server of the state file
+(<dir>/.herrscher-state/<base>.serving.json) > $XDG_RUNTIME_DIR/herrscher-state/, else
+$TMPDIR/herrscher-state-<uid>/, holding herrscher-state[-<instance>].sock. Before anything is
+sent the socket is checked: ours, in a folder of ours no one else may write to.
+
+Every method of the server is a method here (the section between the `generated` markers is
+written by `npm run schema` from the contract, src/protocol); Client.call(method, **params)
+reaches any. Params are the wire's (session dicts, entry dicts); results are the wire's dicts.
+A server error raises the StateError subclass of its code (SessionExists, Conflict, …) with
+.code, .message and .data. A Client is safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import queue
+import socket as _socket
+import stat
+import subprocess
+import threading
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+__all__ = [
+    "Client", "Notification", "Subscription", "connect", "spawn", "find_socket", "check_socket",
+    "StateError", "ConnectionClosed", "UntrustedSocket", "ERRORS_BY_CODE",
+]
+
+
+class StateError(Exception):
+    """An error answered by the server. Subclasses name each code (SessionExists, Conflict…)."""
+
+    code = 0
+
+    def __init__(self, method: str, code: int, message: str, data: Any = None):
+        super().__init__("%s: %s (%d)%s" % (method, message, code, "" if data is None else " " + json.dumps(data)))
+        self.method = method
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ConnectionClosed(Exception):
+    """The connection ended (the server exited, the socket closed) before an answer came."""
+
+
+class UntrustedSocket(Exception):
+    """The socket, or its folder, could have been put there by another user: nothing was sent."""
+
+
+# <generated:errors> written by `npm run schema` from src/protocol/errors.ts; do not edit.
+class ParseError(StateError):
+    """-32700: The message was not valid JSON."""
+    code = -32700
+
+
+class InvalidRequest(StateError):
+    """-32600: The message was not a valid JSON-RPC request."""
+    code = -32600
+
+
+class MethodNotFound(StateError):
+    """-32601: No such method."""
+    code = -32601
+
+
+class InvalidParams(StateError):
+    """-32602: The params do not match the method schema; data.issues lists them."""
+    code = -32602
+
+
+class InternalError(StateError):
+    """-32603: An internal error."""
+    code = -32603
+
+
+class SessionExists(StateError):
+    """-32010: A session with that name exists."""
+    code = -32010
+
+
+class UnknownSession(StateError):
+    """-32011: No session row has that name."""
+    code = -32011
+
+
+class StorageFailure(StateError):
+    """-32020: The file system refused the write; data.code is the errno name."""
+    code = -32020
+
+
+class ShuttingDown(StateError):
+    """-32030: The server is shutting down and accepts no more writes."""
+    code = -32030
+
+
+class MessageTooLarge(StateError):
+    """-32040: The message exceeds the size limit or its Content-Length is invalid."""
+    code = -32040
+
+
+class Conflict(StateError):
+    """-32050: The incarnation given is not the current one; data.incarnation is."""
+    code = -32050
+
+
+ERRORS_BY_CODE = {
+    -32700: ParseError,
+    -32600: InvalidRequest,
+    -32601: MethodNotFound,
+    -32602: InvalidParams,
+    -32603: InternalError,
+    -32010: SessionExists,
+    -32011: UnknownSession,
+    -32020: StorageFailure,
+    -32030: ShuttingDown,
+    -32040: MessageTooLarge,
+    -32050: Conflict,
+}
+# </generated:errors>
+
+
+class Notification:
+    """One notification of the change feed: method (transcript/didAppend…) and its params."""
+
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: Dict[str, Any]):
+        self.method = method
+        self.params = params
+
+    def __repr__(self) -> str:
+        return "Notification(%r, %r)" % (self.method, self.params)
+
+
+_END = object()
+
+
+class Subscription:
+    """An iterator of one subscription's notifications, in commit order. It ends after a
+    watch/overflow notification (the server dropped the subscription: subscribe and read
+    again), when the connection ends, or after close()."""
+
+    def __init__(self, client: "Client", sid: str, revision: int):
+        self.id = sid
+        self.revision = revision
+        self._client = client
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._done = False
+
+    def __iter__(self) -> "Subscription":
+        return self
+
+    def __next__(self) -> Notification:
+        return self.next()
+
+    def next(self, timeout: Optional[float] = None) -> Notification:
+        """The next notification; raises queue.Empty after timeout seconds (None: wait)."""
+        if self._done:
+            raise StopIteration
+        item = self._queue.get(timeout=timeout)
+        if item is _END:
+            self._done = True
+            raise StopIteration
+        if item.method == "watch/overflow":
+            self._client._drop(self.id)
+            self._queue.put(_END)
+        return item
+
+    def close(self) -> None:
+        """Ends the subscription (watch/unsubscribe) and the iteration."""
+        live = self._client._drop(self.id)
+        self._queue.put(_END)
+        if live and self._client.closed is None:
+            self._client.call("watch/unsubscribe", subscription=self.id)
+
+    def __enter__(self) -> "Subscription":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Client:
+    """A connection to a server over a socket or a spawned server's stdio (JSON-RPC 2.0,
+    newline-delimited JSON). Use connect() or spawn() to make one."""
+
+    def __init__(self, reader: Any, writer: Any, on_close: Any = None):
+        self._reader = reader
+        self._writer = writer
+        self._on_close = on_close
+        self._wlock = threading.Lock()
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._pending: Dict[int, List[Any]] = {}
+        self._subs: Dict[str, Subscription] = {}
+        self._early: Dict[str, List[Notification]] = {}
+        self._subscribing = 0
+        self.closed: Optional[BaseException] = None
+        self.process: Optional[subprocess.Popen] = None
+        threading.Thread(target=self._read, name="herrscher-state-reader", daemon=True).start()
+
+    # -- the connection ---------------------------------------------------------------------
+
+    def _read(self) -> None:
+        cause: BaseException = ConnectionClosed("the server closed the connection")
+        try:
+            for line in iter(self._reader.readline, b""):
+                if line.strip():
+                    self._dispatch(json.loads(line))
+        except (OSError, ValueError) as e:
+            cause = ConnectionClosed("the connection failed: %s" % e)
+        self._fail(cause)
+
+    def _dispatch(self, msg: Dict[str, Any]) -> None:
+        if "method" in msg:
+            if "id" not in msg:
+                self._notification(Notification(msg["method"], msg.get("params") or {}))
+            return
+        with self._lock:
+            slot = self._pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+        if slot is None:
+            return  # the caller gave up (timeout); the answer is dropped
+        slot[1] = msg
+        slot[0].set()
+
+    def _notification(self, n: Notification) -> None:
+        sid = n.params.get("subscription")
+        with self._lock:
+            sub = self._subs.get(sid)  # type: ignore[arg-type]
+            if sub is None and self._subscribing and isinstance(sid, str):
+                self._early.setdefault(sid, []).append(n)
+        if sub is not None:
+            sub._queue.put(n)
+
+    def _fail(self, cause: BaseException) -> None:
+        with self._lock:
+            if self.closed is not None:
+                return
+            self.closed = cause
+            pending, self._pending = self._pending, {}
+            subs, self._subs = self._subs, {}
+        for slot in pending.values():
+            slot[0].set()
+        for sub in subs.values():
+            sub._queue.put(_END)
+
+    def _drop(self, sid: str) -> bool:
+        with self._lock:
+            return self._subs.pop(sid, None) is not None
+
+    def _send(self, msg: Dict[str, Any]) -> None:
+        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode("utf-8")
+        with self._wlock:
+            self._writer.write(data)
+            flush = getattr(self._writer, "flush", None)
+            if flush is not None:
+                flush()
+
+    def call(self, method: str, _timeout: Optional[float] = None, **params: Any) -> Any:
+        """Calls method with params (None values are left out) and returns its result. Raises the
+        StateError subclass of the answer's code, ConnectionClosed when the connection ends first,
+        TimeoutError after _timeout seconds (the server is sent $/cancelRequest)."""
+        params = {k: v for k, v in params.items() if v is not None}
+        event = threading.Event()
+        slot: List[Any] = [event, None]
+        with self._lock:
+            if self.closed is not None:
+                raise ConnectionClosed(str(self.closed))
+            self._next_id += 1
+            mid = self._next_id
+            self._pending[mid] = slot
+        try:
+            self._send({"jsonrpc": "2.0", "id": mid, "method": method, "params": params})
+        except OSError as e:
+            with self._lock:
+                self._pending.pop(mid, None)
+            raise ConnectionClosed("%s: cannot send: %s" % (method, e)) from e
+        if not event.wait(_timeout):
+            with self._lock:
+                waiting = self._pending.pop(mid, None) is not None
+            if waiting:
+                # A read not yet answered is cancelled; a write already queued is still applied.
+                self.notify("$/cancelRequest", id=mid)
+                raise TimeoutError("%s: no answer within %ss" % (method, _timeout))
+        reply = slot[1]
+        if reply is None:
+            raise ConnectionClosed("%s: %s" % (method, self.closed))
+        if "error" in reply:
+            err = reply["error"]
+            cls = ERRORS_BY_CODE.get(err.get("code"), StateError)
+            raise cls(method, err.get("code"), err.get("message", ""), err.get("data"))
+        return reply.get("result")
+
+    def notify(self, method: str, **params: Any) -> None:
+        """Sends a notification (no answer): exit, $/cancelRequest."""
+        if self.closed is not None:
+            raise ConnectionClosed(str(self.closed))
+        self._send({"jsonrpc": "2.0", "method": method, "params": {k: v for k, v in params.items() if v is not None}})
+
+    def subscribe(self, sessions: Optional[bool] = None, transcripts: Any = None, participants: Any = None) -> Subscription:
+        """Subscribes to the change feed and returns an iterator of its notifications.
+        transcripts and participants are a list of session names or "*" for all."""
+        with self._lock:
+            self._subscribing += 1
+        try:
+            r = self.call("watch/subscribe", sessions=sessions, transcripts=transcripts, participants=participants)
+            sub = Subscription(self, r["subscription"], r["revision"])
+            with self._lock:
+                self._subs[sub.id] = sub
+                early = self._early.pop(sub.id, [])
+            for n in early:
+                sub._queue.put(n)
+            if self.closed is not None:
+                sub._queue.put(_END)
+            return sub
+        finally:
+            with self._lock:
+                self._subscribing -= 1
+                if not self._subscribing:
+                    self._early.clear()
+
+    def close(self) -> None:
+        """Ends the connection; for a spawned server, shutdown, exit, then wait for it."""
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            on_close()
+        for stream in (self._writer, self._reader):
+            try:
+                stream.close()
+            except OSError:
+                pass  # already closed by the peer: the connection is over either way
+        self._fail(ConnectionClosed("closed by the client"))
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def read_transcript(self, name: str, limit: int = 0) -> List[Dict[str, Any]]:
+        """The newest limit entries of a transcript in file order (all when limit <= 0), as the
+        Go state package's ReadTranscript; read_page pages further back by seq."""
+        return self.read_page(name, limit=limit if limit > 0 else None)["entries"]
+
+    # -- one method per wire method ---------------------------------------------------------
+
+    # <generated:methods> written by `npm run schema` from src/protocol; do not edit.
+    def initialize(self, processId=None, rootUri=None, capabilities=None, clientInfo=None) -> Any:
+        """Optional handshake: who the server is, which state file it serves, which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown keys are ignored, so a newer client never breaks an older server. (initialize)"""
+        return self.call("initialize", processId=processId, rootUri=rootUri, capabilities=capabilities, clientInfo=clientInfo)
+
+    def shutdown(self) -> Any:
+        """Finishes every pending write, then refuses writes with -32030; send `exit` next. (shutdown)"""
+        return self.call("shutdown")
+
+    def exit(self) -> None:
+        """Notification: the server exits (0 after shutdown, 1 without). (exit)"""
+        self.notify("exit")
+
+    def discover(self) -> Any:
+        """The OpenRPC 1.3.2 document of this server (schema/openrpc.json). (rpc.discover)"""
+        return self.call("rpc.discover")
+
+    def status(self) -> Any:
+        """The server's identity, load and storage health; `healthy` is false while a checkpoint is failing or after a storage error in the last minute. (status)"""
+        return self.call("status")
+
+    def state(self) -> Any:
+        """The state document as committed, with config defaults (state/applyDefaults) overlaid. (state/get)"""
+        return self.call("state/get")
+
+    def apply_defaults(self, home=None, workspace=None, source=None) -> Any:
+        """Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json. (state/applyDefaults; returns its state)"""
+        return self.call("state/applyDefaults", home=home, workspace=workspace, source=source)["state"]
+
+    def set_home(self, home) -> Any:
+        """Sets the home (category or forum) sessions are created under. (state/setHome; returns its changed)"""
+        return self.call("state/setHome", home=home)["changed"]
+
+    def set_workspace(self, workspace) -> Any:
+        """Sets the workspace root ("" removes it). (state/setWorkspace; returns its changed)"""
+        return self.call("state/setWorkspace", workspace=workspace)["changed"]
+
+    def set_source(self, source) -> Any:
+        """Sets the Herrscher source checkout ("" removes it). (state/setSource; returns its changed)"""
+        return self.call("state/setSource", source=source)["changed"]
+
+    def set_status_message_id(self, statusMessageID) -> Any:
+        """Sets the id of the status message. (state/setStatusMessageID; returns its changed)"""
+        return self.call("state/setStatusMessageID", statusMessageID=statusMessageID)["changed"]
+
+    def set_instance_id(self, instanceID) -> Any:
+        """Sets the instance id used in socket names and qualified names. (state/setInstanceID; returns its changed)"""
+        return self.call("state/setInstanceID", instanceID=instanceID)["changed"]
+
+    def workspace_root(self) -> Any:
+        """The workspace, else the legacy repo field, else "". (state/workspaceRoot; returns its workspaceRoot)"""
+        return self.call("state/workspaceRoot")["workspaceRoot"]
+
+    def source_dir(self) -> Any:
+        """The source checkout, or "". (state/sourceDir; returns its sourceDir)"""
+        return self.call("state/sourceDir")["sourceDir"]
+
+    def qualified_name(self, name) -> Any:
+        """<instanceID>__<name>, or the name alone when there is no instance id. (state/qualifiedName; returns its qualifiedName)"""
+        return self.call("state/qualifiedName", name=name)["qualifiedName"]
+
+    def add_session(self, session) -> Any:
+        """Adds a session; assigns its id (s_<name>[_N]) when absent and always a fresh incarnation. (session/add; returns its session)"""
+        return self.call("session/add", session=session)["session"]
+
+    def remove_session(self, name, purge=None, incarnation=None) -> Any:
+        """Removes every row with that name; with purge, its transcript and journal too. (session/remove; returns its removed)"""
+        return self.call("session/remove", name=name, purge=purge, incarnation=incarnation)["removed"]
+
+    def find_session(self, name) -> Any:
+        """The first row with that name, or null. (session/find; returns its session)"""
+        return self.call("session/find", name=name)["session"]
+
+    def snapshot_sessions(self) -> Any:
+        """Every session row, in file order. (session/list; returns its sessions)"""
+        return self.call("session/list")["sessions"]
+
+    def set_resume_token(self, name, resumeToken, incarnation=None) -> Any:
+        """Sets the backend resume token. (session/setResumeToken)"""
+        return self.call("session/setResumeToken", name=name, resumeToken=resumeToken, incarnation=incarnation)
+
+    def set_paused_reason(self, name, paused_reason, incarnation=None) -> Any:
+        """Sets why the budget gate paused the session ("" clears it). (session/setPausedReason)"""
+        return self.call("session/setPausedReason", name=name, paused_reason=paused_reason, incarnation=incarnation)
+
+    def set_budget(self, name, cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason, incarnation=None) -> Any:
+        """Sets the four caps and the paused reason at once (0 means no cap). (session/setBudget)"""
+        return self.call("session/setBudget", name=name, cost_cap=cost_cap, token_cap=token_cap, cohort_cost_cap=cohort_cost_cap, cohort_token_cap=cohort_token_cap, paused_reason=paused_reason, incarnation=incarnation)
+
+    def set_backend_target(self, name, vendor, cmd, modelId, incarnation=None) -> Any:
+        """Switches vendor, cmd and model, and clears the resume token (it belonged to the old backend). (session/setBackendTarget)"""
+        return self.call("session/setBackendTarget", name=name, vendor=vendor, cmd=cmd, modelId=modelId, incarnation=incarnation)
+
+    def set_archived(self, name, archived, incarnation=None) -> Any:
+        """Archives or resumes a session (row, transcript and journal are kept). (session/setArchived)"""
+        return self.call("session/setArchived", name=name, archived=archived, incarnation=incarnation)
+
+    def infos(self) -> Any:
+        """Every session with its last activity and usage, in one call, from memory (what a session list needs). (session/infos; returns its sessions)"""
+        return self.call("session/infos")["sessions"]
+
+    def append_transcript(self, name, entry, incarnation=None) -> Any:
+        """Appends one entry; answered once the line is in the file. The session row must exist. (transcript/append; returns its seq)"""
+        return self.call("transcript/append", name=name, entry=entry, incarnation=incarnation)["seq"]
+
+    def read_page(self, name, limit=None, before=None) -> Any:
+        """The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq. (transcript/read)"""
+        return self.call("transcript/read", name=name, limit=limit, before=before)
+
+    def last_transcript_timestamp(self, name) -> Any:
+        """The ts of the newest entry, or "" (served from memory after the first call). (transcript/last; returns its ts)"""
+        return self.call("transcript/last", name=name)["ts"]
+
+    def usage(self, name) -> Any:
+        """Spend and token sums over every entry ever appended, including those compaction removed; O(1). (transcript/usage)"""
+        return self.call("transcript/usage", name=name)
+
+    def remove_transcript(self, name) -> Any:
+        """Deletes the transcript file; removed is false when there was none. (transcript/remove; returns its removed)"""
+        return self.call("transcript/remove", name=name)["removed"]
+
+    def append_participant(self, name, userId, incarnation=None) -> Any:
+        """Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present. (participants/append; returns its added)"""
+        return self.call("participants/append", name=name, userId=userId, incarnation=incarnation)["added"]
+
+    def read_participants(self, name) -> Any:
+        """Every user id, in first-seen order. (participants/read; returns its userIds)"""
+        return self.call("participants/read", name=name)["userIds"]
+
+    def remove_participants(self, name) -> Any:
+        """Deletes the journal; removed is false when there was none. (participants/remove; returns its removed)"""
+        return self.call("participants/remove", name=name)["removed"]
+    # </generated:methods>
+
+
+# -- finding and reaching a server ---------------------------------------------------------
+
+
+def default_state_path(env: Optional[Dict[str, str]] = None) -> str:
+    """Where Herrscher keeps its state when none is named."""
+    env = os.environ if env is None else env
+    d = env.get("HERRSCHER_STATE_DIR")
+    if d:
+        return os.path.abspath(os.path.join(d, "state.json"))
+    return os.path.join(os.path.expanduser("~"), ".config", "herrscher", "state.json")
+
+
+def default_socket_folder(env: Optional[Dict[str, str]] = None) -> str:
+    """$XDG_RUNTIME_DIR/herrscher-state, else $TMPDIR/herrscher-state-<uid>."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(os.path.abspath(runtime), "herrscher-state")
+    tmp = env.get("TMPDIR") or "/tmp"
+    return os.path.join(os.path.abspath(tmp), "herrscher-state-%d" % os.getuid())
+
+
+def server_record_path(state: str) -> str:
+    """The file a serving process records its socket in, beside the state file it serves."""
+    abs_state = os.path.abspath(state)
+    return os.path.join(os.path.dirname(abs_state), ".herrscher-state", os.path.basename(abs_state) + ".serving.json")
+
+
+def read_server_record(state: str) -> Optional[Dict[str, Any]]:
+    """The record of the live server of state, or None (no file, no record, a dead pid)."""
+    try:
+        fd = os.open(server_record_path(state), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        # Absent: no server recorded itself. ELOOP: a symlink is no record of ours. ENOTDIR,
+        # EACCES: a state dir we cannot read has no record for us either.
+        if e.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EACCES):
+            return None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        try:
+            r = json.loads(f.read())
+        except ValueError:
+            return None  # a torn or foreign file: records are written atomically, so not ours
+    if not isinstance(r, dict) or not isinstance(r.get("pid"), int) or r["pid"] <= 0 or not r.get("socket"):
+        return None
+    try:
+        os.kill(r["pid"], 0)
+    except PermissionError:
+        pass  # alive, another user's
+    except OSError:
+        return None
+    return r
+
+
+def find_socket(socket: Optional[str] = None, state: Optional[str] = None, instance: Optional[str] = None,
+                env: Optional[Dict[str, str]] = None) -> str:
+    """The socket to connect to, by the discovery rule (see the module doc)."""
+    env = os.environ if env is None else env
+    if socket:
+        return os.path.abspath(socket)
+    if env.get("HERRSCHER_STATE_SOCKET"):
+        return os.path.abspath(env["HERRSCHER_STATE_SOCKET"])
+    record = read_server_record(state or default_state_path(env))
+    if record is not None:
+        return str(record["socket"])
+    name = "herrscher-state-%s.sock" % instance if instance else "herrscher-state.sock"
+    return os.path.join(default_socket_folder(env), name)
+
+
+def check_socket(path: str) -> None:
+    """Raises UntrustedSocket unless path is a socket of ours in a folder of ours that no one
+    else may write to. A missing socket passes (connecting then fails)."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return
+    uid = os.getuid()
+
+    def refuse(why: str) -> UntrustedSocket:
+        return UntrustedSocket("refusing socket %s: %s; another user may be impersonating the server, nothing was sent" % (path, why))
+
+    if not stat.S_ISSOCK(st.st_mode):
+        raise refuse("it is not a socket")
+    if st.st_uid != uid:
+        raise refuse("it belongs to uid %d, not to us (uid %d)" % (st.st_uid, uid))
+    folder = os.path.dirname(real)
+    d = os.stat(folder)
+    if d.st_uid != uid:
+        raise refuse("its folder %s belongs to uid %d, not to us (uid %d)" % (folder, d.st_uid, uid))
+    if d.st_mode & 0o022:
+        raise refuse("its folder %s is writable by others (mode %o)" % (folder, d.st_mode & 0o777))
+
+
+def connect(socket: Optional[str] = None, state: Optional[str] = None, instance: Optional[str] = None,
+            env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 5.0) -> Client:
+    """Connects to a running server found by find_socket(), after check_socket()."""
+    path = find_socket(socket, state, instance, env)
+    check_socket(path)
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+    except OSError as e:
+        s.close()
+        raise ConnectionClosed("no server at %s: %s" % (path, e)) from e
+    s.settimeout(None)
+    return Client(s.makefile("rb"), _SocketWriter(s))
+
+
+class _SocketWriter:
+    def __init__(self, s: _socket.socket):
+        self._s = s
+
+    def write(self, data: bytes) -> None:
+        self._s.sendall(data)
+
+    def close(self) -> None:
+        try:
+            self._s.shutdown(_socket.SHUT_RDWR)
+        except OSError:
+            pass  # the peer is already gone
+        self._s.close()
+
+
+def spawn(state: str, command: Sequence[str] = ("herrscher-state",), lock_fd: Optional[int] = None,
+          args: Sequence[str] = (), env: Optional[Dict[str, str]] = None, stderr: Any = None,
+          shutdown_timeout: float = 10.0) -> Client:
+    """Starts `herrscher-state serve --stdio --state STATE` and speaks to it over its stdio, as
+    the host does. lock_fd: an open fd of the state's lock file on which the caller holds the
+    flock; it is handed to the server (--lock-fd). close() sends shutdown and exit, then waits."""
+    argv = list(command) + ["serve", "--stdio", "--state", state]
+    pass_fds: Sequence[int] = ()
+    if lock_fd is not None:
+        argv += ["--lock-fd", str(lock_fd)]
+        pass_fds = (lock_fd,)
+    argv += list(args)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, pass_fds=pass_fds)
+    client: Client
+
+    def on_close() -> None:
+        if client.closed is None:
+            try:
+                client.call("shutdown", _timeout=shutdown_timeout)
+                client.notify("exit")
+            except (StateError, ConnectionClosed, TimeoutError, OSError):
+                pass  # the server is already going: stdin EOF below ends it either way
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass  # already closed: the server exited
+        try:
+            proc.wait(shutdown_timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    client = Client(proc.stdout, proc.stdin, on_close)
+    client.process = proc
+    return client

@@ -1,0 +1,317 @@
+"""Tests of herrscher_state.py against the real built server ($HERRSCHER_STATE_CLI, else the
+checkout's dist/src/cli.js; `npm run build` makes it). Run: python3 -m unittest -v
+test_herrscher_state (npm test runs them through test/clients/python-client.test.ts)."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import herrscher_state as hs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLI = os.environ.get("HERRSCHER_STATE_CLI") or os.path.join(HERE, "..", "..", "dist", "src", "cli.js")
+COMMAND = ["node", CLI]
+ENTRY = {"ts": "2026-01-02T03:04:05Z", "role": "user", "text": "h\u00e9llo \u2028 <py>"}
+
+
+def private_dir(test):
+    d = tempfile.mkdtemp()
+    os.chmod(d, 0o700)
+    test.addCleanup(subprocess.run, ["rm", "-rf", d])
+    return d
+
+
+def server_env(test):
+    env = dict(os.environ)
+    env["XDG_RUNTIME_DIR"] = private_dir(test)
+    env.pop("HERRSCHER_STATE_SOCKET", None)
+    return env
+
+
+class SocketServer:
+    def __init__(self, test):
+        if not os.path.exists(CLI):
+            raise RuntimeError("the built server is missing at %s: run npm run build first" % CLI)
+        self.dir = private_dir(test)
+        self.state = os.path.join(self.dir, "state.json")
+        self.socket = os.path.join(self.dir, "s.sock")
+        self.proc = subprocess.Popen(COMMAND + ["serve", "--state", self.state, "--socket", self.socket],
+                                     stderr=subprocess.PIPE, env=server_env(test))
+        test.addCleanup(self.stop)
+        deadline = time.monotonic() + 20
+        while True:
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(self.socket)
+                s.close()
+                return
+            except OSError:
+                s.close()
+            if self.proc.poll() is not None:
+                raise RuntimeError("the server exited: %s" % self.proc.stderr.read().decode())
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server never listened")
+            time.sleep(0.02)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+        self.proc.wait()
+        self.proc.stderr.close()
+
+
+def exercise(test, c, state):
+    """Every method once, checked; returns the names called."""
+    called = set()
+
+    def m(name):
+        called.add(name)
+        return getattr(c, name)
+
+    init = m("initialize")(clientInfo={"name": "py-test"})
+    test.assertEqual(init["serverInfo"]["name"], "herrscher-state")
+    test.assertEqual(init["statePath"], state)
+    test.assertEqual(m("discover")()["openrpc"], "1.3.2")
+    test.assertTrue(m("set_home")({"id": "987", "type": "category"}))
+    m("set_workspace")("/w")
+    m("set_source")("/src")
+    m("set_status_message_id")("m-1")
+    m("set_instance_id")("alice")
+    test.assertEqual(m("workspace_root")(), "/w")
+    test.assertEqual(m("source_dir")(), "/src")
+    test.assertEqual(m("qualified_name")("main"), "alice__main")
+    test.assertEqual(m("apply_defaults")(workspace="/other")["workspace"], "/w")
+    s = m("add_session")({"name": "py", "cmd": "python3 bridge.py"})
+    test.assertRegex(s["incarnation"], r"^inc_[A-Z2-7]{26}$")
+    test.assertEqual(s, {"id": "s_py", "incarnation": s["incarnation"], "name": "py", "channelID": "", "type": "", "cmd": "python3 bridge.py"})
+    test.assertEqual(m("find_session")("py"), s)
+    test.assertIsNone(c.find_session("nope"))
+    test.assertEqual([x["name"] for x in m("snapshot_sessions")()], ["py"])
+    st = m("state")()
+    test.assertEqual(st["state"]["home"], {"id": "987", "type": "category"})
+    test.assertEqual(m("set_resume_token")("py", "sid", incarnation=s["incarnation"]), {"found": True, "changed": True})
+    m("set_paused_reason")("py", "cost")
+    m("set_budget")("py", 20, 1000, 30, 2000, "")
+    m("set_backend_target")("py", "codex", "codex", "m")
+    test.assertEqual(m("set_archived")("ghost", True), {"found": False, "changed": False})
+    test.assertEqual(m("append_transcript")("py", ENTRY), 0)
+    test.assertEqual(c.append_transcript("py", dict(ENTRY, role="assistant", cost=0.5, tokens_out=5)), 1)
+    test.assertEqual(m("read_transcript")("py"), [ENTRY, dict(ENTRY, role="assistant", cost=0.5, tokens_out=5)])
+    test.assertEqual(m("read_page")("py", limit=1, before=1), {"entries": [ENTRY], "firstSeq": 0})
+    test.assertEqual(m("last_transcript_timestamp")("py"), ENTRY["ts"])
+    u = m("usage")("py")
+    test.assertEqual((u["entries"], u["cost"], u["tokens_out"]), (2, 0.5, 5))
+    test.assertEqual(m("infos")()[0]["usage"]["entries"], 2)
+    test.assertTrue(m("append_participant")("py", " u1 "))
+    test.assertFalse(c.append_participant("py", "u1"))
+    test.assertEqual(m("read_participants")("py"), ["u1"])
+    sub = m("subscribe")(sessions=True)
+    test.assertTrue(m("remove_participants")("py"))
+    test.assertTrue(m("remove_transcript")("py"))
+    test.assertTrue(m("remove_session")("py", purge=True))
+    n = sub.next(timeout=10)
+    test.assertEqual((n.method, n.params["kind"], n.params["name"]), ("session/didChange", "removed", "py"))
+    sub.close()
+    test.assertEqual(list(sub), [])
+    return called
+
+
+# Methods of Client that are not wire methods, or are covered elsewhere (shutdown, exit).
+NOT_WIRE = {"call", "notify", "close", "shutdown", "exit", "status"}
+
+
+class EveryMethod(unittest.TestCase):
+    def check_all_called(self, called):
+        public = {n for n in dir(hs.Client) if not n.startswith("_") and callable(getattr(hs.Client, n))}
+        self.assertEqual(sorted(public - NOT_WIRE - called), [])
+
+    def test_every_method_over_the_socket(self):
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as c:
+            self.check_all_called(exercise(self, c, srv.state))
+
+    def test_every_method_over_a_spawned_stdio_then_shutdown_and_exit(self):
+        d = private_dir(self)
+        state = os.path.join(d, "state.json")
+        c = hs.spawn(state, command=COMMAND, env=server_env(self), stderr=subprocess.DEVNULL)
+        self.check_all_called(exercise(self, c, state))
+        self.assertIsNone(c.shutdown())
+        with self.assertRaises(hs.ShuttingDown):
+            c.add_session({"name": "late"})
+        c.close()
+        self.assertEqual(c.process.returncode, 0)
+
+
+class Behaviour(unittest.TestCase):
+    def test_threads_share_one_client_and_keep_their_order(self):
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as c:
+            for t in ("a", "b"):
+                c.add_session({"name": t})
+            errors = []
+
+            def run(g):
+                try:
+                    last = -1
+                    for i in range(15):
+                        seq = c.append_transcript("ab"[g % 2], dict(ENTRY, text="g%d-%d" % (g, i)))
+                        assert seq > last, (g, seq, last)
+                        last = seq
+                except Exception as e:  # reported below: a thread cannot fail the test itself
+                    errors.append(e)
+
+            threads = [threading.Thread(target=run, args=(g,)) for g in range(8)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            self.assertEqual(errors, [])
+            for t in ("a", "b"):
+                texts = [e["text"] for e in c.read_transcript(t)]
+                self.assertEqual(len(texts), 60)
+                for g in range(8):
+                    mine = [x for x in texts if x.startswith("g%d-" % g)]
+                    self.assertEqual(mine, ["g%d-%d" % (g, i) for i in range(15)] if "ab"[g % 2] == t else [])
+
+    def test_subscribe_sees_each_append_once_in_seq_order(self):
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as c, hs.connect(socket=srv.socket) as writer:
+            c.add_session({"name": "w"})
+            c.add_session({"name": "x"})
+            with c.subscribe(transcripts=["w"]) as sub:
+                for i in range(50):
+                    writer.append_transcript("x", ENTRY)
+                    writer.append_transcript("w", dict(ENTRY, text=str(i)))
+                got = [sub.next(timeout=10) for _ in range(50)]
+                self.assertEqual([(n.params["seq"], n.params["entry"]["text"]) for n in got], [(i, str(i)) for i in range(50)])
+                self.assertTrue(all(n.method == "transcript/didAppend" and n.params["name"] == "w" for n in got))
+
+    def test_a_timed_out_call_returns_and_the_connection_stays_usable(self):
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as c:
+            c.add_session({"name": "t"})
+            srv.proc.send_signal(signal.SIGSTOP)
+            try:
+                with self.assertRaises(TimeoutError):
+                    c.call("transcript/read", _timeout=0.2, name="t")
+            finally:
+                srv.proc.send_signal(signal.SIGCONT)
+            self.assertEqual(c.find_session("t")["name"], "t")
+
+    def test_the_server_killed_mid_call_raises_connection_closed(self):
+        srv = SocketServer(self)
+        c = hs.connect(socket=srv.socket)
+        self.addCleanup(c.close)
+        c.add_session({"name": "k"})
+        srv.proc.send_signal(signal.SIGSTOP)
+        result = []
+        th = threading.Thread(target=lambda: result.append(self._call_error(c)))
+        th.start()
+        while not c._pending:
+            time.sleep(0.005)
+        srv.proc.kill()
+        th.join(20)
+        self.assertFalse(th.is_alive(), "the call hangs")
+        self.assertIsInstance(result[0], hs.ConnectionClosed)
+        with self.assertRaises(hs.ConnectionClosed):
+            c.snapshot_sessions()
+
+    @staticmethod
+    def _call_error(c):
+        try:
+            c.append_transcript("k", ENTRY)
+        except Exception as e:  # the test asserts its type
+            return e
+        return None
+
+    def test_the_servers_errors_raise_their_class_with_data(self):
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as c:
+            s = c.add_session({"name": "e"})
+            with self.assertRaises(hs.SessionExists):
+                c.add_session({"name": "e"})
+            with self.assertRaises(hs.UnknownSession):
+                c.append_transcript("ghost", ENTRY)
+            with self.assertRaises(hs.Conflict) as cm:
+                c.set_resume_token("e", "t", incarnation="inc_AAAAAAAAAAAAAAAAAAAAAAAAAA")
+            self.assertEqual(cm.exception.data, {"incarnation": s["incarnation"]})
+            with self.assertRaises(hs.InvalidParams) as ip:
+                c.call("session/find", name=5)
+            self.assertTrue(ip.exception.data["issues"])
+            with self.assertRaises(hs.MethodNotFound):
+                c.call("no/such")
+
+    def test_every_error_code_maps_to_its_class(self):
+        a, b = socket.socketpair()
+        c = hs.Client(a.makefile("rb"), hs._SocketWriter(a))
+        self.addCleanup(c.close)
+        self.addCleanup(b.close)
+
+        def serve():
+            r = b.makefile("rb")
+            for code in hs.ERRORS_BY_CODE:
+                req = json.loads(r.readline())
+                b.sendall((json.dumps({"jsonrpc": "2.0", "id": req["id"], "error": {"code": code, "message": "m", "data": {"c": code}}}) + "\n").encode())
+
+        threading.Thread(target=serve, daemon=True).start()
+        for code, cls in hs.ERRORS_BY_CODE.items():
+            with self.assertRaises(cls) as cm:
+                c.call("x/y")
+            self.assertIs(type(cm.exception), cls)
+            self.assertEqual((cm.exception.code, cm.exception.data, cm.exception.method), (code, {"c": code}, "x/y"))
+
+
+class Discovery(unittest.TestCase):
+    def test_the_rule_takes_the_first_step_that_applies(self):
+        d = private_dir(self)
+        state = os.path.join(d, "state.json")
+        env = {"XDG_RUNTIME_DIR": "/run/user/7", "HERRSCHER_STATE_DIR": d}
+        self.assertEqual(hs.find_socket(env=env), "/run/user/7/herrscher-state/herrscher-state.sock")
+        self.assertEqual(hs.find_socket(env=env, instance="alice"), "/run/user/7/herrscher-state/herrscher-state-alice.sock")
+        self.assertEqual(hs.find_socket(env={"TMPDIR": "/tmp/x", "HERRSCHER_STATE_DIR": d}),
+                         "/tmp/x/herrscher-state-%d/herrscher-state.sock" % os.getuid())
+        rec = hs.server_record_path(state)
+        os.makedirs(os.path.dirname(rec), mode=0o700)
+        with open(rec, "w") as f:
+            json.dump({"pid": os.getpid(), "socket": "/x/recorded.sock", "state": state}, f)
+        self.assertEqual(hs.find_socket(env=env), "/x/recorded.sock")
+        with open(rec, "w") as f:
+            json.dump({"pid": 1 << 22, "socket": "/x/recorded.sock", "state": state}, f)
+        self.assertEqual(hs.find_socket(env=env), "/run/user/7/herrscher-state/herrscher-state.sock")
+        env["HERRSCHER_STATE_SOCKET"] = "/e/env.sock"
+        self.assertEqual(hs.find_socket(env=env), "/e/env.sock")
+        self.assertEqual(hs.find_socket(socket="/given.sock", env=env), "/given.sock")
+
+    def test_a_socket_in_a_folder_others_can_write_is_refused(self):
+        d = private_dir(self)
+        path = os.path.join(d, "s.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.listen()
+        self.addCleanup(s.close)
+        hs.check_socket(path)
+        os.chmod(d, 0o777)
+        with self.assertRaisesRegex(hs.UntrustedSocket, "writable by others"):
+            hs.connect(socket=path)
+        os.chmod(d, 0o700)
+        plain = os.path.join(d, "plain")
+        open(plain, "w").close()
+        with self.assertRaisesRegex(hs.UntrustedSocket, "not a socket"):
+            hs.check_socket(plain)
+
+    def test_connect_follows_the_environment(self):
+        srv = SocketServer(self)
+        with hs.connect(env={"HERRSCHER_STATE_SOCKET": srv.socket}) as c:
+            self.assertEqual(c.initialize()["statePath"], srv.state)
+
+
+if __name__ == "__main__":
+    unittest.main()
