@@ -1,4 +1,4 @@
-// The lifetime guard over the socket: every session-scoped write given a stale incarnation is
+// The lifetime guard over the socket (in-process server, helpers/server.ts): every session-scoped write given a stale incarnation is
 // refused with -32050 and the current one (null once the row is gone) and writes nothing; a purge
 // removes the row, transcript, journal and usage record, and no late append can recreate them.
 import assert from 'node:assert/strict';
@@ -7,23 +7,15 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { StateClient } from '../../src/client/client.js';
 import type { MethodName } from '../../src/protocol/table.js';
-import type { Ctx } from '../helpers/cli.js';
-import { serveSocket } from '../helpers/cli.js';
-import { entry, forceCompaction, journalFile, metaFile, rpcError, TIMEOUT, transcriptFile, typedClient } from '../helpers/feed.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { entry, forceCompaction, journalFile, metaFile, rpcError, TIMEOUT, transcriptFile } from '../helpers/feed.js';
+import type { Ctx, InProcessServer } from '../helpers/server.js';
+import { closeClean, startServer } from '../helpers/server.js';
 
-type Server = Awaited<ReturnType<typeof serveSocket>>;
+const stop = (server: InProcessServer): Promise<void> => closeClean(server);
 
-async function stop(server: Server): Promise<void> {
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
-}
-
-async function start(t: Ctx): Promise<{ dir: string; socket: string; server: Server; client: StateClient }> {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket, ['--log-level', 'warn']);
-  return { dir, socket, server, client: await typedClient(t, socket) };
+async function start(t: Ctx): Promise<{ dir: string; server: InProcessServer; client: StateClient }> {
+  const server = await startServer(t);
+  return { dir: server.dir, server, client: await server.client() };
 }
 
 /** Every file of the state dir (recursively, relative) with its bytes: equal snapshots, nothing written. */
@@ -126,8 +118,8 @@ test('session/remove with purge deletes the row, transcript, journal and usage r
 });
 
 test('appends racing a purge from another connection either land before it or are refused; no file survives', { timeout: TIMEOUT }, async (t) => {
-  const { dir, socket, server, client } = await start(t);
-  const other = await typedClient(t, socket, 'ndjson');
+  const { dir, server, client } = await start(t);
+  const other = await server.client('ndjson');
   await client.sessionAdd({ session: { name: 'a' } });
   await client.transcriptAppend({ name: 'a', entry: entry('first') });
 

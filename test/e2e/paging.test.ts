@@ -1,4 +1,4 @@
-// Sequence numbers and paged history over the socket: paging backwards with before = firstSeq
+// Sequence numbers and paged history over the socket (in-process server): paging backwards with before = firstSeq
 // returns every retained entry once, in order, while another client appends and a compaction
 // cuts the file; seq starts at 0 on a Go-written file's oldest line and survives restarts and
 // compaction.
@@ -7,25 +7,18 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { StateClient } from '../../src/client/client.js';
-import type { Ctx } from '../helpers/cli.js';
-import { serveSocket } from '../helpers/cli.js';
-import { entry, fileEntries, forceCompaction, tagOf, TIMEOUT, transcriptFile, typedClient } from '../helpers/feed.js';
+import type { Ctx, InProcessServer } from '../helpers/server.js';
+import { closeClean, startServer } from '../helpers/server.js';
+import { entry, fileEntries, forceCompaction, tagOf, TIMEOUT, transcriptFile } from '../helpers/feed.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
-const QUIET = ['--log-level', 'warn'];
+/** Stops the server (its store's close awaited) and checks nothing was logged at error. */
+const stop = (server: InProcessServer): Promise<void> => closeClean(server);
 
-type Server = Awaited<ReturnType<typeof serveSocket>>;
-
-async function stop(server: Server): Promise<void> {
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
-}
-
-/** A server on `dir` (a fresh one when absent) and a typed client on it. */
-async function start(t: Ctx, dir = tempDir()): Promise<{ dir: string; socket: string; server: Server; client: StateClient }> {
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket, QUIET);
-  return { dir, socket, server, client: await typedClient(t, socket) };
+/** An in-process server on `dir` (a fresh one when absent) and a typed client on it. */
+async function start(t: Ctx, dir?: string): Promise<{ dir: string; server: InProcessServer; client: StateClient }> {
+  const server = await startServer(t, { dir });
+  return { dir: server.dir, server, client: await server.client() };
 }
 
 /** Appends `texts` in windows of 500 pipelined requests; returns their seqs in order. */
@@ -45,9 +38,9 @@ interface PageSeen {
 }
 
 test('paging back with before = firstSeq during appends and a compaction returns every retained entry once, in order, and nothing it dropped', { timeout: 60_000 }, async (t) => {
-  const { dir, socket, server, client: pager } = await start(t);
-  const appender = await typedClient(t, socket, 'ndjson');
-  const background = await typedClient(t, socket);
+  const { dir, server, client: pager } = await start(t);
+  const appender = await server.client('ndjson');
+  const background = await server.client();
   await pager.sessionAdd({ session: { name: 'p' } });
 
   // 3 600 entries of ~1 KiB: about 3.8 MB, under the 4 MiB trigger.

@@ -1,4 +1,4 @@
-// Usage that survives compaction, over the socket: transcript/usage sums every entry ever
+// Usage that survives compaction, over the socket (in-process server): transcript/usage sums every entry ever
 // appended, the ones compaction removed included, before and after a compaction and across a
 // restart; session/infos gives every session with its last activity and usage in one call.
 import assert from 'node:assert/strict';
@@ -7,27 +7,20 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { StateClient } from '../../src/client/client.js';
 import type { TranscriptEntry } from '../../src/protocol/model.js';
-import type { Ctx } from '../helpers/cli.js';
-import { serveSocket } from '../helpers/cli.js';
-import { entry, fileEntries, forceCompaction, TIMEOUT, transcriptFile, typedClient } from '../helpers/feed.js';
+import type { Ctx, InProcessServer } from '../helpers/server.js';
+import { closeClean, startServer } from '../helpers/server.js';
+import { entry, fileEntries, forceCompaction, TIMEOUT, transcriptFile } from '../helpers/feed.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { assertUsage, sumOf } from '../helpers/usage.js';
 
-type Server = Awaited<ReturnType<typeof serveSocket>>;
+/** Stops the server (its store's close awaited) and checks nothing was logged at error. */
+const stop = (server: InProcessServer): Promise<void> => closeClean(server);
 
-
-async function stop(server: Server): Promise<void> {
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+/** An in-process server on `dir` (a fresh one when absent) and a typed client on it. */
+async function start(t: Ctx, dir?: string): Promise<{ dir: string; server: InProcessServer; client: StateClient }> {
+  const server = await startServer(t, { dir });
+  return { dir: server.dir, server, client: await server.client() };
 }
-
-async function start(t: Ctx, dir = tempDir()): Promise<{ dir: string; server: Server; client: StateClient }> {
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket, ['--log-level', 'warn']);
-  return { dir, server, client: await typedClient(t, socket) };
-}
-
-
 
 const ts = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString().replace('.000Z', 'Z');
 

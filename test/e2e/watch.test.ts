@@ -13,7 +13,7 @@ import type { Session, TranscriptEntry } from '../../src/protocol/model.js';
 import { MAX_PENDING_BYTES, MAX_PENDING_NOTIFICATIONS } from '../../src/server/subscriptions.js';
 import { entry, fileEntries, Inbox, journalFile, TIMEOUT, transcriptFile } from '../helpers/feed.js';
 import type { Ctx, InProcessServer } from '../helpers/server.js';
-import { startServer } from '../helpers/server.js';
+import { closeClean, startServer } from '../helpers/server.js';
 import { statePathIn } from '../helpers/temp-dir.js';
 
 interface Appended {
@@ -36,10 +36,7 @@ async function setup(t: Ctx) {
 }
 
 /** Stops the server (awaiting the store) and checks it logged nothing at warn or above. */
-async function stop(server: InProcessServer): Promise<void> {
-  await server.close();
-  assert.deepEqual(server.logs.filter((l) => l.level >= 40), [], 'no warning or error logged');
-}
+const stop = (server: InProcessServer): Promise<void> => closeClean(server, 40);
 
 test('transcript/didAppend arrives once per append, in seq order, with its line already in the file', { timeout: TIMEOUT }, async (t) => {
   const { dir, server, writer, watcher } = await setup(t);

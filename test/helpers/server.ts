@@ -180,3 +180,14 @@ export async function startServer(t: Ctx, options: StartOptions = {}): Promise<I
 
 /** The lines logged at `error` or above. */
 export const errorsIn = (logs: readonly LogLine[]): LogLine[] => logs.filter((l) => l.level >= 50);
+
+/**
+ * The in-process counterpart of "SIGTERM, then exit 0": stops the server (the store's close
+ * awaited, so a failing close rejects) and asserts nothing was logged at `minLevel` (default
+ * error) or above.
+ */
+export async function closeClean(srv: InProcessServer, minLevel = 50): Promise<void> {
+  await srv.close();
+  const bad = srv.logs.filter((l) => l.level >= minLevel);
+  if (bad.length > 0) throw new Error(`the server logged at level ${minLevel} or above:\n${bad.map((l) => JSON.stringify(l)).join('\n')}`);
+}
