@@ -1,13 +1,15 @@
 // Every error class of the protocol, answered on the wire (never only logged), over a socket
-// with raw bytes in both framings and over stdio: parse errors, invalid requests, unknown
+// with raw bytes in both framings (in-process server) and over stdio (the built CLI, and the
+// in-process server's stdio-like connection): parse errors, invalid requests, unknown
 // methods, invalid params, the application codes, and oversized or garbled frames, which close
 // that one connection while other clients carry on. No error reply leaks a path or a stack.
 import assert from 'node:assert/strict';
 import { mkdirSync, existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import type { Ctx, SocketServer } from '../helpers/cli.js';
-import { serveSocket, serveStdio } from '../helpers/cli.js';
+import { serveStdio } from '../helpers/cli.js';
+import type { Ctx, InProcessServer } from '../helpers/server.js';
+import { startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import type { Framing, Message, RawClient } from '../helpers/wire.js';
 
@@ -56,10 +58,10 @@ async function assertAlive(rpc: RawClient, what: string): Promise<void> {
 
 const body = (method: string, id: number, params: string): string => `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${params}}`;
 
-async function socketServer(t: Ctx, args: string[] = []): Promise<{ dir: string; server: SocketServer }> {
-  const dir = tempDir();
-  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), args);
-  return { dir, server };
+/** An in-process server; `server.connect(framing)` is a raw client on a fresh socket connection. */
+async function socketServer(t: Ctx, maxMessageBytes?: number): Promise<{ dir: string; server: InProcessServer & { connect: InProcessServer['raw'] } }> {
+  const srv = await startServer(t, { maxMessageBytes });
+  return { dir: srv.dir, server: Object.assign(srv, { connect: srv.raw }) };
 }
 
 describe('errors over a socket, raw bytes', () => {
@@ -236,7 +238,7 @@ describe('errors over a socket, raw bytes', () => {
   ];
   for (const c of tooLarge) {
     test(`${c.name} is answered -32040, that connection alone is closed`, { timeout: TIMEOUT }, async (t) => {
-      const { dir, server } = await socketServer(t, ['--max-message-bytes', String(LIMIT)]);
+      const { dir, server } = await socketServer(t, LIMIT);
       const bystander = await server.connect(c.framing === 'lsp' ? 'ndjson' : 'lsp');
       await assertAlive(bystander, 'the bystander before');
       const rpc = await server.connect(c.framing);
@@ -253,11 +255,23 @@ describe('errors over a socket, raw bytes', () => {
 });
 
 describe('errors over stdio', () => {
+  // The built CLI for one framing (the process boundary: stdout holds only frames, exit 0), the
+  // in-process server's stdio connection for the other.
   for (const framing of FRAMINGS) {
-    test(`every error class over stdio (${framing}) is answered and the server goes on`, { timeout: TIMEOUT }, async (t) => {
+    const spawned = framing === 'lsp';
+    test(`every error class over stdio (${framing}${spawned ? ', spawned' : ', in process'}) is answered and the server goes on`, { timeout: TIMEOUT }, async (t) => {
       const dir = tempDir();
-      const server = serveStdio(t, statePathIn(dir), framing);
-      const rpc = server.rpc;
+      let exited: () => Promise<void>;
+      let rpc: RawClient;
+      if (spawned) {
+        const server = serveStdio(t, statePathIn(dir), framing);
+        rpc = server.rpc;
+        exited = async () => assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+      } else {
+        const srv = await startServer(t, { dir, lifecycleOwner: 'stdio' });
+        rpc = srv.stdio(framing);
+        exited = async () => assert.equal(await srv.exited, 0);
+      }
       const entry = { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'x' };
 
       rpc.sendBody('{"jsonrpc":"2.0","id":1,"method":');
@@ -297,7 +311,7 @@ describe('errors over stdio', () => {
       assert.deepEqual(await rpc.call('participants/read', { name: 'a' }), { userIds: [] }, 'reads work after shutdown');
 
       rpc.notify('exit');
-      assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+      await exited();
       assert.deepEqual(rpc.garbage, [], 'stdout held only frames');
     });
   }
