@@ -1,6 +1,8 @@
 // The server's lifecycle as a host, an operator and a crash see it: the handshake and discovery,
 // shutdown and exit, stdin EOF, signals, the socket file (mode, stale, too long, in use), the
 // single-writer lock, restart after kill -9, and stdout holding nothing but protocol frames.
+// The built CLI is spawned where the process is the subject (exit codes, signals, stdout, the
+// lock another process holds, kill -9); the rest runs against the in-process server.
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +13,7 @@ import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
 import { methodList } from '../../src/protocol/table.js';
 import type { Ctx } from '../helpers/cli.js';
 import { CLI, REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
+import { closeClean, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw } from '../helpers/wire.js';
 
@@ -48,23 +51,21 @@ test('initialize answers serverInfo, protocolVersion, the absolute statePath and
 });
 
 test('rpc.discover returns the OpenRPC 1.3.2 document that schema/openrpc.json holds', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket);
+  const server = await startServer(t, { version: VERSION });
   for (const framing of ['lsp', 'ndjson'] as const) {
-    const client = await connect({ socket, framing });
+    const client = await connect({ socket: server.socket, framing });
     const doc = await client.rpcDiscover();
     await client.close();
     assert.equal(doc.openrpc, '1.3.2');
     assert.deepEqual(doc, JSON.parse(readFileSync(path.join(REPO, 'schema/openrpc.json'), 'utf8')), `over ${framing}`);
   }
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  await closeClean(server);
 });
 
 test('shutdown finishes the writes sent before it, then refuses mutations with -32030 while reads work', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const client = spawnTyped(t, statePathIn(dir), 'ndjson');
+  const server = await startServer(t);
+  const { dir } = server;
+  const client = await server.client('ndjson');
   await client.sessionAdd({ session: { name: 'a' } });
   const appends = Array.from({ length: 20 }, (_, i) => client.transcriptAppend({ name: 'a', entry: entry(`e${i}`) }));
   const shutdown = client.shutdown();
@@ -82,7 +83,7 @@ test('shutdown finishes the writes sent before it, then refuses mutations with -
   assert.deepEqual((await client.sessionList()).sessions.map((s) => s.name), ['a']);
   assert.equal(readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8').split('\n').length, 21, 'nothing appended after shutdown');
   await client.call('exit');
-  assert.equal(await client.exited, 0);
+  assert.equal(await server.exited, 0);
 });
 
 test('exit after shutdown ends the server with code 0', { timeout: TIMEOUT }, async (t) => {
@@ -138,14 +139,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 test('the socket file is created with mode 0600', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket);
-  const st = statSync(socket);
+  const server = await startServer(t);
+  const st = statSync(server.socket);
   assert.ok(st.isSocket(), 'a unix socket');
   assert.equal((st.mode & 0o777).toString(8), '600');
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  await closeClean(server);
 });
 
 test('a stale socket file left by a killed server is replaced', { timeout: TIMEOUT }, async (t) => {
@@ -164,17 +162,16 @@ test('a stale socket file left by a killed server is replaced', { timeout: TIMEO
 });
 
 test('a socket path a live server listens on is refused with exit 1 and the live server keeps it', { timeout: TIMEOUT }, async (t) => {
+  // The live server in process, the refused one spawned: its exit code is the subject.
+  const first = await startServer(t);
   const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const first = await serveSocket(t, statePathIn(path.join(dir, 'one')), socket);
-  const second = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(path.join(dir, 'two'))]);
+  const second = runCli(t, ['serve', '--socket', first.socket, '--state', statePathIn(dir)]);
   assert.equal((await second.exited).code, 1, `stderr:\n${second.stderr()}`);
   assert.match(second.stderr(), /herrscher-state: /);
-  const rpc = await first.connect('ndjson');
+  const rpc = await first.raw('ndjson');
   const init = (await rpc.call('initialize', {})) as { statePath: string };
-  assert.equal(init.statePath, statePathIn(path.join(dir, 'one')));
-  first.child.kill('SIGTERM');
-  assert.deepEqual(await first.exited, { code: 0, signal: null });
+  assert.equal(init.statePath, first.state);
+  await closeClean(first);
 });
 
 test('a socket path longer than a unix socket allows exits 1 with a clear message', { timeout: TIMEOUT }, async (t) => {
@@ -190,15 +187,16 @@ test('a socket path longer than a unix socket allows exits 1 with a clear messag
 });
 
 test('a second server on the same state exits 1 naming the first one\'s pid', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const first = serveStdio(t, statePathIn(dir), 'ndjson');
-  await first.rpc.call('state/get'); // the first server holds the lock once it answers
-  const second = runCli(t, ['serve', '--socket', path.join(dir, 's.sock'), '--state', statePathIn(dir)]);
+  // The first server is this test process (it holds the lock once open); the second is spawned.
+  const first = await startServer(t);
+  const { dir } = first;
+  const rpc = await first.raw('ndjson');
+  const second = runCli(t, ['serve', '--socket', path.join(dir, 'second.sock'), '--state', first.state]);
   assert.deepEqual(await second.exited, { code: 1, signal: null });
-  assert.match(second.stderr(), new RegExp(`\\bpid ${first.pid}\\b`));
-  assert.equal(existsSync(path.join(dir, 's.sock')), false, 'the refused server made no socket');
-  assert.deepEqual(await first.rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true }, 'the first server still serves');
-  assert.deepEqual(await shutdownAndExit(first), { code: 0, signal: null });
+  assert.match(second.stderr(), new RegExp(`\\bpid ${process.pid}\\b`));
+  assert.equal(existsSync(path.join(dir, 'second.sock')), false, 'the refused server made no socket');
+  assert.deepEqual(await rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true }, 'the first server still serves');
+  await closeClean(first);
 });
 
 test('after kill -9 a server restarted on the same state sees every answered write', { timeout: TIMEOUT }, async (t) => {
@@ -223,24 +221,25 @@ test('after kill -9 a server restarted on the same state sees every answered wri
 test('a restarted server reads back what the first one answered, lone UTF-16 surrogates included', { timeout: TIMEOUT }, async (t) => {
   // JSON allows "\ud800"; UTF-8 files cannot hold it. Refusing it (-32602) or storing what a
   // reload reads back are both fine; answering one value and persisting another is not.
-  const dir = tempDir();
-  const first = serveStdio(t, statePathIn(dir), 'ndjson');
-  const add = await first.rpc.request('session/add', { session: { name: 'odd', cmd: 'x\ud800y' } });
+  const first = await startServer(t);
+  const rpc1 = await first.raw('ndjson');
+  const add = await rpc1.request('session/add', { session: { name: 'odd', cmd: 'x\ud800y' } });
   if (add.error) assert.equal(add.error.code, -32602, JSON.stringify(add.error));
-  const sessionBefore = await first.rpc.call('session/find', { name: 'odd' });
-  await first.rpc.call('session/add', { session: { name: 'plain' } });
-  const join = await first.rpc.request('participants/append', { name: 'plain', userId: 'u\udc00' });
+  const sessionBefore = await rpc1.call('session/find', { name: 'odd' });
+  await rpc1.call('session/add', { session: { name: 'plain' } });
+  const join = await rpc1.request('participants/append', { name: 'plain', userId: 'u\udc00' });
   if (join.error) assert.equal(join.error.code, -32602, JSON.stringify(join.error));
-  const idsBefore = await first.rpc.call('participants/read', { name: 'plain' });
-  assert.deepEqual(await shutdownAndExit(first), { code: 0, signal: null });
+  const idsBefore = await rpc1.call('participants/read', { name: 'plain' });
+  await closeClean(first);
 
-  const second = serveStdio(t, statePathIn(dir), 'ndjson');
-  assert.deepEqual(await second.rpc.call('session/find', { name: 'odd' }), sessionBefore, 'the session row as answered before the restart');
-  assert.deepEqual(await second.rpc.call('participants/read', { name: 'plain' }), idsBefore, 'the journal as answered before the restart');
+  const second = await startServer(t, { dir: first.dir });
+  const rpc2 = await second.raw('ndjson');
+  assert.deepEqual(await rpc2.call('session/find', { name: 'odd' }), sessionBefore, 'the session row as answered before the restart');
+  assert.deepEqual(await rpc2.call('participants/read', { name: 'plain' }), idsBefore, 'the journal as answered before the restart');
   if (!join.error) {
-    assert.deepEqual(await second.rpc.call('participants/append', { name: 'plain', userId: 'u\udc00' }), { added: false }, 'the same id is not added twice');
+    assert.deepEqual(await rpc2.call('participants/append', { name: 'plain', userId: 'u\udc00' }), { added: false }, 'the same id is not added twice');
   }
-  assert.deepEqual(await shutdownAndExit(second), { code: 0, signal: null });
+  await closeClean(second);
 });
 
 test('a regular file at the socket path is not replaced: exit 1, the file intact', { timeout: TIMEOUT }, async (t) => {
@@ -283,14 +282,17 @@ for (const framing of ['lsp', 'ndjson'] as const) {
 }
 
 test('logs at info level never carry transcript text', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const server = serveStdio(t, statePathIn(dir), 'ndjson', ['--log-level', 'info']);
-  await server.rpc.call('session/add', { session: { name: 'a' } });
-  await server.rpc.call('transcript/append', { name: 'a', entry: entry('SECRET-TEXT-1') });
-  await server.rpc.request('transcript/append', { name: 'a', entry: { ...entry('SECRET-TEXT-2'), cost: 'NaN' } });
-  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
-  assert.ok(server.stderr().length > 0, 'info logs were written');
-  assert.doesNotMatch(server.stderr(), /SECRET-TEXT/);
+  const server = await startServer(t, { logLevel: 'info', lifecycleOwner: 'stdio' });
+  const rpc = server.stdio('ndjson');
+  await rpc.call('session/add', { session: { name: 'a' } });
+  await rpc.call('transcript/append', { name: 'a', entry: entry('SECRET-TEXT-1') });
+  await rpc.request('transcript/append', { name: 'a', entry: { ...entry('SECRET-TEXT-2'), cost: 'NaN' } });
+  assert.equal(await rpc.call('shutdown'), null);
+  rpc.notify('exit');
+  assert.equal(await server.exited, 0);
+  const logged = server.logs.map((l) => JSON.stringify(l)).join('\n');
+  assert.ok(server.logs.length > 0, 'info logs were written');
+  assert.doesNotMatch(logged, /SECRET-TEXT/);
 });
 
 test('serve --stdio --socket serves both: a write over stdio is read over the socket', { timeout: TIMEOUT }, async (t) => {
