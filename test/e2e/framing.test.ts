@@ -1,17 +1,23 @@
 // Framing as real clients produce it, on one socket: detected per connection from the first
 // byte, answered in the client's framing; LSP headers as editors send them, NDJSON as other
 // languages' encoders write it; messages split anywhere or packed together; the size limit exact.
+// Against the in-process server (helpers/server.ts): the socket and transport are the real ones.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { test } from 'node:test';
-import { serveSocket } from '../helpers/cli.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import type { Ctx } from '../helpers/server.js';
+import { startServer } from '../helpers/server.js';
 import type { Framing, RawClient } from '../helpers/wire.js';
 import { frame } from '../helpers/wire.js';
 
 /** A safety net only: a hung reply fails the test instead of the run. */
 const TIMEOUT = 20_000;
 const LIMIT = 4096;
+
+/** An in-process server; `connect(framing)` is a raw client on a fresh socket connection. */
+async function serve(t: Ctx, maxMessageBytes?: number) {
+  const server = await startServer(t, { maxMessageBytes });
+  return { connect: server.raw };
+}
 
 const qualify = (id: number, name: string): string =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'state/qualifiedName', params: { name } });
@@ -22,8 +28,7 @@ async function assertQualified(rpc: RawClient, id: number, name: string): Promis
 }
 
 test('one socket serves LSP and NDJSON connections side by side, each answered in its own framing', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'));
+  const server = await serve(t);
   const lsp = await server.connect('lsp');
   const ndjson = await server.connect('ndjson');
   lsp.sendBody(qualify(1, 'from-lsp'));
@@ -34,8 +39,7 @@ test('one socket serves LSP and NDJSON connections side by side, each answered i
 });
 
 test('LSP headers as editors send them: Content-Type, any case, the length counted in UTF-8 bytes', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'));
+  const server = await serve(t);
   const rpc = await server.connect('lsp');
   const b1 = qualify(1, 'plain');
   const b2 = qualify(2, 'lower');
@@ -49,8 +53,7 @@ test('LSP headers as editors send them: Content-Type, any case, the length count
 });
 
 test('NDJSON as encoders write it: CRLF line ends, blank lines and leading whitespace are accepted', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'));
+  const server = await serve(t);
   const rpc = await server.connect('ndjson');
   rpc.writeBytes(`\n  ${qualify(1, 'one')}\r\n\r\n\n${qualify(2, 'two')}\n   \n${qualify(3, 'three')}\r\n`);
   await assertQualified(rpc, 1, 'one');
@@ -60,8 +63,7 @@ test('NDJSON as encoders write it: CRLF line ends, blank lines and leading white
 
 for (const framing of ['lsp', 'ndjson'] as Framing[]) {
   test(`${framing}: a message split into single bytes and messages packed into one write are each answered once`, { timeout: TIMEOUT }, async (t) => {
-    const dir = tempDir();
-    const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'));
+    const server = await serve(t);
     const rpc = await server.connect(framing);
     const split = frame(framing, qualify(1, 'split \u00e9'));
     for (let i = 0; i < split.length; i++) {
@@ -75,8 +77,7 @@ for (const framing of ['lsp', 'ndjson'] as Framing[]) {
   });
 
   test(`${framing}: a message of exactly --max-message-bytes is accepted, one byte more is answered -32040`, { timeout: TIMEOUT }, async (t) => {
-    const dir = tempDir();
-    const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), ['--max-message-bytes', String(LIMIT)]);
+    const server = await serve(t, LIMIT);
     const rpc = await server.connect(framing);
     const name = (id: number, bytes: number): string => 'x'.repeat(bytes - Buffer.byteLength(qualify(id, '')));
     const exact = qualify(1, name(1, LIMIT));

@@ -1,15 +1,13 @@
 // Requests of one connection apply in arrival order: a client that pipelines a write and then a
-// read sees its write, and reads are not starved by a stream of writes behind them.
+// read sees its write, and reads are not starved by a stream of writes behind them. (In-process
+// server over its real socket.)
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { test } from 'node:test';
-import { serveSocket } from '../helpers/cli.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { startServer } from '../helpers/server.js';
 
 test('a read pipelined right behind writes on the same connection sees every one of them', async (t) => {
-  const dir = tempDir();
-  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'));
-  const c = await server.connect('ndjson');
+  const server = await startServer(t);
+  const c = await server.raw('ndjson');
   c.send('session/add', { session: { name: 'a', type: 'text', cmd: 'c' } });
   for (let i = 0; i < 20; i++) c.send('transcript/append', { name: 'a', entry: { ts: `t${i}`, role: 'user', text: `m${i}` } });
   c.send('session/setResumeToken', { name: 'a', resumeToken: 'tok' });
@@ -23,9 +21,8 @@ test('a read pipelined right behind writes on the same connection sees every one
 });
 
 test('a read waits only for the writes sent before it, not for those sent after', async (t) => {
-  const dir = tempDir();
-  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'));
-  const c = await server.connect('lsp');
+  const server = await startServer(t);
+  const c = await server.raw('lsp');
   await c.call('session/add', { session: { name: 'a', type: 'text', cmd: 'c' } });
   c.send('transcript/append', { name: 'a', entry: { ts: 't0', role: 'user', text: 'before' } });
   const last = c.send('transcript/last', { name: 'a' });
