@@ -1,12 +1,14 @@
 // `herrscher-state call`, `--help` and `--version` as an operator runs them at a shell: the
-// result as JSON on stdout and exit 0, or the error on stderr and exit 1.
+// result as JSON on stdout and exit 0, or the error on stderr and exit 1. The commands are spawned
+// (the CLI is the subject); the server they call runs in process.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { methods } from '../../src/protocol/table.js';
-import { REPO, runCli, runToEnd, serveSocket, waitForStderr } from '../helpers/cli.js';
+import { REPO, runCli, runToEnd, waitForStderr } from '../helpers/cli.js';
+import { closeClean, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 /** A safety net only: a hung command fails the test instead of the run. */
@@ -14,9 +16,8 @@ const TIMEOUT = 20_000;
 const VERSION = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
 
 test('call state/get --socket P prints the JSON result and exits 0, in both framings', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket);
+  const server = await startServer(t);
+  const { socket } = server;
   const add = await runToEnd(['call', 'session/add', '{"session":{"name":"main","cmd":"claude"}}', '--socket', socket]);
   assert.equal(add.code, 0, add.stderr);
   const { session } = JSON.parse(add.stdout) as { session: { incarnation: string } };
@@ -33,25 +34,21 @@ test('call state/get --socket P prints the JSON result and exits 0, in both fram
     }, `over ${framing}`);
     assert.equal(typeof result.revision, 'number');
   }
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  await closeClean(server);
 });
 
 test('call reads the socket from HERRSCHER_STATE_SOCKET when --socket is absent', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket);
+  const server = await startServer(t);
+  const { socket } = server;
   const got = await runToEnd(['call', 'state/qualifiedName', '{"name":"x"}'], { env: { ...process.env, HERRSCHER_STATE_SOCKET: socket } });
   assert.equal(got.code, 0, got.stderr);
   assert.deepEqual(JSON.parse(got.stdout), { qualifiedName: 'x' });
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  await closeClean(server);
 });
 
 test('a failing call prints error <code> on stderr, nothing on stdout, and exits 1', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket);
+  const server = await startServer(t);
+  const { dir, socket } = server;
   const cases: [string[], number][] = [
     [['call', 'no/such', '--socket', socket], -32601],
     [['call', 'transcript/read', '{"name":"../x"}', '--socket', socket], -32602],
@@ -64,8 +61,7 @@ test('a failing call prints error <code> on stderr, nothing on stdout, and exits
     assert.match(got.stderr, new RegExp(`^error ${code}\\b`), `${args.join(' ')}`);
     assert.ok(!got.stderr.includes(dir), 'the error names no absolute path');
   }
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  await closeClean(server);
 });
 
 test('--help prints the usage of serve and call and exits 0', { timeout: TIMEOUT }, async () => {

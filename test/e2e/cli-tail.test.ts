@@ -1,26 +1,20 @@
 // `herrscher-state tail` and `herrscher-state sessions` as an operator runs them against a
 // running server's socket: readable lines (time, role, cost, text), a follow mode fed by the
-// change feed, and a session table.
+// change feed, and a session table. The commands are spawned (the CLI is the subject); the server
+// they talk to runs in process.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { test } from 'node:test';
 import type { Child } from '../helpers/cli.js';
-import { runCli, runToEnd, serveSocket } from '../helpers/cli.js';
-import { entry, TIMEOUT, typedClient } from '../helpers/feed.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { runCli, runToEnd } from '../helpers/cli.js';
+import { entry, TIMEOUT } from '../helpers/feed.js';
+import type { Ctx, InProcessServer } from '../helpers/server.js';
+import { closeClean, startServer } from '../helpers/server.js';
 
-type Server = Awaited<ReturnType<typeof serveSocket>>;
+const stop = (server: InProcessServer): Promise<void> => closeClean(server);
 
-async function stop(server: Server): Promise<void> {
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
-}
-
-async function start(t: Parameters<typeof serveSocket>[0]) {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket, ['--log-level', 'warn']);
-  return { socket, server, client: await typedClient(t, socket) };
+async function start(t: Ctx) {
+  const server = await startServer(t);
+  return { socket: server.socket, server, client: await server.client() };
 }
 
 /** Resolves once the child's stdout has `count` complete lines; rejects when it exits first. */

@@ -1,13 +1,14 @@
 // 8 client processes on one socket, half speaking LSP framing and half NDJSON, each pipelining
 // appends to one transcript and one participants journal: every write lands exactly once and
-// each client's own order survives the interleaving.
+// each client's own order survives the interleaving. The clients are processes running the BUILT
+// typed client, as editor extensions import it; the server runs in this process.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { REPO, serveSocket } from '../helpers/cli.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { REPO } from '../helpers/cli.js';
+import { closeClean, startServer } from '../helpers/server.js';
 
 const FIXTURE = path.join(REPO, 'test/fixtures/append-client.mjs');
 const CLIENTS = 8;
@@ -41,10 +42,9 @@ function assertEachOnceInClientOrder(items: string[], prefix: string, what: stri
 }
 
 test('8 clients with mixed framings append to one session: each write once, each client in order', { timeout: 60_000 }, async (t) => {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, statePathIn(dir), socket);
-  const admin = await server.connect('ndjson');
+  const server = await startServer(t);
+  const { dir, socket } = server;
+  const admin = await server.raw('ndjson');
   assert.equal((await admin.request('session/add', { session: { name: NAME } })).error, undefined);
 
   const runs = Array.from({ length: CLIENTS }, (_, k) => {
@@ -93,6 +93,5 @@ test('8 clients with mixed framings append to one session: each write once, each
   assert.deepEqual((read as { entries: { text: string }[] }).entries.map((e) => e.text), texts);
   assert.deepEqual(await admin.call('participants/read', { name: NAME }), { userIds: journal.slice(0, -1).split('\n') });
 
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  await closeClean(server);
 });
