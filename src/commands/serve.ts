@@ -46,6 +46,7 @@ export async function serve(o: ServeOptions): Promise<void> {
       durability: o.durability,
       warn: (message, err) => log.warn({ err }, message),
       ...(o.lockFd !== undefined ? { lockFd: o.lockFd } : {}),
+      error: (message, err) => log.error({ err }, message),
     });
   } catch (err) {
     const msg = err instanceof StoreError ? err.message : (err as Error).message;

@@ -1,17 +1,22 @@
-// One append-only file (a transcript or a participants journal) with its own queue. Appends that
-// arrive while a write runs form the next batch: one write(2), one fdatasync, then every caller
-// is answered. Other work on the file (compaction, removal) runs alone, in queue order, so nothing
-// can slip between a read-modify-replace and lose an append.
+// One append-only file (a transcript or a participants journal) on its own commit queue. Appends
+// that arrive while a write runs form the next batch: one write, one record in the log (or one
+// fdatasync), then every caller is answered. Other work on the file (compaction, removal) runs as
+// an exclusive task, in queue order, so nothing can slip between a read-modify-replace and lose
+// an append.
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { CommitQueue } from './commit-queue.js';
+import { isErrno } from './errno.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
+import type { StoreLog } from './store-log.js';
 import type { WriteAheadLog } from './wal.js';
 
-type AppendJob<T> = { kind: 'append'; buf: Buffer; tag: T; resolve(): void; reject(err: unknown): void };
-type TaskJob = { kind: 'task'; replaces: boolean; run(): Promise<unknown>; resolve(v: unknown): void; reject(err: unknown): void };
-type Job<T> = AppendJob<T> | TaskJob;
+interface AppendJob<T> {
+  readonly buf: Buffer;
+  readonly tag: T;
+}
 
 export interface AppendFileOptions<T> {
   /**
@@ -32,6 +37,8 @@ export interface AppendFileOptions<T> {
    * any exclusive task, so no record outlives the file it is about.
    */
   wal?: WriteAheadLog;
+  /** Where what no caller hears of goes (a close that failed, a compaction skipped). */
+  log: StoreLog;
 }
 
 export class AppendFile<T = undefined> {
@@ -40,8 +47,18 @@ export class AppendFile<T = undefined> {
   private ino = 0;
   /** The open made the file and nothing is in it yet: a failed first write removes it. */
   private createdNow = false;
-  private queue: Job<T>[] = [];
-  private draining: Promise<void> | undefined;
+  private readonly queue = new CommitQueue<AppendJob<T>>({
+    commit: (batch) => this.writeBatch(batch),
+    // A batch ends with the append that passes the compaction trigger: compaction runs right after it.
+    batchSize: (waiting) => {
+      let size = this.size;
+      for (const [i, job] of waiting.entries()) {
+        size += job.buf.length;
+        if (this.options.cutAfter?.(size)) return i + 1;
+      }
+      return waiting.length;
+    },
+  });
 
   constructor(
     private readonly io: Io,
@@ -52,30 +69,29 @@ export class AppendFile<T = undefined> {
   ) {}
 
   /**
-   * Appends `buf` (whole lines) and resolves once it is written (and synced, in sync mode).
+   * Appends `buf` (whole lines) and resolves once it is written (and durable, in sync mode).
    * Enqueues synchronously: appends land in the order of the calls.
    */
   append(buf: Buffer, tag: T): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ kind: 'append', buf, tag, resolve, reject });
-      this.draining ??= this.drain();
-    });
+    return this.queue.push({ buf, tag });
   }
 
   /**
    * Runs `run` alone, after everything queued before it; the file is closed while it runs. A task
-   * that replaces or removes the file (`replaces`, the default) first empties the write-ahead log.
+   * that replaces or removes the file (`replaces`, the default) first empties the write-ahead log,
+   * and fails without running when that fails (a record must never outlive its file).
    */
-  exclusive<T>(run: () => Promise<T>, { replaces = true }: { replaces?: boolean } = {}): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ kind: 'task', replaces, run, resolve: resolve as (v: unknown) => void, reject });
-      this.draining ??= this.drain();
+  exclusive<R>(run: () => Promise<R>, { replaces = true }: { replaces?: boolean } = {}): Promise<R> {
+    return this.queue.exclusive(async () => {
+      await this.closeHandle();
+      if (replaces) await this.options.wal?.checkpoint();
+      return run();
     });
   }
 
   /** Resolves when the queue is empty. */
-  async settled(): Promise<void> {
-    while (this.draining) await this.draining;
+  settled(): Promise<void> {
+    return this.queue.settled();
   }
 
   async close(): Promise<void> {
@@ -83,59 +99,25 @@ export class AppendFile<T = undefined> {
     await this.closeHandle();
   }
 
+  /** Closes the handle; a failing close is logged (every write through it was already answered). */
   private async closeHandle(): Promise<void> {
     const fh = this.fh;
     this.fh = undefined;
-    await fh?.close().catch(() => undefined);
-  }
-
-  private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
-        const head = this.queue[0] as Job<T>;
-        if (head.kind === 'task') {
-          this.queue.shift();
-          await this.closeHandle();
-          try {
-            if (head.replaces) await this.options.wal?.checkpoint();
-            head.resolve(await head.run());
-          } catch (err) {
-            head.reject(err);
-          }
-          continue;
-        }
-        await this.writeBatch();
-      }
-    } finally {
-      this.draining = undefined;
+      await fh?.close();
+    } catch (err) {
+      this.options.log.error(`closing ${this.rel} failed`, err);
     }
   }
 
-  private takeBatch(): { jobs: AppendJob<T>[]; cut: boolean } {
-    const jobs: AppendJob<T>[] = [];
-    let size = this.size;
-    while (this.queue.length > 0 && this.queue[0]?.kind === 'append') {
-      const job = this.queue.shift() as AppendJob<T>;
-      jobs.push(job);
-      size += job.buf.length;
-      if (this.options.cutAfter?.(size)) return { jobs, cut: true };
-    }
-    return { jobs, cut: false };
-  }
-
-  private async writeBatch(): Promise<void> {
+  private async writeBatch(jobs: AppendJob<T>[]): Promise<void> {
     let fh: FileHandle;
     try {
       fh = await this.openForAppend();
     } catch (err) {
-      const e = ioError('append to', this.rel, err);
-      // Only the appends ahead of the next task fail: a task (removal) queued behind them must
-      // still run and answer, and appends after it get their own try.
-      while (this.queue[0]?.kind === 'append') (this.queue.shift() as AppendJob<T>).reject(e);
-      return;
+      throw ioError('append to', this.rel, err);
     }
-    const { jobs, cut } = this.takeBatch();
-    const buf = jobs.length === 1 ? (jobs[0] as { buf: Buffer }).buf : Buffer.concat(jobs.map((j) => j.buf));
+    const buf = jobs.length === 1 ? (jobs[0] as AppendJob<T>).buf : Buffer.concat(jobs.map((j) => j.buf));
     const before = this.size;
     const createdNow = this.createdNow;
     this.createdNow = false;
@@ -148,34 +130,45 @@ export class AppendFile<T = undefined> {
       }
       this.size = before + buf.length;
     } catch (err) {
-      // No partial line may survive a failed append: cut the file back to what it was, and a
-      // file this append created goes again.
-      try {
-        if (createdNow) {
-          await this.closeHandle();
-          await this.io.unlink(this.file);
-        } else {
-          await this.io.truncate(fh, before);
-        }
-      } catch {
-        await this.closeHandle(); // reopened (and its tail repaired) by the next append
-      }
+      await this.undoAppend(fh, before, createdNow);
       // The log's own error names the log; the caller asked about this file, so name both.
-      const e = err instanceof StoreError ? new StoreError('io', `append to ${this.rel}: ${err.code ?? 'EIO'}: its write-ahead record failed (${err.message})`, err.data, err.code)
+      throw err instanceof StoreError
+        ? new StoreError('io', `append to ${this.rel}: ${err.code ?? 'EIO'}: its write-ahead record failed (${err.message})`, err.data, err.code)
         : ioError('append to', this.rel, err);
-      for (const job of jobs) job.reject(e);
-      return;
     }
     this.options.written?.(jobs.map((j) => j.tag), this.size);
-    if (cut && this.options.afterCut) {
+    if (this.options.afterCut && this.options.cutAfter?.(this.size)) {
       // As Go's AppendTranscript, the append that triggers compaction returns after it.
       await this.closeHandle();
       // Compaction replaces the file: the log may hold no record of the old one by then. If it
       // cannot be emptied, the file stays as it is and the next append tries again (as Go's does).
-      const clean = await (this.options.wal?.checkpoint() ?? Promise.resolve()).then(() => true, () => false);
-      if (clean) await this.options.afterCut();
+      try {
+        await this.options.wal?.checkpoint();
+      } catch (err) {
+        this.options.log.error(`compaction of ${this.rel} skipped: the write-ahead log could not be checkpointed first; retried after the next append`, err);
+        return;
+      }
+      await this.options.afterCut();
     }
-    for (const job of jobs) job.resolve();
+  }
+
+  /**
+   * No partial line may survive a failed append: the file is cut back to what it was, and a file
+   * this append created goes again. When even that fails, the handle is dropped: the next open
+   * repairs the tail (a fragment Go's reader would skip), and the failure is logged.
+   */
+  private async undoAppend(fh: FileHandle, before: number, createdNow: boolean): Promise<void> {
+    try {
+      if (createdNow) {
+        await this.closeHandle();
+        await this.io.unlink(this.file);
+      } else {
+        await this.io.truncate(fh, before);
+      }
+    } catch (err) {
+      this.options.log.error(`cutting ${this.rel} back after a failed append failed; its tail is repaired before the next append`, err);
+      await this.closeHandle();
+    }
   }
 
   private async openForAppend(): Promise<FileHandle> {
@@ -187,7 +180,7 @@ export class AppendFile<T = undefined> {
     try {
       fh = await this.io.open(this.file, 'ax', 0o600);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (!isErrno(err, 'EEXIST')) throw err;
       created = false;
       fh = await this.io.open(this.file, 'a+', 0o600);
     }
@@ -199,7 +192,7 @@ export class AppendFile<T = undefined> {
         await this.io.syncDir(path.dirname(dir));
       }
     } catch (err) {
-      await fh.close().catch(() => undefined);
+      await closeAfterFailure(fh, err);
       throw err;
     }
     this.fh = fh;
@@ -224,6 +217,15 @@ export class AppendFile<T = undefined> {
       this.size = start;
     }
     if (this.durability === 'sync') await this.io.datasync(fh);
+  }
+}
+
+/** Closes a handle after `cause` failed; a close error is attached to the cause, never lost. */
+async function closeAfterFailure(fh: FileHandle, cause: unknown): Promise<void> {
+  try {
+    await fh.close();
+  } catch (err) {
+    if (cause instanceof Error) cause.message += ` (and closing the file failed: ${(err as Error).message})`;
   }
 }
 

@@ -1,10 +1,12 @@
 // One session's participants journal, participants/<name>.log: one user id per line, first-seen
 // order. The set is loaded once and kept, so membership is O(1) however long the journal grows.
 import { AppendFile } from './append-file.js';
+import { isErrno } from './errno.js';
 import type { Io } from './io.js';
 import { goTrimSpace } from './go-text.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
+import type { StoreLog } from './store-log.js';
 import type { WriteAheadLog } from './wal.js';
 
 /** bufio.Scanner's default token limit: Go's ReadParticipants stops at a longer line. */
@@ -42,10 +44,10 @@ export function normaliseUserId(raw: string): string {
 }
 
 export class Participants {
-  private readonly log: AppendFile;
+  private readonly appender: AppendFile;
   private ids: Set<string> | undefined;
-  /** Ids whose append is in flight: a concurrent duplicate answers false without waiting. */
-  private readonly claimed = new Set<string>();
+  /** Ids whose append is in flight: a concurrent duplicate waits for it to be durable. */
+  private readonly claimed = new Map<string, Promise<void>>();
   private loading: Promise<Set<string>> | undefined;
   /** Bumped by remove(), so a read that began before a removal cannot restore the old ids. */
   private generation = 0;
@@ -55,28 +57,42 @@ export class Participants {
     readonly file: string,
     readonly rel: string,
     durability: Durability,
+    log: StoreLog,
     private readonly onAdd: (userId: string) => void = () => undefined,
     wal?: WriteAheadLog,
   ) {
     // A last id without its "\n" is a write that was never acknowledged (a crash mid-append):
     // it is not a participant, so it is dropped (Go's reader would return the fragment).
-    this.log = new AppendFile(io, file, rel, durability, { tornTail: () => 'drop', wal });
+    this.appender = new AppendFile(io, file, rel, durability, { tornTail: () => 'drop', wal, log });
   }
 
-  /** Appends `userId` unless present; `added` says whether it was new. Idempotent under concurrency. */
+  /**
+   * Appends `userId` unless present; `added` says whether it was new. Idempotent under
+   * concurrency: a duplicate of an id whose append is in flight is answered once that append is
+   * durable (false), or, when it failed, tries the append itself.
+   */
   async append(userId: string): Promise<boolean> {
     const id = normaliseUserId(userId);
-    const ids = await this.load();
-    if (ids.has(id) || this.claimed.has(id)) return false;
-    this.claimed.add(id);
-    try {
-      await this.log.append(Buffer.from(`${id}\n`), undefined);
-      (this.ids ?? ids).add(id);
-      this.onAdd(id);
-    } finally {
-      this.claimed.delete(id);
+    for (;;) {
+      const ids = await this.load();
+      if (ids.has(id)) return false;
+      const inFlight = this.claimed.get(id);
+      if (inFlight) {
+        // Its failure is its own caller's answer; here it only means "not added yet: try again".
+        if (await inFlight.then(() => true, () => false)) return false;
+        continue;
+      }
+      const write = this.appender.append(Buffer.from(`${id}\n`), undefined);
+      this.claimed.set(id, write);
+      try {
+        await write;
+        (this.ids ?? ids).add(id);
+        this.onAdd(id);
+      } finally {
+        this.claimed.delete(id);
+      }
+      return true;
     }
-    return true;
   }
 
   /** Ids in first-seen order, as they are in the file. */
@@ -86,7 +102,7 @@ export class Participants {
 
   /** Deletes the journal after queued appends; `removed` says whether there was one. */
   remove(): Promise<boolean> {
-    return this.log.exclusive(async () => {
+    return this.appender.exclusive(async () => {
       this.generation++;
       this.ids = new Set();
       this.loading = undefined;
@@ -94,7 +110,7 @@ export class Participants {
         await this.io.unlink(this.file);
         return true;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        if (isErrno(err, 'ENOENT')) return false;
         this.ids = undefined; // unknown now: reload from the file next time
         throw ioError('remove', this.rel, err);
       }
@@ -102,11 +118,11 @@ export class Participants {
   }
 
   settled(): Promise<void> {
-    return this.log.settled();
+    return this.appender.settled();
   }
 
   close(): Promise<void> {
-    return this.log.close();
+    return this.appender.close();
   }
 
   private load(): Promise<Set<string>> {
@@ -117,7 +133,7 @@ export class Participants {
       try {
         buf = await this.io.readFile(this.file);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('read', this.rel, err);
+        if (!isErrno(err, 'ENOENT')) throw ioError('read', this.rel, err);
       }
       // Only terminated lines: an unterminated tail is dropped before the next append.
       const ids = new Set(parseJournal(buf.subarray(0, buf.lastIndexOf(0x0a) + 1)));

@@ -5,6 +5,8 @@
 import path from 'node:path';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import { encodeStateDocument, UnsupportedValueError } from './go-json.js';
+import { CommitQueue } from './commit-queue.js';
+import { isErrno } from './errno.js';
 import type { Io } from './io.js';
 import type { Doc, Outcome } from './state-document.js';
 import { backfill, emptyDocument, fromDecoded } from './state-document.js';
@@ -16,8 +18,8 @@ interface Pending {
   readonly apply: (doc: Doc) => Outcome<unknown>;
   result: unknown;
   changed: boolean;
-  resolve(result: unknown): void;
-  reject(err: unknown): void;
+  /** Set when re-applying after a failed write refused this mutation: it fails with its batch. */
+  refused?: unknown;
 }
 
 /** Called after each commit with the documents before and after it, in commit order. */
@@ -28,8 +30,7 @@ const STATE_REL = 'state.json';
 export class StateStore {
   private committed: Doc;
   private head: Doc;
-  private queue: Pending[] = [];
-  private writing: Promise<void> | undefined;
+  private readonly queue = new CommitQueue<Pending>({ commit: (batch) => this.commit(batch) });
   private readonly listeners = new Set<CommitListener>();
 
   private constructor(
@@ -52,7 +53,7 @@ export class StateStore {
     try {
       text = (await io.readFile(file)).toString('utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('read', STATE_REL, err);
+        if (!isErrno(err, 'ENOENT')) throw ioError('read', STATE_REL, err);
     }
     let doc = emptyDocument();
     if (text !== undefined) {
@@ -104,57 +105,50 @@ export class StateStore {
       return Promise.reject(err);
     }
     const changed = out.doc !== this.head;
-    if (!changed && this.queue.length === 0 && !this.writing) return Promise.resolve(out.result);
-    return new Promise<R>((resolve, reject) => {
-      this.queue.push({ apply, result: out.result, changed, resolve: resolve as (r: unknown) => void, reject });
-      this.head = out.doc;
-      this.writing ??= this.drain();
-    });
+    if (!changed && this.queue.idle) return Promise.resolve(out.result);
+    const p: Pending = { apply, result: out.result, changed };
+    this.head = out.doc;
+    return this.queue.push(p).then(() => p.result as R);
   }
 
   /** Resolves when every mutation accepted so far has been committed or refused. */
-  async settled(): Promise<void> {
-    while (this.writing) await this.writing;
+  settled(): Promise<void> {
+    return this.queue.settled();
   }
 
-  private async drain(): Promise<void> {
+  /** One group commit: the document with every mutation of the batch applied, written once. */
+  private async commit(batch: Pending[]): Promise<unknown[]> {
+    // The queue hands over every waiting mutation at once: `head` is exactly this batch applied.
+    const snapshot = this.head;
     try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0);
-        const snapshot = this.head;
-        try {
-          if (batch.some((p) => p.changed)) await this.persist(snapshot);
-        } catch (err) {
-          for (const p of batch) p.reject(err);
-          this.replayOnto(this.committed);
-          continue;
-        }
-        const before = this.committed;
-        this.committed = snapshot;
-        for (const p of batch) p.resolve(p.result);
-        if (before !== snapshot) for (const l of this.listeners) l(before, snapshot);
-      }
-    } finally {
-      this.writing = undefined;
+      if (batch.some((p) => p.changed)) await this.persist(snapshot);
+    } catch (err) {
+      // Nothing of this batch is in the file: the mutations queued behind it are re-applied onto
+      // the committed document, as if the failed ones had never been accepted.
+      this.replayOnto(this.committed, this.queue.waiting());
+      throw err;
     }
+    const before = this.committed;
+    this.committed = snapshot;
+    if (before !== snapshot) for (const l of this.listeners) l(before, snapshot);
+    return batch.map((p) => p.refused);
   }
 
   /** After a failed write: re-applies the still-queued mutations onto the committed document. */
-  private replayOnto(base: Doc): void {
+  private replayOnto(base: Doc, waiting: Pending[]): void {
     this.head = base;
-    const keep: Pending[] = [];
-    for (const p of this.queue) {
+    for (const p of waiting) {
+      if (p.refused !== undefined) continue;
       try {
         const out = p.apply(this.head);
         p.result = out.result;
         p.changed = out.doc !== this.head;
         this.head = out.doc;
-        keep.push(p);
       } catch (err) {
-        p.reject(err);
+        p.refused = err;
+        p.changed = false;
       }
     }
-    this.queue = keep;
   }
 
   private async persist(doc: Doc): Promise<void> {

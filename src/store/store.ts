@@ -2,6 +2,7 @@
 // with Go's results except where DESIGN.md lists a Go defect we fix. Knows nothing of RPC.
 import path from 'node:path';
 import type { HomeRef, NewSession, Session } from '../protocol/model.js';
+import { isErrno } from './errno.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import { StorageHealth } from './health.js';
@@ -15,6 +16,8 @@ import type { Durability } from './state-store.js';
 import { StateStore } from './state-store.js';
 import { assertPrivateDir, confine } from './state-dir.js';
 import { StoreError } from './store-error.js';
+import type { StoreLog } from './store-log.js';
+import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
 import type { Page } from './transcript.js';
 import { Transcript } from './transcript.js';
@@ -33,11 +36,15 @@ export interface StoreOptions {
   lockFd?: number;
   /** The file-system seam (tests inject failures through it). */
   io?: Io;
+  /** Where the store reports what it tolerated and repaired (a torn tail cut, a replay). */
+  warn?: (message: string, err?: unknown) => void;
+  /** Where the store reports what went wrong with no caller to tell (default: `warn`). */
+  error?: (message: string, err?: unknown) => void;
   /**
-   * Where the store reports what it tolerated (a failed compaction). A call that carries an error
-   * is also recorded in `store.health` (the last storage error, for `status`).
+   * The storage health `status` reports (default: a new one, as `store.health`): fed with every
+   * such error and each checkpoint's outcome.
    */
-  warn?: (message: string, err: unknown) => void;
+  health?: StorageHealth;
   /** Size past which the write-ahead log is checkpointed (default 16 MiB; tests go lower). */
   walCheckpointBytes?: number;
 }
@@ -75,9 +82,9 @@ export class Store {
     private readonly io: Io,
     readonly durability: Durability,
     private readonly lock: HeldLock | undefined,
-    private readonly warn: (message: string, err: unknown) => void,
+    private readonly log: StoreLog,
     private readonly wal: WriteAheadLog | undefined,
-    /** Storage health for `status`: fed by every warning that carries an error and by checkpoints. */
+    /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
     readonly health: StorageHealth,
   ) {
     state.onCommit((before, after) => {
@@ -116,22 +123,18 @@ export class Store {
     const lock = options.lock === false ? undefined
       : options.lockFd !== undefined ? adoptLock(options.lockFd, paths.lockPath, paths.statePath)
       : lockStateFile(paths.lockPath, paths.statePath);
-    const health = new StorageHealth();
-    const report = options.warn ?? (() => undefined);
-    const warn = (message: string, err?: unknown): void => {
-      if (err !== undefined) health.recordError(message, err);
-      report(message, err);
-    };
+    const health = options.health ?? new StorageHealth();
+    const log = storeLog({ warn: options.warn, error: options.error, health });
     let wal: WriteAheadLog | undefined;
     try {
       await sweepTempFiles(io, paths.dir, path.basename(paths.statePath));
       // Before anything reads a transcript: put back what a crash kept from the files.
-      await replayWal(io, paths.dir, warn);
+      await replayWal(io, paths.dir, log);
       const state = await StateStore.load(io, paths.statePath, durability);
       if (durability === 'sync') {
-        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), options.walCheckpointBytes);
+        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, options.walCheckpointBytes);
       }
-      return new Store(paths.statePath, paths.dir, state, io, durability, lock, warn, wal, health);
+      return new Store(paths.statePath, paths.dir, state, io, durability, lock, log, wal, health);
     } catch (err) {
       lock?.release();
       throw err;
@@ -147,8 +150,8 @@ export class Store {
     this.closing ??= (async () => {
       await this.flush();
       await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.close()));
-      // Every file synced and the log emptied: a clean stop leaves nothing to replay.
-      await this.wal?.close().catch((err: unknown) => this.warn('the write-ahead log could not be checkpointed at close', err));
+      // Every file synced and the log emptied: a clean stop leaves nothing to replay (a failure is logged).
+      await this.wal?.close();
       this.lock?.release();
     })();
     return this.closing;
@@ -158,6 +161,7 @@ export class Store {
   async flush(): Promise<void> {
     await this.state.settled();
     await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.settled()));
+    await this.wal?.settled();
   }
 
   /** Stops accepting writes (shutdown), keeping reads. */
@@ -387,7 +391,7 @@ export class Store {
     if (!t) {
       const rel = transcriptRel(name);
       const meta = metaRel(name);
-      t = new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.warn,
+      t = new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.log,
         (seq, entry) => {
           for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
         }, this.wal);
@@ -401,7 +405,7 @@ export class Store {
     let j = this.journals.get(name);
     if (!j) {
       const rel = participantsRel(name);
-      j = new Participants(this.io, path.join(this.dir, rel), rel, this.durability, (userId) => {
+      j = new Participants(this.io, path.join(this.dir, rel), rel, this.durability, this.log, (userId) => {
         for (const l of this.listeners) l.participantAdded?.(name, userId);
       }, this.wal);
       this.journals.set(name, j);
@@ -416,7 +420,7 @@ async function syncByName(io: Io, dir: string, rel: string): Promise<void> {
   try {
     fh = await io.open(path.join(dir, rel), 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if (isErrno(err, 'ENOENT')) return; // removed since it was written: nothing to sync
     throw err;
   }
   try {

@@ -7,9 +7,11 @@ import path from 'node:path';
 import { AppendFile } from './append-file.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
+import { isErrno } from './errno.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
+import type { StoreLog } from './store-log.js';
 import type { TranscriptMeta } from './transcript-meta.js';
 import { generationFor, readMeta, removeMeta, writeMeta } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
@@ -93,7 +95,7 @@ export interface Page {
 }
 
 export class Transcript {
-  private readonly log: AppendFile<Pending>;
+  private readonly appender: AppendFile<Pending>;
   private snap: Snapshot | undefined;
   private loading: Promise<Snapshot> | undefined;
 
@@ -104,12 +106,13 @@ export class Transcript {
     private readonly metaFile: string,
     private readonly metaRelPath: string,
     durability: Durability,
-    private readonly warn: (message: string, err: unknown) => void,
+    private readonly log: StoreLog,
     private readonly onAppend: AppendListener,
     wal?: WriteAheadLog,
   ) {
-    this.log = new AppendFile<Pending>(io, file, rel, durability, {
+    this.appender = new AppendFile<Pending>(io, file, rel, durability, {
       wal,
+      log,
       // Repair never changes what a read returns: a fragment Go would parse is kept, any other dropped.
       tornTail: (fragment) => (parseLine(fragment.toString('utf8')) ? 'keep' : 'drop'),
       cutAfter: (size) => size > COMPACT_TRIGGER_BYTES,
@@ -133,7 +136,7 @@ export class Transcript {
     const pending: Pending = { entry, seq: -1 };
     // Loaded first (once per process), so seq numbers continue the file's; enqueued in call order
     // because every append of this transcript waits on the same, already-settled promise.
-    const enqueue = (): Promise<number> => this.log.append(line, pending).then(() => pending.seq);
+    const enqueue = (): Promise<number> => this.appender.append(line, pending).then(() => pending.seq);
     return this.snap ? enqueue() : this.load().then(enqueue);
   }
 
@@ -154,7 +157,7 @@ export class Transcript {
     }
     // Compactions keep replacing the file under the read: read inside the file's queue, where
     // nothing can replace it (appends wait behind this one read).
-    return this.log.exclusive(async () => {
+    return this.appender.exclusive(async () => {
       const got = await this.pageOf(await this.load(), limit, before);
       if (got) return got;
       throw new StoreError('io', `read ${this.rel}: the file changed under a read that held its queue`, { code: 'EIO' }, 'EIO');
@@ -184,12 +187,12 @@ export class Transcript {
 
   /** Deletes the file (and its meta) after every queued append; `removed` says whether there was one. */
   remove(): Promise<boolean> {
-    return this.log.exclusive(async () => {
+    return this.appender.exclusive(async () => {
       let removed = true;
       try {
         await this.io.unlink(this.file);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('remove', this.rel, err);
+        if (!isErrno(err, 'ENOENT')) throw ioError('remove', this.rel, err);
         removed = false;
       }
       await removeMeta(this.io, this.metaFile, this.metaRelPath);
@@ -199,11 +202,11 @@ export class Transcript {
   }
 
   settled(): Promise<void> {
-    return this.log.settled();
+    return this.appender.settled();
   }
 
   close(): Promise<void> {
-    return this.log.close();
+    return this.appender.close();
   }
 
   private written(pending: Pending[], size: number): void {
@@ -237,7 +240,7 @@ export class Transcript {
     try {
       fh = await this.io.open(this.file, 'r');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return emptySnapshot();
+      if (isErrno(err, 'ENOENT')) return emptySnapshot(); // no file: no entries (as Go)
       throw ioError('read', this.rel, err);
     }
     try {
@@ -274,7 +277,7 @@ export class Transcript {
     try {
       return await readNewest(this.io, this.file, { ino, size, skip, limit, stillCurrent });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ESTALE') return undefined;
+      if (isErrno(err, 'ESTALE')) return undefined;
       throw ioError('read', this.rel, err);
     }
   }
@@ -316,8 +319,8 @@ export class Transcript {
       await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
       await this.io.rename(tmp, this.file);
     } catch (err) {
-      await this.io.unlink(tmp).catch(() => undefined);
-      this.warn(`compaction of ${this.rel} failed; retried after the next append`, err);
+      await this.removeTemp(tmp);
+      this.log.error(`compaction of ${this.rel} failed; the file is left as it was and compaction is retried after the next append`, err);
       return;
     }
     // The rename is the commit point: from here the new file is the transcript.
@@ -325,9 +328,20 @@ export class Transcript {
       ino, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
       dropped: next.dropped, generation: snap.generation + 1,
     });
-    await this.io.syncDir(path.dirname(this.file)).catch((err: unknown) => {
-      this.warn(`fsync of the folder of ${this.rel} after compaction failed; the rename may not survive a power loss`, err);
-    });
+    try {
+      await this.io.syncDir(path.dirname(this.file));
+    } catch (err) {
+      this.log.error(`fsync of the folder of ${this.rel} after compaction failed; the rename may not survive a power loss`, err);
+    }
+  }
+
+  /** Removes a failed compaction's temp file; absent is fine (it failed before creating it). */
+  private async removeTemp(tmp: string): Promise<void> {
+    try {
+      await this.io.unlink(tmp);
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) this.log.error(`removing ${this.rel}.compact after a failed compaction failed; it is swept at the next start`, err);
+    }
   }
 
   /**

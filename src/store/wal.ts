@@ -13,8 +13,12 @@ import { constants as fsConstants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
+import { CommitQueue } from './commit-queue.js';
+import { isErrno } from './errno.js';
 import type { Io } from './io.js';
+import { isPathComponent } from './paths.js';
 import { ioError } from './store-error.js';
+import type { StoreLog } from './store-log.js';
 
 export const WAL_REL = '.herrscher-state/wal.log';
 /** Past this size the log is checkpointed: replay after a crash stays short. */
@@ -31,9 +35,11 @@ export interface WalRecord {
 interface Pending {
   readonly bytes: Buffer;
   readonly file: string;
-  resolve(): void;
-  reject(err: unknown): void;
 }
+
+/** Retries of a failed background checkpoint: 100 ms, doubling, at most every 30 s. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 30_000;
 
 const encodeRecord = (r: WalRecord): Buffer => {
   const json = JSON.stringify(r);
@@ -55,12 +61,17 @@ export function parseWal(buf: Buffer): WalRecord[] {
 }
 
 export class WriteAheadLog {
-  private queue: Pending[] = [];
-  private writing: Promise<void> | undefined;
+  private readonly queue = new CommitQueue<Pending>({ commit: (batch) => this.commit(batch) });
   private size = 0;
   /** Files written since the last checkpoint, which must be synced before the log is emptied. */
   private readonly dirty = new Set<string>();
-  private checkpointing: Promise<void> | undefined;
+  /** A checkpoint queued and not yet started: later callers share it. */
+  private queuedCheckpoint: Promise<void> | undefined;
+  /** Set when a failed batch could not be cut back: no record is taken until a checkpoint succeeds. */
+  private poisoned: Error | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelay = RETRY_FIRST_MS;
+  private closed = false;
 
   /** Bytes in the log not yet checkpointed (`status` reports them). */
   get bytes(): number {
@@ -69,10 +80,10 @@ export class WriteAheadLog {
 
   private constructor(
     private readonly io: Io,
-    private readonly dir: string,
     private readonly fh: FileHandle,
     private readonly syncFile: (rel: string) => Promise<void>,
     private readonly checkpointBytes: number,
+    private readonly log: StoreLog,
   ) {}
 
   /**
@@ -83,13 +94,14 @@ export class WriteAheadLog {
     io: Io,
     dir: string,
     syncFile: (rel: string) => Promise<void>,
+    log: StoreLog,
     checkpointBytes = CHECKPOINT_BYTES,
   ): Promise<WriteAheadLog> {
     const file = path.join(dir, WAL_REL);
     try {
       await io.mkdir(path.dirname(file), 0o700);
       const fh = await io.open(file, 'a+', 0o600);
-      const wal = new WriteAheadLog(io, dir, fh, syncFile, checkpointBytes);
+      const wal = new WriteAheadLog(io, fh, syncFile, checkpointBytes, log);
       wal.size = await io.size(fh);
       return wal;
     } catch (err) {
@@ -102,133 +114,184 @@ export class WriteAheadLog {
    * that arrive while a sync runs share the next one.
    */
   record(r: WalRecord): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ bytes: encodeRecord(r), file: r.f, resolve, reject });
-      this.kick();
-    });
-  }
-
-  /** Starts a drain unless one runs or a checkpoint holds the log (it kicks when it is done). */
-  private kick(): void {
-    if (this.writing || this.checkpointing || this.queue.length === 0) return;
-    this.writing = this.drain().finally(() => {
-      this.writing = undefined;
-      if (this.size > this.checkpointBytes && !this.checkpointing) void this.checkpoint().catch(() => undefined);
-      else this.kick();
-    });
+    return this.queue.push({ bytes: encodeRecord(r), file: r.f });
   }
 
   /**
-   * Syncs every file written since the last checkpoint, then empties the log. Runs between
-   * batches; records arriving meanwhile wait for it.
+   * Syncs every file written since the last checkpoint, then empties the log; runs alone between
+   * batches (records arriving meanwhile wait for it). Callers that come while one is queued share it.
    */
   checkpoint(): Promise<void> {
-    this.checkpointing ??= (async () => {
-      while (this.writing) await this.writing;
+    if (this.queuedCheckpoint) return this.queuedCheckpoint;
+    let started = false;
+    const run = this.queue.exclusive(async () => {
+      started = true;
+      this.queuedCheckpoint = undefined;
       try {
-        await Promise.all([...this.dirty].map((rel) => this.syncFile(rel)));
-        this.dirty.clear();
-        await this.io.truncate(this.fh, 0);
-        await this.io.datasync(this.fh);
-        this.size = 0;
+        await this.empty();
       } catch (err) {
-        throw ioError('checkpoint', WAL_REL, err);
+        this.log.checkpointFailed(err);
+        throw err;
       }
-    })().finally(() => {
-      this.checkpointing = undefined;
-      this.kick();
+      this.log.checkpointSucceeded();
+      this.retryDelay = RETRY_FIRST_MS;
+      if (this.retryTimer) clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
     });
-    return this.checkpointing;
+    // An idle queue starts the task at once: only one still waiting is shared.
+    if (!started) this.queuedCheckpoint = run;
+    return run;
   }
 
+  /** Resolves when every record and checkpoint queued so far is done. */
+  settled(): Promise<void> {
+    return this.queue.settled();
+  }
+
+  /**
+   * Finishes what is queued and empties the log. When that fails, the log keeps its records (the
+   * next start replays them): the failure is logged, not thrown, so the lock is still released.
+   */
   async close(): Promise<void> {
-    while (this.writing || this.checkpointing) {
-      await this.writing;
-      await this.checkpointing?.catch(() => undefined);
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.queue.settled();
+    try {
+      await this.checkpoint();
+    } catch (err) {
+      this.log.error(`the write-ahead log could not be emptied at close; it keeps its ${this.size} bytes of records, replayed at the next start`, err);
     }
-    await this.checkpoint().catch(() => undefined);
-    await this.fh.close();
+    try {
+      await this.fh.close();
+    } catch (err) {
+      this.log.error(`closing ${WAL_REL} failed`, err);
+    }
   }
 
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0 && !this.checkpointing) {
-      const batch = this.queue.splice(0);
-      const before = this.size;
-      try {
-        await this.io.write(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
-        await this.io.datasync(this.fh);
-        this.size = before + batch.reduce((n, p) => n + p.bytes.length, 0);
-      } catch (err) {
-        // Records of a failed batch must not be replayed: cut the log back.
-        await this.io.truncate(this.fh, before).catch(() => undefined);
-        const e = ioError('append to', WAL_REL, err);
-        for (const p of batch) p.reject(e);
-        continue;
-      }
-      for (const p of batch) {
-        this.dirty.add(p.file);
-        p.resolve();
-      }
+  private async empty(): Promise<void> {
+    try {
+      const files = [...this.dirty];
+      await Promise.all(files.map((rel) => this.syncFile(rel)));
+      for (const rel of files) this.dirty.delete(rel);
+      await this.io.truncate(this.fh, 0);
+      await this.io.datasync(this.fh);
+      this.size = 0;
+      this.poisoned = undefined;
+    } catch (err) {
+      throw ioError('checkpoint', WAL_REL, err);
     }
+  }
+
+  private async commit(batch: Pending[]): Promise<void> {
+    if (this.poisoned) throw this.poisoned;
+    const before = this.size;
+    try {
+      await this.io.write(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
+      await this.io.datasync(this.fh);
+      this.size = before + batch.reduce((n, p) => n + p.bytes.length, 0);
+    } catch (err) {
+      const e = ioError('append to', WAL_REL, err);
+      // Records of a failed batch must never be replayed: their appends were refused and cut back.
+      try {
+        await this.io.truncate(this.fh, before);
+      } catch (cutErr) {
+        this.poisoned = ioError('append to', WAL_REL, cutErr);
+        this.log.error(`${WAL_REL} could not be cut back after a failed write; appends are refused until a checkpoint empties it`, cutErr);
+        this.scheduleRetry();
+      }
+      throw e;
+    }
+    for (const p of batch) this.dirty.add(p.file);
+    if (this.size > this.checkpointBytes) this.checkpointInBackground();
+  }
+
+  /** A checkpoint nobody waits for (the log grew past its bound): a failure is logged and retried. */
+  private checkpointInBackground(): void {
+    if (this.queuedCheckpoint || this.retryTimer || this.closed) return;
+    this.checkpoint().catch((err: unknown) => {
+      this.log.error(
+        `checkpoint of ${WAL_REL} failed; appends stay durable (their records are kept in the log, now ${this.size} bytes, and replayed at the next start); retried in ${this.retryDelay} ms`,
+        err,
+      );
+      this.scheduleRetry();
+    });
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.closed) return;
+    const delay = this.retryDelay;
+    this.retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.checkpointInBackground();
+    }, delay);
+    this.retryTimer.unref();
   }
 }
 
+/** Where a replay stands with one file: its handle (null: gone or replaced), and how far it moved. */
+interface ReplayFile {
+  readonly fh: FileHandle | null;
+  /** Where this file's records now land relative to their offsets (0 until one was re-appended). */
+  delta: number;
+  restored: number;
+  reappended: number;
+}
+
+const STORE_FILE = /^(transcripts\/(.+)\.jsonl|participants\/(.+)\.log)$/;
+
+/** Whether a record names a file the store writes: `transcripts/<name>.jsonl` or `participants/<name>.log`, any name the store accepts. */
+function isStoreFile(rel: string): boolean {
+  const m = STORE_FILE.exec(rel);
+  const name = m?.[2] ?? m?.[3];
+  return name !== undefined && isPathComponent(name);
+}
+
 /**
- * Puts back what a crash kept from the Go-format files: each record of the log whose bytes are
- * not yet at its offset is written there (a torn tail cut first), then every touched file is
- * synced and the log emptied. Returns how many records were applied.
+ * Puts back what a crash kept from the Go-format files, then syncs every touched file and empties
+ * the log. Per record: bytes already at its offset are skipped (a replay is idempotent); a torn
+ * copy of them (a prefix) is cut and rewritten; a file replaced since (another inode) or removed
+ * is left alone. Bytes this server did not write (the Go daemon appended first after a machine
+ * crash) are never overwritten: the record's entry is appended after the file's end instead, and
+ * so are the file's later records, and one `error` names the file and how many were re-appended.
+ * Returns how many records were written back.
  */
-export async function replayWal(io: Io, dir: string, warn: (message: string, err?: unknown) => void): Promise<number> {
+export async function replayWal(io: Io, dir: string, log: StoreLog): Promise<number> {
   const file = path.join(dir, WAL_REL);
   let buf: Buffer;
   try {
     buf = await io.readFile(file);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    if (isErrno(err, 'ENOENT')) return 0; // never ran in sync mode: nothing to replay
     throw ioError('read', WAL_REL, err);
   }
-  const records = parseWal(buf);
-  const handles = new Map<string, FileHandle | null>();
-  let applied = 0;
+  const files = new Map<string, ReplayFile>();
+  let failure: unknown;
   try {
-    for (const r of records) {
-      if (!/^(transcripts\/[^/]+\.jsonl|participants\/[^/]+\.log)$/.test(r.f) || r.f.includes('..')) {
-        warn(`wal: record for ${JSON.stringify(r.f)} ignored (not a store file)`);
+    for (const r of parseWal(buf)) {
+      if (!isStoreFile(r.f)) {
+        log.error(`wal: record for ${JSON.stringify(r.f)} ignored: not a file this store writes`);
         continue;
       }
-      let fh = handles.get(r.f);
-      if (fh === undefined) {
-        // O_APPEND: after the truncate below, the write lands at the end, i.e. at r.o.
-        fh = await io.open(path.join(dir, r.f), fsConstants.O_RDWR | fsConstants.O_APPEND).catch(() => null);
-        if (fh && (await io.inode(fh)) !== r.i) {
-          await fh.close();
-          fh = null; // replaced since the record (compacted or recreated): the record is not about it
-        }
-        handles.set(r.f, fh);
+      let f = files.get(r.f);
+      if (!f) {
+        f = { fh: await openIfSame(io, path.join(dir, r.f), r.i), delta: 0, restored: 0, reappended: 0 };
+        files.set(r.f, f);
       }
-      if (!fh) continue;
-      const data = Buffer.from(r.d);
-      const size = await io.size(fh);
-      if (size >= r.o + data.length) {
-        const there = Buffer.alloc(data.length);
-        await io.read(fh, there, r.o);
-        if (!there.equals(data)) warn(`wal: ${r.f} holds other bytes at ${r.o} than its record; left as is`);
-        continue;
-      }
-      if (size < r.o) {
-        warn(`wal: ${r.f} is shorter (${size}) than its record's offset ${r.o}; left as is`);
-        continue;
-      }
-      await io.truncate(fh, r.o);
-      await io.write(fh, data);
-      applied++;
+      if (f.fh) await replayRecord(io, f, r);
     }
-    for (const fh of handles.values()) if (fh) await io.datasync(fh);
+    for (const f of files.values()) if (f.fh) await io.datasync(f.fh);
   } catch (err) {
-    throw ioError('replay', WAL_REL, err);
-  } finally {
-    for (const fh of handles.values()) await fh?.close().catch(() => undefined);
+    failure = ioError('replay', WAL_REL, err);
   }
+  for (const f of files.values()) {
+    try {
+      await f.fh?.close();
+    } catch (err) {
+      failure ??= ioError('replay', WAL_REL, err);
+    }
+  }
+  if (failure) throw failure;
   const wal = await io.open(file, 'r+');
   try {
     await io.truncate(wal, 0);
@@ -236,6 +299,73 @@ export async function replayWal(io: Io, dir: string, warn: (message: string, err
   } finally {
     await wal.close();
   }
-  if (applied) warn(`wal: ${applied} append(s) the files lacked after a crash were put back`);
-  return applied;
+  let restored = 0;
+  for (const [rel, f] of files) {
+    restored += f.restored + f.reappended;
+    if (f.reappended) {
+      log.error(`wal: ${rel} holds bytes this server did not write where its records belong (another writer appended after a crash); kept them and re-appended ${f.reappended} entr${f.reappended === 1 ? 'y' : 'ies'} after the file's end`);
+    }
+  }
+  if (restored) log.warn(`wal: ${restored} append(s) the files lacked after a crash were put back`);
+  return restored;
+}
+
+/** The file opened for appending when it is still the inode a record names; null when gone or replaced. */
+async function openIfSame(io: Io, file: string, ino: number): Promise<FileHandle | null> {
+  let fh: FileHandle;
+  try {
+    // O_APPEND: every write lands at the end (after a truncate to a record's offset: at that offset).
+    fh = await io.open(file, fsConstants.O_RDWR | fsConstants.O_APPEND);
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return null; // removed since the record: nothing to put back
+    throw err;
+  }
+  try {
+    if ((await io.inode(fh)) === ino) return fh;
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+  await fh.close();
+  return null; // replaced since the record (compacted or recreated): the record is not about it
+}
+
+async function replayRecord(io: Io, f: ReplayFile, r: WalRecord): Promise<void> {
+  const fh = f.fh as FileHandle;
+  const data = Buffer.from(r.d);
+  const at = r.o + f.delta;
+  const size = await io.size(fh);
+  if (size >= at) {
+    const there = Buffer.alloc(Math.min(data.length, size - at));
+    await io.read(fh, there, at);
+    if (there.equals(data)) return; // already there
+    if (there.length < data.length && data.subarray(0, there.length).equals(there)) {
+      // A torn copy of this very record at the end of the file (or none yet): complete it.
+      await io.truncate(fh, at);
+      await io.write(fh, data);
+      if (f.delta === 0) f.restored++;
+      else f.reappended += countLines(data); // follows records already moved past foreign bytes
+      return;
+    }
+  }
+  // Other bytes where the record belongs, or the file ends before its offset: keep what is there,
+  // put the entry after it (on a line of its own), and move this file's later records with it.
+  let end = size;
+  if (end > 0) {
+    const last = Buffer.alloc(1);
+    await io.read(fh, last, end - 1);
+    if (last[0] !== 0x0a) {
+      await io.write(fh, Buffer.from('\n'));
+      end++;
+    }
+  }
+  await io.write(fh, data);
+  f.delta = end - r.o;
+  f.reappended += countLines(data);
+}
+
+function countLines(buf: Buffer): number {
+  let n = 0;
+  for (let i = buf.indexOf(0x0a); i >= 0; i = buf.indexOf(0x0a, i + 1)) n++;
+  return n;
 }

@@ -1,12 +1,12 @@
 // Participants journals beyond the Go suite: Go's reading rules (TrimSpace, 64 KiB lines), the ids
 // we trim or refuse where Go stores them raw (DESIGN.md §1 defects), and concurrent appends.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Store, StoreOptions } from '../../src/store/store.js';
-import { newSession, openIn, storeError, text } from '../helpers/store.js';
+import { errno, newSession, openIn, storeError, text } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /** A store with session `s` whose journal holds `content` when given (written as Go would). */
@@ -138,4 +138,55 @@ test('appendParticipant for a name with no session row is refused and creates no
   t.after(() => store.close());
   await assert.rejects(() => store.appendParticipant('ghost', 'u1'), storeError('unknown-session', ['no session named "ghost"']));
   assert.equal(existsSync(path.join(dir, 'participants')), false);
+});
+
+test('a duplicate of an id whose first append is still in flight is answered only once that append is durable', async (t) => {
+  const dir = tempDir();
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let writeStarted!: () => void;
+  const started = new Promise<void>((r) => (writeStarted = r));
+  const io = withIo({
+    write: async (fh, buf) => {
+      if (buf.toString().startsWith('u1')) {
+        writeStarted();
+        await held; // the disk holds the first append
+      }
+      return nodeIo.write(fh, buf);
+    },
+  });
+  const store = await openIn(dir, { io, durability: 'write' });
+  t.after(() => store.close());
+  await store.addSession(newSession('s'));
+  const first = store.appendParticipant('s', 'u1');
+  await started;
+  let answered = false;
+  const second = store.appendParticipant('s', 'u1').then((added) => {
+    answered = true;
+    return added;
+  });
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(answered, false, 'the duplicate waits for the first append');
+  release();
+  assert.equal(await first, true);
+  assert.equal(await second, false);
+  assert.equal(readFileSync(path.join(dir, 'participants/s.log'), 'utf8'), 'u1\n');
+});
+
+test('a duplicate whose first append failed appends the id itself', async (t) => {
+  const dir = tempDir();
+  let calls = 0;
+  const io = withIo({
+    write: async (fh, buf) => {
+      if (buf.toString().startsWith('u1') && calls++ === 0) throw errno('ENOSPC');
+      return nodeIo.write(fh, buf);
+    },
+  });
+  const store = await openIn(dir, { io, durability: 'write' });
+  t.after(() => store.close());
+  await store.addSession(newSession('s'));
+  const [first, second] = await Promise.allSettled([store.appendParticipant('s', 'u1'), store.appendParticipant('s', 'u1')]);
+  assert.equal(first.status, 'rejected');
+  assert.deepEqual(second, { status: 'fulfilled', value: true });
+  assert.equal(readFileSync(path.join(dir, 'participants/s.log'), 'utf8'), 'u1\n');
 });

@@ -1,0 +1,106 @@
+// The store's one concurrency primitive: a queue that commits jobs in batches (group commit) and
+// runs exclusive tasks alone between them. StateStore (state.json), AppendFile (a transcript or a
+// journal) and the write-ahead log are each one CommitQueue with their own `commit`.
+//
+// Rules, the same for every user:
+// - Jobs are committed in push order. Jobs pushed while a commit runs form the next batch, so one
+//   write (and one sync) answers all of them; `batchSize` may cut a batch shorter.
+// - A batch never crosses an exclusive task: the task runs after every job pushed before it and
+//   before every job pushed after it (a compaction or a removal cannot lose an append).
+// - `commit` throwing rejects every job of its batch with that error; it may instead return one
+//   error (or undefined) per job. Nothing is retried here, nothing is swallowed: every job's
+//   promise settles with its own outcome, and the queue goes on with the next batch.
+
+export interface CommitQueueOptions<J> {
+  /** Commits one batch, in push order. Resolves when it is done; see the rules above for failures. */
+  commit(batch: J[]): Promise<readonly unknown[] | void>;
+  /** How many of the `waiting` jobs (all before the next task; at least one) the next batch takes. */
+  batchSize?(waiting: readonly J[]): number;
+}
+
+type Entry<J> =
+  | { readonly kind: 'job'; readonly job: J; resolve(): void; reject(err: unknown): void }
+  | { readonly kind: 'task'; run(): Promise<unknown>; resolve(v: unknown): void; reject(err: unknown): void };
+
+export class CommitQueue<J> {
+  private entries: Entry<J>[] = [];
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly options: CommitQueueOptions<J>) {}
+
+  /** Queues `job`; resolves once the batch holding it is committed, rejects with its failure. */
+  push(job: J): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.entries.push({ kind: 'job', job, resolve, reject });
+      this.running ??= this.drain();
+    });
+  }
+
+  /** Runs `run` alone, after everything queued before it and before everything queued after it. */
+  exclusive<T>(run: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.entries.push({ kind: 'task', run, resolve: resolve as (v: unknown) => void, reject });
+      this.running ??= this.drain();
+    });
+  }
+
+  /** True when nothing is queued or running: a caller may answer at once without reordering. */
+  get idle(): boolean {
+    return this.running === undefined;
+  }
+
+  /** The jobs waiting for a later batch (not the one committing), in push order. */
+  waiting(): J[] {
+    const out: J[] = [];
+    for (const e of this.entries) if (e.kind === 'job') out.push(e.job);
+    return out;
+  }
+
+  /** Resolves when everything queued so far, and anything queued meanwhile, has settled. */
+  async settled(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.entries.length > 0) {
+        const head = this.entries[0] as Entry<J>;
+        if (head.kind === 'task') {
+          this.entries.shift();
+          try {
+            head.resolve(await head.run());
+          } catch (err) {
+            head.reject(err);
+          }
+          continue;
+        }
+        await this.commitNext();
+      }
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  private async commitNext(): Promise<void> {
+    let end = this.entries.findIndex((e) => e.kind === 'task');
+    if (end < 0) end = this.entries.length;
+    let take = end;
+    if (this.options.batchSize) {
+      const waiting = this.entries.slice(0, end).map((e) => (e as { job: J }).job);
+      take = Math.min(end, Math.max(1, this.options.batchSize(waiting)));
+    }
+    const batch = this.entries.splice(0, take) as Extract<Entry<J>, { kind: 'job' }>[];
+    let errors: readonly unknown[] | void;
+    try {
+      errors = await this.options.commit(batch.map((e) => e.job));
+    } catch (err) {
+      for (const e of batch) e.reject(err);
+      return;
+    }
+    for (const [i, e] of batch.entries()) {
+      const err = errors?.[i];
+      if (err === undefined) e.resolve();
+      else e.reject(err);
+    }
+  }
+}

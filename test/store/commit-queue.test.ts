@@ -1,0 +1,148 @@
+// The commit queue on its own: batches form while a commit runs, tasks run alone between batches,
+// every job settles with its own batch's outcome, and settled() waits for what was queued meanwhile.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CommitQueue } from '../../src/store/commit-queue.js';
+
+/** A promise with its resolve, so a test decides when a commit finishes. */
+function gate(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+test('jobs pushed while a commit runs are committed together as the next batch, in push order', async () => {
+  const batches: number[][] = [];
+  const first = gate();
+  const q = new CommitQueue<number>({
+    async commit(batch) {
+      batches.push(batch);
+      if (batches.length === 1) await first.promise;
+    },
+  });
+  const done = [q.push(1)];
+  await tick();
+  done.push(q.push(2), q.push(3), q.push(4));
+  first.open();
+  await Promise.all(done);
+  assert.deepEqual(batches, [[1], [2, 3, 4]]);
+});
+
+test('a task runs after every job pushed before it and before every job pushed after it', async () => {
+  const events: string[] = [];
+  const hold = gate();
+  const q = new CommitQueue<string>({
+    async commit(batch) {
+      events.push(`commit ${batch.join(',')}`);
+      await hold.promise;
+    },
+  });
+  const a = q.push('a');
+  const b = q.push('b');
+  const t = q.exclusive(async () => {
+    events.push('task');
+    return 42;
+  });
+  const c = q.push('c');
+  hold.open();
+  await Promise.all([a, b, c]);
+  assert.equal(await t, 42);
+  assert.deepEqual(events, ['commit a', 'commit b', 'task', 'commit c']);
+});
+
+test('a commit that throws rejects every job of its batch with that error, and the next batch still commits', async () => {
+  const boom = new Error('EIO');
+  const hold = gate();
+  let calls = 0;
+  const q = new CommitQueue<number>({
+    async commit() {
+      calls++;
+      if (calls === 1) {
+        await hold.promise;
+        throw boom;
+      }
+    },
+  });
+  const first = q.push(1);
+  await tick();
+  const second = q.push(2);
+  hold.open();
+  await assert.rejects(first, (err) => err === boom);
+  await second;
+  assert.equal(calls, 2);
+});
+
+test('a commit may fail single jobs by returning one error per job', async () => {
+  const bad = new Error('refused');
+  const q = new CommitQueue<number>({ commit: async (batch) => batch.map((n) => (n % 2 ? bad : undefined)) });
+  const outcomes = await Promise.allSettled([q.push(1), q.push(2), q.push(3)]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'fulfilled', 'rejected']);
+  assert.equal((outcomes[0] as PromiseRejectedResult).reason, bad);
+});
+
+test('a task that throws rejects only its caller; the queue goes on', async () => {
+  const committed: number[] = [];
+  const q = new CommitQueue<number>({ commit: async (batch) => void committed.push(...batch) });
+  const t = q.exclusive(async () => {
+    throw new Error('task failed');
+  });
+  const after = q.push(7);
+  await assert.rejects(t, /task failed/);
+  await after;
+  assert.deepEqual(committed, [7]);
+});
+
+test('batchSize cuts a batch: the rest forms the next one', async () => {
+  const batches: number[][] = [];
+  const hold = gate();
+  const q = new CommitQueue<number>({
+    async commit(batch) {
+      batches.push(batch);
+      await hold.promise;
+    },
+    batchSize: (waiting) => waiting.findIndex((n) => n >= 10) + 1 || waiting.length,
+  });
+  const p = [q.push(1)];
+  await tick();
+  p.push(q.push(2), q.push(10), q.push(3), q.push(4));
+  hold.open();
+  await Promise.all(p);
+  assert.deepEqual(batches, [[1], [2, 10], [3, 4]]);
+});
+
+test('settled() waits for jobs queued while it waits, and idle says when nothing runs', async () => {
+  const committed: number[] = [];
+  const q = new CommitQueue<number>({
+    async commit(batch) {
+      committed.push(...batch);
+      if (batch[0] === 1) void q.push(2); // queued by the commit itself, after settled() was called
+    },
+  });
+  assert.equal(q.idle, true);
+  void q.push(1);
+  assert.equal(q.idle, false);
+  await q.settled();
+  assert.deepEqual(committed, [1, 2]);
+  assert.equal(q.idle, true);
+});
+
+test('waiting() lists the jobs queued behind the committing batch', async () => {
+  const hold = gate();
+  let seen: number[] = [];
+  const q = new CommitQueue<number>({
+    async commit(batch) {
+      if (batch[0] === 1) {
+        await hold.promise;
+        seen = q.waiting();
+      }
+    },
+  });
+  const p = [q.push(1)];
+  await tick();
+  p.push(q.push(2), q.push(3));
+  hold.open();
+  await Promise.all(p);
+  assert.deepEqual(seen, [2, 3]);
+});

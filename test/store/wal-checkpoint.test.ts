@@ -1,0 +1,148 @@
+// Checkpoint failures of the write-ahead log are never silent: logged at error, reported to the
+// storage health, retried with backoff; appends keep their durability meanwhile (the log keeps
+// their records), and a compaction that needed the checkpoint is skipped with an error logged.
+import assert from 'node:assert/strict';
+import { readFileSync, statSync, truncateSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { withIo } from '../../src/store/io.js';
+import { Store } from '../../src/store/store.js';
+import { StorageHealth } from '../../src/store/health.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { parseWal, WAL_REL } from '../../src/store/wal.js';
+import { errno, newSession } from '../helpers/store.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+const entry = (ts: string, text = ts) => ({ ts, role: 'user', text });
+
+/** An Io whose fdatasync of files matching `failing` throws EIO while `on()` is true. */
+function failingSyncOf(failing: RegExp) {
+  const names = new WeakMap<FileHandle, string>();
+  let on = false;
+  const io = withIo({
+    open: async (file, flags, mode) => {
+      const fh = await fs.open(file, flags, mode);
+      names.set(fh, file);
+      return fh;
+    },
+    datasync: async (fh) => {
+      if (on && failing.test(names.get(fh) ?? '')) throw errno('EIO', 'fdatasync');
+      await fh.datasync();
+    },
+  });
+  return { io, fail: (v: boolean) => (on = v) };
+}
+
+/** A health tracker that also lets a test await the next successful checkpoint. */
+class WatchedHealth extends StorageHealth {
+  failures = 0;
+  private succeeded: () => void = () => undefined;
+
+  override checkpointFailed(err: unknown, now?: number): void {
+    this.failures++;
+    super.checkpointFailed(err, now);
+  }
+
+  override checkpointSucceeded(): void {
+    super.checkpointSucceeded();
+    this.succeeded();
+  }
+
+  nextSuccess(): Promise<void> {
+    return new Promise<void>((r) => (this.succeeded = r));
+  }
+}
+
+test('a background checkpoint that fails is logged at error, reported, retried; appends stay durable in the log', async () => {
+  const dir = tempDir();
+  const { io, fail } = failingSyncOf(/transcripts\/s\.jsonl$/);
+  const h = new WatchedHealth();
+  const logged: string[] = [];
+  const store = await Store.open(statePathIn(dir), { io, health: h, walCheckpointBytes: 1024, error: (m) => logged.push(m) });
+  try {
+    await store.addSession(newSession('s'));
+    fail(true);
+    for (let i = 0; i < 20; i++) await store.appendTranscript('s', entry(`t${i}`, 'x'.repeat(100)));
+    await store.flush();
+    assert.ok(h.failures >= 1, 'the health heard of the failed checkpoint');
+    assert.equal(store.health.snapshot().checkpointFailing, true);
+    assert.ok(logged.some((m) => /checkpoint of .*wal\.log failed; appends stay durable/.test(m)), logged.join('\n'));
+    const records = parseWal(readFileSync(path.join(dir, WAL_REL)));
+    assert.equal(records.length, 20, 'every append is still recorded in the log');
+    const recovered = h.nextSuccess();
+    fail(false);
+    const alive = setInterval(() => undefined, 1000); // the retry timer is unref'd: keep the loop up
+    await recovered.finally(() => clearInterval(alive)); // the retry (on its backoff timer) succeeded
+    await store.flush();
+    assert.equal(statSync(path.join(dir, WAL_REL)).size, 0, 'the retried checkpoint emptied the log');
+    assert.equal(store.health.snapshot().checkpointFailing, false);
+  } finally {
+    fail(false);
+    await store.close();
+  }
+});
+
+test('a close whose checkpoint fails logs an error and keeps the records; the next start replays them', async () => {
+  const dir = tempDir();
+  const { io, fail } = failingSyncOf(/transcripts\/s\.jsonl$/);
+  const h = new WatchedHealth();
+  const logged: string[] = [];
+  const store = await Store.open(statePathIn(dir), { io, health: h, error: (m) => logged.push(m) });
+  await store.addSession(newSession('s'));
+  await store.appendTranscript('s', entry('t1'));
+  fail(true);
+  await store.close();
+  assert.ok(logged.some((m) => /could not be emptied at close; it keeps its \d+ bytes/.test(m)), logged.join('\n'));
+  assert.equal(parseWal(readFileSync(path.join(dir, WAL_REL))).length, 1);
+  truncateSync(path.join(dir, 'transcripts/s.jsonl'), 0); // as if the unsynced write was lost
+  const again = await Store.open(statePathIn(dir));
+  try {
+    assert.deepEqual((await again.readTranscript('s', 0)).map((e) => e.ts), ['t1']);
+  } finally {
+    await again.close();
+  }
+});
+
+test('a compaction skipped because its checkpoint failed is logged, and runs after a later append once it can', async () => {
+  const dir = tempDir();
+  const { io, fail } = failingSyncOf(/participants\/s\.log$/);
+  const logged: string[] = [];
+  const store = await Store.open(statePathIn(dir), { io, error: (m, e) => logged.push(`${m} ${String(e)}`) });
+  try {
+    await store.addSession(newSession('s'));
+    await store.appendParticipant('s', 'u1'); // a dirty file whose sync fails blocks every checkpoint
+    fail(true);
+    const big = 'x'.repeat(512 * 1024);
+    const file = path.join(dir, 'transcripts/s.jsonl');
+    for (let i = 0; (statSync(file, { throwIfNoEntry: false })?.size ?? 0) <= COMPACT_TRIGGER_BYTES; i++) {
+      await store.appendTranscript('s', entry(`t${i}`, big));
+    }
+    assert.ok(statSync(file).size > COMPACT_TRIGGER_BYTES, 'not compacted while the checkpoint fails');
+    assert.ok(logged.some((m) => /compaction of transcripts\/s\.jsonl skipped: the write-ahead log could not be checkpointed/.test(m)), logged.join('\n'));
+    fail(false);
+    await store.appendTranscript('s', entry('after', 'y'));
+    assert.ok(statSync(file).size <= COMPACT_TRIGGER_BYTES / 2 + 1024, `compacted after the next append: ${statSync(file).size} ${logged.join('\n')}`);
+  } finally {
+    fail(false);
+    await store.close();
+  }
+});
+
+test('a removal whose checkpoint fails is refused with the error, and the file stays', async () => {
+  const dir = tempDir();
+  const { io, fail } = failingSyncOf(/participants\/s\.log$/);
+  const store = await Store.open(statePathIn(dir), { io });
+  try {
+    await store.addSession(newSession('s'));
+    await store.appendParticipant('s', 'u1');
+    await store.appendTranscript('s', entry('t1'));
+    fail(true);
+    await assert.rejects(() => store.removeTranscript('s'), (err: Error) => /checkpoint .*wal\.log: EIO/.test(err.message));
+    assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t1']);
+  } finally {
+    fail(false);
+    await store.close();
+  }
+});
