@@ -127,7 +127,7 @@ export class Store {
     const log = storeLog({ warn: options.warn, error: options.error, health });
     let wal: WriteAheadLog | undefined;
     try {
-      await sweepTempFiles(io, paths.dir, path.basename(paths.statePath));
+      await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log);
       // Before anything reads a transcript: put back what a crash kept from the files.
       await replayWal(io, paths.dir, log);
       const state = await StateStore.load(io, paths.statePath, durability);

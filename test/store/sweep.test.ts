@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { openIn } from '../helpers/store.js';
+import { nodeIo, withIo } from '../../src/store/io.js';
+import { errno, openIn } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 test('opening the store removes leftover temp files of state.json and transcripts, and keeps every other file', async (t) => {
@@ -24,4 +25,21 @@ test('opening the store removes leftover temp files of state.json and transcript
   assert.deepEqual(readdirSync(path.join(dir, '.herrscher-state', 'transcripts')), []);
   assert.deepEqual(store.getState(), { home: { id: '', type: '' }, sessions: null });
   assert.equal(statePathIn(dir), store.statePath);
+});
+
+test('a temp file that cannot be removed does not stop the store from opening, and is logged at error by name', async (t) => {
+  const dir = tempDir();
+  mkdirSync(path.join(dir, 'transcripts'), { recursive: true });
+  writeFileSync(path.join(dir, 'transcripts/s.jsonl.compact'), 'x');
+  const errors: string[] = [];
+  const io = withIo({
+    unlink: async (file) => {
+      if (file.endsWith('.compact')) throw errno('EACCES', 'unlink');
+      return nodeIo.unlink(file);
+    },
+  });
+  const store = await openIn(dir, { io, error: (m) => errors.push(m) });
+  t.after(() => store.close());
+  assert.ok(errors.some((e) => e.includes('transcripts/s.jsonl.compact not swept')), errors.join('\n'));
+  assert.deepEqual(readdirSync(path.join(dir, 'transcripts')), ['s.jsonl.compact']);
 });
