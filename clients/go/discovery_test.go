@@ -102,6 +102,19 @@ func TestASocketOthersCouldHavePlacedIsRefusedBeforeAnythingIsSent(t *testing.T)
 	}
 }
 
+// Dial with only the state file named reaches its server through the record it wrote.
+func TestDialFindsTheServerOfAStateFileThroughItsRecord(t *testing.T) {
+	s := startSocketServer(t)
+	c, err := Dial(ctxT(t), DialOptions{State: s.state, Getenv: env(map[string]string{"XDG_RUNTIME_DIR": t.TempDir()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := must(c.Status(ctxT(t)))(t); got.Socket == nil || *got.Socket != s.socket {
+		t.Fatalf("reached %+v", got)
+	}
+}
+
 // Dial with no socket named reaches the server through $HERRSCHER_STATE_SOCKET.
 func TestDialFollowsTheEnvironment(t *testing.T) {
 	s := startSocketServer(t)

@@ -80,6 +80,8 @@ def exercise(test, c, state):
     test.assertEqual(init["serverInfo"]["name"], "herrscher-state")
     test.assertEqual(init["statePath"], state)
     test.assertEqual(m("discover")()["openrpc"], "1.3.2")
+    st = m("status")()
+    test.assertEqual((st["statePath"], st["healthy"]), (state, True))
     test.assertTrue(m("set_home")({"id": "987", "type": "category"}))
     m("set_workspace")("/w")
     m("set_source")("/src")
@@ -125,7 +127,7 @@ def exercise(test, c, state):
 
 
 # Methods of Client that are not wire methods, or are covered elsewhere (shutdown, exit).
-NOT_WIRE = {"call", "notify", "close", "shutdown", "exit", "status"}
+NOT_WIRE = {"call", "notify", "close", "shutdown", "exit"}
 
 
 class EveryMethod(unittest.TestCase):
@@ -148,6 +150,21 @@ class EveryMethod(unittest.TestCase):
             c.add_session({"name": "late"})
         c.close()
         self.assertEqual(c.process.returncode, 0)
+
+
+class LockHandover(unittest.TestCase):
+    def test_a_host_holding_the_lock_spawns_the_server_with_its_lock_fd(self):
+        import fcntl
+        d = private_dir(self)
+        state = os.path.join(d, "state.json")
+        fd = os.open(os.path.join(d, ".state.json.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        self.addCleanup(os.close, fd)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        c = hs.spawn(state, command=COMMAND, lock_fd=fd, args=["--no-socket"], env=server_env(self), stderr=subprocess.DEVNULL)
+        c.add_session({"name": "locked"})
+        c.close()
+        self.assertEqual(c.process.returncode, 0)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # still ours: the server never unlocks it
 
 
 class Behaviour(unittest.TestCase):
@@ -306,6 +323,11 @@ class Discovery(unittest.TestCase):
         open(plain, "w").close()
         with self.assertRaisesRegex(hs.UntrustedSocket, "not a socket"):
             hs.check_socket(plain)
+
+    def test_connect_finds_the_server_of_a_state_file_through_its_record(self):
+        srv = SocketServer(self)
+        with hs.connect(state=srv.state, env={"XDG_RUNTIME_DIR": private_dir(self)}) as c:
+            self.assertEqual(c.status()["socket"], srv.socket)
 
     def test_connect_follows_the_environment(self):
         srv = SocketServer(self)

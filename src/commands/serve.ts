@@ -85,16 +85,6 @@ export async function serve(o: ServeOptions): Promise<void> {
   // A closed terminal or a supervisor's reload signal: the same orderly stop, not death by 129.
   process.once('SIGHUP', () => void stop(0, 'SIGHUP'));
 
-  if (o.stdio) {
-    // The stdout guard sends any stray write (a dependency's console.log) to stderr: only frames reach the host.
-    const t = createStdioTransport({ maxMessageBytes: o.maxMessageBytes, onProtocolError: (e) => log.debug(e, 'protocol error answered') });
-    const conn = server.connect(t.reader, t.writer, 'stdio');
-    // stdin EOF means the host is gone: answer what it sent, finish the writes, exit 0.
-    conn.onClose(() => {
-      void conn.idle().then(() => stop(0, 'stdin closed'));
-    });
-  }
-
   const accept = (socket: net.Socket): void => {
     const t = createFramedTransport(socket, socket, {
       maxMessageBytes: o.maxMessageBytes,
@@ -126,6 +116,18 @@ export async function serve(o: ServeOptions): Promise<void> {
     }
     if (listener) await record(listener.path);
   }
+  // The host's first request (often `status`, to learn the socket for its bridges) is read only
+  // now that the socket listens and is recorded, so it is answered with the socket.
+  if (o.stdio) {
+    // The stdout guard sends any stray write (a dependency's console.log) to stderr: only frames reach the host.
+    const t = createStdioTransport({ maxMessageBytes: o.maxMessageBytes, onProtocolError: (e) => log.debug(e, 'protocol error answered') });
+    const conn = server.connect(t.reader, t.writer, 'stdio');
+    // stdin EOF means the host is gone: answer what it sent, finish the writes, exit 0.
+    conn.onClose(() => {
+      void conn.idle().then(() => stop(0, 'stdin closed'));
+    });
+  }
+
   const moveSocket = async (instanceId: string): Promise<void> => {
     if (stopping || !listener) return;
     let next: UnixSocketListener;

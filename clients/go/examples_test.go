@@ -1,0 +1,129 @@
+package stateclient
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The examples run as Herrscher would run them: the host takes the lock, spawns the server
+// with it and appends a turn; the bridge finds the server through the state file's record,
+// watches the transcript and replies; the host sees the reply and shuts the server down.
+func TestTheHostAndBridgeExamplesTalkThroughTheServer(t *testing.T) {
+	bin := t.TempDir()
+	for _, ex := range []string{"host", "bridge"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, ex), "./examples/"+ex).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", ex, err, out)
+		}
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	env := testEnv(t)
+	stderr := &lockedBuffer{}
+
+	host := exec.Command(filepath.Join(bin, "host"), "-state", state, "-server", strings.Join(serverCommand(t), " "))
+	host.Env = env
+	host.Stderr = stderr
+	hostOut, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Process.Kill() })
+	lines := bufio.NewScanner(hostOut)
+	var hostSaid []string
+	for lines.Scan() {
+		hostSaid = append(hostSaid, lines.Text())
+		if strings.HasPrefix(lines.Text(), "appended") {
+			break
+		}
+	}
+	if len(hostSaid) < 2 || !strings.HasPrefix(hostSaid[0], "socket ") {
+		t.Fatalf("the host said %q; stderr: %s", hostSaid, stderr.String())
+	}
+
+	bridge := exec.Command(filepath.Join(bin, "bridge"), "-state", state)
+	bridge.Env = env
+	bridgeOut, err := bridge.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bridge: %v\n%s", err, bridgeOut)
+	}
+	for lines.Scan() {
+		hostSaid = append(hostSaid, lines.Text())
+	}
+	if err := host.Wait(); err != nil {
+		t.Fatalf("host: %v; said %q; stderr: %s", err, hostSaid, stderr.String())
+	}
+	if got := hostSaid[len(hostSaid)-1]; got != "reply seq 1: echo: hello from the host" {
+		t.Fatalf("the host's last line: %q", got)
+	}
+	if !strings.Contains(string(bridgeOut), "replied to seq 0") {
+		t.Fatalf("bridge said %q", bridgeOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "transcripts", "main.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n != 2 || !strings.Contains(string(data), `"text":"echo: hello from the host"`) {
+		t.Fatalf("the transcript:\n%s", data)
+	}
+	// The host is gone and the lock with it: a server started now gets it.
+	c, err := Spawn(ctxT(t), state, SpawnOptions{Command: serverCommand(t), Env: env, Stderr: &lockedBuffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := must(c.ReadTranscript(ctxT(t), "main", 0))(t); len(got) != 2 {
+		t.Fatalf("entries after the host: %+v", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// While a host holds the lock, a server spawned without the lock fd is refused (and says to
+// use --lock-fd); with it, it serves.
+func TestSpawnUnderTheHostsLockNeedsTheLockFd(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	f, err := os.OpenFile(filepath.Join(dir, ".state.json.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	stderr := &lockedBuffer{}
+	refused, err := Spawn(ctxT(t), state, SpawnOptions{Command: serverCommand(t), Env: testEnv(t), Stderr: stderr, Args: []string{"--no-socket"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := refused.SnapshotSessions(ctxT(t)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a server without the lock answered: %v", err)
+	}
+	refused.Close()
+	if !strings.Contains(stderr.String(), "--lock-fd") {
+		t.Fatalf("the refusal does not name --lock-fd: %s", stderr.String())
+	}
+
+	c, err := Spawn(ctxT(t), state, SpawnOptions{Command: serverCommand(t), Env: testEnv(t), Stderr: &lockedBuffer{}, LockFile: f, Args: []string{"--no-socket"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(c.AddSession(ctxT(t), Session{Name: "locked"}))(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The lock is still ours: the server never unlocks what it did not take.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("the host lost its lock: %v", err)
+	}
+}
