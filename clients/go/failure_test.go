@@ -1,8 +1,12 @@
 package stateclient
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -98,5 +102,53 @@ func TestASpawnedServerThatDiesFailsTheCall(t *testing.T) {
 	<-c.Done()
 	if _, err := c.SnapshotSessions(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("%v, want ErrClosed", err)
+	}
+}
+
+// Cancelling a call's context sends the server $/cancelRequest with the call's id, and an
+// answer that still comes for it is dropped without disturbing the next call.
+func TestACancelledCallSendsCancelRequestAndItsLateAnswerIsDropped(t *testing.T) {
+	client, server := net.Pipe()
+	c := NewClient(client)
+	defer c.Close()
+	r := bufio.NewReader(server)
+	ctx := ctxT(t)
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Call(cctx, "transcript/read", map[string]string{"name": "a"}, nil) }()
+	var req struct {
+		ID     int64  `json:"id"`
+		Method string `json:"method"`
+	}
+	line, err := r.ReadBytes('\n')
+	if err != nil || json.Unmarshal(line, &req) != nil || req.Method != "transcript/read" {
+		t.Fatalf("request %s %v", line, err)
+	}
+	cancel()
+	var note struct {
+		ID     *int64 `json:"id"`
+		Method string `json:"method"`
+		Params struct {
+			ID int64 `json:"id"`
+		} `json:"params"`
+	}
+	line, err = r.ReadBytes('\n')
+	if err != nil || json.Unmarshal(line, &note) != nil || note.Method != "$/cancelRequest" || note.ID != nil || note.Params.ID != req.ID {
+		t.Fatalf("after the cancel the server got %s (%v)", line, err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call: %v", err)
+	}
+	go func() {
+		fmt.Fprintf(server, `{"jsonrpc":"2.0","id":%d,"error":{"code":-32800,"message":"cancelled"}}`+"\n", req.ID)
+		line, _ := r.ReadBytes('\n')
+		var next struct {
+			ID int64 `json:"id"`
+		}
+		_ = json.Unmarshal(line, &next)
+		fmt.Fprintf(server, `{"jsonrpc":"2.0","id":%d,"result":{"ts":"x"}}`+"\n", next.ID)
+	}()
+	if ts := must(c.LastTranscriptTimestamp(ctx, "a"))(t); ts != "x" {
+		t.Fatalf("the next call got %q", ts)
 	}
 }
