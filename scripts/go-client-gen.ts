@@ -69,7 +69,7 @@ const GO_TYPE_ALIASES: Record<string, string> = { NewSession: 'Session' };
 
 const GO_KEYWORDS = new Set(['break', 'case', 'chan', 'const', 'continue', 'default', 'defer', 'else', 'fallthrough', 'for', 'func', 'go', 'goto', 'if', 'import', 'interface', 'map', 'package', 'range', 'return', 'select', 'struct', 'switch', 'type', 'var']);
 
-/** `channelID` → ChannelID, `cost_cap` → CostCap, `modelId` → ModelID, `userIds` → UserIDs. */
+/** `channelID` → ChannelID, `cost_cap` → CostCap, `modelId` → ModelID, `userIds` → UserIDs, `rootUri` → RootURI. */
 export function goName(key: string): string {
   const words = key.split(/[_./$-]|(?<=[a-z0-9])(?=[A-Z])/).filter(Boolean);
   return words
@@ -77,6 +77,7 @@ export function goName(key: string): string {
       const lower = w.toLowerCase();
       if (lower === 'id') return 'ID';
       if (lower === 'ids') return 'IDs';
+      if (lower === 'uri' || lower === 'url' || lower === 'json') return lower.toUpperCase();
       return w[0]!.toUpperCase() + w.slice(1);
     })
     .join('');
@@ -337,7 +338,7 @@ export function generateGo(c: GoContract): Record<string, string> {
   const methodsFile = `${HEADER}package stateclient\n\n${methodsImports}\n\n${methodsBody}\n`;
   const eventCases = events.map(({ n, type }) => `\tcase ${JSON.stringify(n.name)}:\n\t\tvar e ${type}\n\t\treturn &e, json.Unmarshal(params, &e)`);
   const eventMarks = events.map(({ n, type }) => `${comment(`${type} is a ${n.name} event: ${n.summary}`)}\nfunc (*${type}) isEvent() {}`);
-  const eventsFile = `${HEADER}package stateclient\n\nimport "encoding/json"\n\n${eventMarks.join('\n\n')}\n\n// decodeEvent turns a notification into its typed event; ok is false for a method this client\n// does not know (a newer server's), which the caller skips.\nfunc decodeEvent(method string, params json.RawMessage) (ev Event, err error, ok bool) {\n\tev, err = decodeKnownEvent(method, params)\n\treturn ev, err, ev != nil\n}\n\nfunc decodeKnownEvent(method string, params json.RawMessage) (Event, error) {\n\tswitch method {\n${eventCases.join('\n')}\n\t}\n\treturn nil, nil\n}\n`;
+  const eventsFile = `${HEADER}package stateclient\n\nimport "encoding/json"\n\n${eventMarks.join('\n\n')}\n\n// decodeEvent turns a notification into its typed event; nil for a method this client does not\n// know (a newer server's), which the caller skips.\nfunc decodeEvent(method string, params json.RawMessage) (Event, error) {\n\tswitch method {\n${eventCases.join('\n')}\n\t}\n\treturn nil, nil\n}\n`;
   const typesBody = g.declarations().join('\n\n');
   const typesFile = `${HEADER}package stateclient\n\n${typesBody.includes('json.RawMessage') ? 'import "encoding/json"\n\n' : ''}${typesBody}\n`;
   const errorsFile = `${HEADER}package stateclient\n\n${errors.join('\n\n')}\n\n// errorCodes lists every code the contract defines, for errors.Is.\nvar errorCodes = []*ErrorCode{${Object.keys(c.errorCodes).map((n) => `Err${n}`).join(', ')}}\n`;

@@ -23,14 +23,9 @@ func (*ParticipantsDidAddParams) isEvent() {}
 // subscription was dropped; subscribe and read again.
 func (*WatchOverflowParams) isEvent() {}
 
-// decodeEvent turns a notification into its typed event; ok is false for a method this client
-// does not know (a newer server's), which the caller skips.
-func decodeEvent(method string, params json.RawMessage) (ev Event, err error, ok bool) {
-	ev, err = decodeKnownEvent(method, params)
-	return ev, err, ev != nil
-}
-
-func decodeKnownEvent(method string, params json.RawMessage) (Event, error) {
+// decodeEvent turns a notification into its typed event; nil for a method this client does not
+// know (a newer server's), which the caller skips.
+func decodeEvent(method string, params json.RawMessage) (Event, error) {
 	switch method {
 	case "session/didChange":
 		var e SessionDidChangeParams

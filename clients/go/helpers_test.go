@@ -64,7 +64,8 @@ type socketServer struct {
 	stderr             *lockedBuffer
 }
 
-// startSocketServer runs `serve --socket` in a temp dir and waits until the socket accepts.
+// startSocketServer runs `serve --socket` in a temp dir and waits until the socket accepts and
+// the server has recorded it in the state dir (it records after it listens).
 func startSocketServer(t *testing.T) *socketServer {
 	t.Helper()
 	dir := t.TempDir()
@@ -90,7 +91,9 @@ func startSocketServer(t *testing.T) *socketServer {
 		conn, err := net.Dial("unix", s.socket)
 		if err == nil {
 			conn.Close()
-			return s
+			if rec, _ := ReadServerRecord(s.state); rec != nil {
+				return s
+			}
 		}
 		select {
 		case <-exited:

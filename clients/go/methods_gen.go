@@ -9,7 +9,7 @@ import (
 
 type initializeParams struct {
 	ProcessID    *int                       `json:"processId,omitempty"`
-	RootUri      *string                    `json:"rootUri,omitempty"`
+	RootURI      *string                    `json:"rootUri,omitempty"`
 	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
 	ClientInfo   *InitializeClientInfo      `json:"clientInfo,omitempty"`
 }
@@ -19,7 +19,7 @@ type InitializeOptions struct {
 	// LSP: the client's pid; ignored.
 	ProcessID *int `json:"processId,omitempty"`
 	// LSP: ignored.
-	RootUri *string `json:"rootUri,omitempty"`
+	RootURI *string `json:"rootUri,omitempty"`
 	// LSP: the client's capabilities; ignored.
 	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
 	ClientInfo   *InitializeClientInfo      `json:"clientInfo,omitempty"`
@@ -34,7 +34,7 @@ func (c *Client) Initialize(ctx context.Context, opts ...InitializeOptions) (Ini
 	var p initializeParams
 	for _, o := range opts {
 		p.ProcessID = o.ProcessID
-		p.RootUri = o.RootUri
+		p.RootURI = o.RootURI
 		p.Capabilities = o.Capabilities
 		p.ClientInfo = o.ClientInfo
 	}

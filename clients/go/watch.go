@@ -125,13 +125,13 @@ func (w *Watcher) Close() error {
 }
 
 func (w *Watcher) deliver(n notification) {
-	ev, err, ok := decodeEvent(n.method, n.params)
-	if !ok {
-		return // a notification of a newer server: not ours to type
-	}
+	ev, err := decodeEvent(n.method, n.params)
 	if err != nil {
 		w.endWith(nil, err)
 		return
+	}
+	if ev == nil {
+		return // a notification of a newer server: not ours to type
 	}
 	if _, overflow := ev.(*WatchOverflowParams); overflow {
 		w.endWith(ev, ErrWatchOverflow)

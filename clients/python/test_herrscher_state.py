@@ -51,7 +51,8 @@ class SocketServer:
             try:
                 s.connect(self.socket)
                 s.close()
-                return
+                if hs.read_server_record(self.state) is not None:  # recorded after it listens
+                    return
             except OSError:
                 s.close()
             if self.proc.poll() is not None:

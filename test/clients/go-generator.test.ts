@@ -21,7 +21,7 @@ test('the committed clients/go/*_gen.go is what npm run schema generates', () =>
 });
 
 test('Go names follow Go initialisms', () => {
-  assert.deepEqual(['channelID', 'modelId', 'cost_cap', 'userIds', 'dur_ms', 'rpc.discover'].map(goName), ['ChannelID', 'ModelID', 'CostCap', 'UserIDs', 'DurMs', 'RpcDiscover']);
+  assert.deepEqual(['channelID', 'modelId', 'cost_cap', 'userIds', 'dur_ms', 'rootUri', 'rpc.discover'].map(goName), ['ChannelID', 'ModelID', 'CostCap', 'UserIDs', 'DurMs', 'RootURI', 'RpcDiscover']);
 });
 
 test('a method edited in a copy of the contract changes the generated Go method', { timeout: 60_000 }, (t) => {
