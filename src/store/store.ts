@@ -8,6 +8,7 @@ import { nodeIo } from './io.js';
 import { StorageHealth } from './health.js';
 import type { HeldLock } from './lock.js';
 import { adoptLock, lockStateFile } from './lock.js';
+import { DEFAULT_CACHED_NAMES, NameCache } from './name-cache.js';
 import { Participants } from './participants.js';
 import { assertPathComponent, assertSessionName, isPathComponent, participantsRel, statePaths, transcriptRel } from './paths.js';
 import type { Defaults, Doc } from './state-document.js';
@@ -45,6 +46,11 @@ export interface StoreOptions {
    * such error and each checkpoint's outcome.
    */
   health?: StorageHealth;
+  /**
+   * Names whose Transcript and Participants objects are kept while idle (default
+   * DEFAULT_CACHED_NAMES, each kind); more only while calls on them are in flight.
+   */
+  cachedNames?: number;
   /** Size past which the write-ahead log is checkpointed (default 16 MiB; tests go lower). */
   walCheckpointBytes?: number;
 }
@@ -66,8 +72,8 @@ type SessionPatch = Partial<Pick<Session, 'resumeToken' | 'paused_reason' | 'arc
   | 'cost_cap' | 'token_cap' | 'cohort_cost_cap' | 'cohort_token_cap'>>;
 
 export class Store {
-  private readonly transcripts = new Map<string, Transcript>();
-  private readonly journals = new Map<string, Participants>();
+  private readonly transcripts: NameCache<Transcript>;
+  private readonly journals: NameCache<Participants>;
   private defaults: Defaults = {};
   /** Set by shutdown (refuseWrites) and by close: writes are refused from then on. */
   private writesRefused = false;
@@ -86,7 +92,12 @@ export class Store {
     private readonly wal: WriteAheadLog | undefined,
     /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
     readonly health: StorageHealth,
+    cachedNames: number,
   ) {
+    const hasRow = (name: string): boolean => docs.findSession(this.state.pendingDocument, name) !== undefined;
+    const onError = (message: string, err?: unknown): void => log.error(message, err);
+    this.transcripts = new NameCache(cachedNames, (name) => this.newTranscript(name), hasRow, onError);
+    this.journals = new NameCache(cachedNames, (name) => this.newJournal(name), hasRow, onError);
     state.onCommit((before, after) => {
       this.revisionCount++;
       for (const l of this.listeners) l.stateCommitted?.(this.revisionCount, before, after);
@@ -96,6 +107,11 @@ export class Store {
   /** Bytes in the write-ahead log not yet checkpointed (0 with durability `write`, which has none). */
   get walBytes(): number {
     return this.wal?.bytes ?? 0;
+  }
+
+  /** Names with a cached Transcript and Participants object now (the bound in docs/limits.md). */
+  get cachedNames(): { transcripts: number; journals: number } {
+    return { transcripts: this.transcripts.size, journals: this.journals.size };
   }
 
   /** Increases with every committed state change (the change feed's `revision`). */
@@ -134,7 +150,8 @@ export class Store {
       if (durability === 'sync') {
         wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, options.walCheckpointBytes);
       }
-      return new Store(paths.statePath, paths.dir, state, io, durability, lock, log, wal, health);
+      return new Store(paths.statePath, paths.dir, state, io, durability, lock, log, wal, health,
+        options.cachedNames ?? DEFAULT_CACHED_NAMES);
     } catch (err) {
       lock?.release();
       throw err;
@@ -149,7 +166,7 @@ export class Store {
     this.writesRefused = true;
     this.closing ??= (async () => {
       await this.flush();
-      await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.close()));
+      await Promise.all([this.transcripts.close(), this.journals.close()]);
       // Every file synced and the log emptied: a clean stop leaves nothing to replay (a failure is logged).
       await this.wal?.close();
       this.lock?.release();
@@ -160,7 +177,7 @@ export class Store {
   /** Resolves when every write accepted so far is done (shutdown drains with it). */
   async flush(): Promise<void> {
     await this.state.settled();
-    await Promise.all([...this.transcripts.values(), ...this.journals.values()].map((f) => f.settled()));
+    await Promise.all([this.transcripts.settled(), this.journals.settled()]);
     await this.wal?.settled();
   }
 
@@ -283,25 +300,25 @@ export class Store {
 
   /** Appends one entry to a session's transcript (refused without a session row); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<number> {
-    return this.forAppend(name, guard, () => this.transcriptOf(name).append(entry));
+    return this.forAppend(name, guard, () => this.withTranscript(name, (t) => t.append(entry)));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
-    return this.transcriptOf(name).read(limit);
+    return this.withTranscript(name, (t) => t.read(limit));
   }
 
   async lastTranscriptTs(name: string): Promise<string> {
-    return this.transcriptOf(name).last();
+    return this.withTranscript(name, (t) => t.last());
   }
 
   /** The newest `limit` entries older than seq `before`, and the seq of the first (paging). */
   async readTranscriptPage(name: string, opts: { limit?: number; before?: number }): Promise<Page> {
-    return this.transcriptOf(name).page(opts);
+    return this.withTranscript(name, (t) => t.page(opts));
   }
 
   /** Usage over every entry ever appended under `name`, compacted ones included. */
   async transcriptUsage(name: string): Promise<Usage> {
-    return this.transcriptOf(name).usage();
+    return this.withTranscript(name, (t) => t.usage());
   }
 
   /** Every session with its newest ts and usage, from memory once each transcript was read. */
@@ -310,8 +327,7 @@ export class Store {
       this.listSessions().map(async (session) => {
         // A legacy row named "../x" has no file we may read: it is listed with no transcript.
         if (!isPathComponent(session.name)) return { session, lastTs: '', usage: zeroUsage() };
-        const t = this.transcriptOf(session.name);
-        const usage = await t.usage();
+        const usage = await this.withTranscript(session.name, (t) => t.usage());
         return { session, lastTs: usage.lastTs, usage };
       }),
     );
@@ -319,23 +335,23 @@ export class Store {
 
   async removeTranscript(name: string): Promise<boolean> {
     this.assertOpen();
-    return this.transcriptOf(name).remove();
+    return this.withTranscript(name, (t) => t.remove());
   }
 
   // ---- participants ----------------------------------------------------------------------
 
   /** Adds a user id to a session's journal; `added` is false when it was there already. */
   appendParticipant(name: string, userId: string, guard: Guard = {}): Promise<boolean> {
-    return this.forAppend(name, guard, () => this.journalOf(name).append(userId));
+    return this.forAppend(name, guard, () => this.withJournal(name, (j) => j.append(userId)));
   }
 
   async readParticipants(name: string): Promise<string[]> {
-    return this.journalOf(name).read();
+    return this.withJournal(name, (j) => j.read());
   }
 
   async removeParticipants(name: string): Promise<boolean> {
     this.assertOpen();
-    return this.journalOf(name).remove();
+    return this.withJournal(name, (j) => j.remove());
   }
 
   // ---- internals -------------------------------------------------------------------------
@@ -385,32 +401,31 @@ export class Store {
     });
   }
 
-  private transcriptOf(name: string): Transcript {
+  /** Runs `fn` on the name's transcript object, kept (within the cache bound) while it has a row. */
+  private withTranscript<R>(name: string, fn: (t: Transcript) => Promise<R>): Promise<R> {
     assertPathComponent(name);
-    let t = this.transcripts.get(name);
-    if (!t) {
-      const rel = transcriptRel(name);
-      const meta = metaRel(name);
-      t = new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.log,
-        (seq, entry) => {
-          for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
-        }, this.wal);
-      this.transcripts.set(name, t);
-    }
-    return t;
+    return this.transcripts.use(name, fn);
   }
 
-  private journalOf(name: string): Participants {
+  private withJournal<R>(name: string, fn: (j: Participants) => Promise<R>): Promise<R> {
     assertPathComponent(name);
-    let j = this.journals.get(name);
-    if (!j) {
-      const rel = participantsRel(name);
-      j = new Participants(this.io, path.join(this.dir, rel), rel, this.durability, this.log, (userId) => {
-        for (const l of this.listeners) l.participantAdded?.(name, userId);
+    return this.journals.use(name, fn);
+  }
+
+  private newTranscript(name: string): Transcript {
+    const rel = transcriptRel(name);
+    const meta = metaRel(name);
+    return new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.log,
+      (seq, entry) => {
+        for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
       }, this.wal);
-      this.journals.set(name, j);
-    }
-    return j;
+  }
+
+  private newJournal(name: string): Participants {
+    const rel = participantsRel(name);
+    return new Participants(this.io, path.join(this.dir, rel), rel, this.durability, this.log, (userId) => {
+      for (const l of this.listeners) l.participantAdded?.(name, userId);
+    }, this.wal);
   }
 }
 

@@ -1,0 +1,88 @@
+// The store's per-name objects (a Transcript, a Participants journal), kept between calls so
+// appends queue in one place and a loaded snapshot is not re-read. Bounded: an object is idle
+// when no call on it is in flight (no queued append, load, read or removal); idle ones beyond
+// the bound are closed, least recently used first, and one whose name has no session row is
+// closed as soon as it is idle, so asking about 300 000 unknown names keeps nothing.
+
+/** Names whose objects are kept while idle, per kind (~2 KB each; see docs/limits.md). */
+export const DEFAULT_CACHED_NAMES = 1024;
+
+interface Slot<T> {
+  value: T;
+  /** Calls in flight on `value`: it is never closed while this is above 0. */
+  busy: number;
+}
+
+export class NameCache<T extends { close(): Promise<void>; settled(): Promise<void> }> {
+  /** In use order: least recently used first. */
+  private readonly slots = new Map<string, Slot<T>>();
+  /** Closes of evicted objects still running: close() waits for them. */
+  private readonly closing = new Set<Promise<void>>();
+
+  constructor(
+    private readonly bound: number,
+    private readonly make: (name: string) => T,
+    /** Whether an idle object for `name` is worth keeping (its session row exists). */
+    private readonly worthKeeping: (name: string) => boolean,
+    /** Where a failed close of an evicted object is reported (nobody else awaits it). */
+    private readonly onError: (message: string, err?: unknown) => void,
+  ) {}
+
+  /** How many names have an object now. */
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /**
+   * Runs `fn` on the name's object (made if needed). `fn` is called synchronously, so calls keep
+   * their order in the object's queue; the object stays until the promise `fn` returns settles.
+   */
+  use<R>(name: string, fn: (value: T) => Promise<R>): Promise<R> {
+    let slot = this.slots.get(name);
+    if (slot) this.slots.delete(name);
+    else slot = { value: this.make(name), busy: 0 };
+    this.slots.set(name, slot); // most recently used last
+    slot.busy++;
+    let out: Promise<R>;
+    try {
+      out = fn(slot.value);
+    } catch (err) {
+      out = Promise.reject(err);
+    }
+    const s = slot;
+    return out.finally(() => {
+      s.busy--;
+      if (s.busy === 0 && !this.worthKeeping(name)) this.evict(name, s);
+      this.trim();
+    });
+  }
+
+  /** Resolves when every object's queued work is done. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.slots.values()].map((s) => s.value.settled()));
+  }
+
+  /** Closes every object, and waits for the closes of those evicted before. */
+  async close(): Promise<void> {
+    await Promise.all([...this.slots.values()].map((s) => s.value.close()));
+    await Promise.all([...this.closing]);
+  }
+
+  /** Evicts idle objects, least recently used first, until at most `bound` are kept. */
+  private trim(): void {
+    if (this.slots.size <= this.bound) return;
+    for (const [name, slot] of this.slots) {
+      if (this.slots.size <= this.bound) break;
+      if (slot.busy === 0) this.evict(name, slot);
+    }
+  }
+
+  private evict(name: string, slot: Slot<T>): void {
+    if (this.slots.get(name) !== slot) return;
+    this.slots.delete(name);
+    // Idle: nothing is queued, so closing only releases the file handle.
+    const p = slot.value.close().catch((err: unknown) => this.onError(`closing the idle file of ${JSON.stringify(name)} failed`, err));
+    this.closing.add(p);
+    void p.finally(() => this.closing.delete(p));
+  }
+}
