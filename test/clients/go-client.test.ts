@@ -2,7 +2,7 @@
 // runs as part of `npm test`. Without Go on PATH it is skipped with one loud line saying how to
 // get it; CI (.ci/run) installs Debian's golang-go first, so there it always runs.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { CLI, REPO } from '../helpers/cli.js';
@@ -15,22 +15,28 @@ if (!hasGo) {
   );
 }
 
-const run = (args: string[], cwd = GO_DIR) =>
-  spawnSync(args[0]!, args.slice(1), { cwd, encoding: 'utf8', env: { ...process.env, HERRSCHER_STATE_CLI: CLI }, timeout: 170_000 });
+/** Runs a command without blocking the event loop (npm test shares this process between files). */
+const run = (args: string[], cwd = GO_DIR): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve) => {
+    execFile(args[0]!, args.slice(1), { cwd, encoding: 'utf8', env: { ...process.env, HERRSCHER_STATE_CLI: CLI }, timeout: 170_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+      resolve({ status: code, stdout, stderr: err && code === null ? `${stderr}${err.message}` : stderr });
+    });
+  });
 
-test('the generated Go files are gofmt-clean', { skip: !hasGo && 'no go on PATH' }, () => {
-  const r = run(['gofmt', '-l', '.']);
+test('the generated Go files are gofmt-clean', { skip: !hasGo && 'no go on PATH' }, async () => {
+  const r = await run(['gofmt', '-l', '.']);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, '', `not gofmt-clean:\n${r.stdout}`);
 });
 
-test('go vet passes on clients/go', { skip: !hasGo && 'no go on PATH' }, () => {
-  const r = run(['go', 'vet', './...']);
+test('go vet passes on clients/go', { skip: !hasGo && 'no go on PATH' }, async () => {
+  const r = await run(['go', 'vet', './...']);
   assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
 });
 
-test('go test ./... passes in clients/go against the built server', { skip: !hasGo && 'no go on PATH', timeout: 180_000 }, () => {
-  const r = run(['go', 'test', '-count=1', './...']);
+test('go test ./... passes in clients/go against the built server', { skip: !hasGo && 'no go on PATH', timeout: 180_000 }, async () => {
+  const r = await run(['go', 'test', '-count=1', './...']);
   assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
   assert.match(r.stdout, /^ok\s/m);
 });

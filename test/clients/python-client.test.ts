@@ -1,20 +1,23 @@
 // The Python client's own tests (clients/python/test_herrscher_state.py, unittest against the
 // built server) run as part of `npm test`.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { CLI, REPO } from '../helpers/cli.js';
 
-test('the Python client passes its tests against the built server', { timeout: 120_000 }, () => {
-  const r = spawnSync('python3', ['-W', 'error::ResourceWarning', '-m', 'unittest', '-v', 'test_herrscher_state'], {
-    cwd: path.join(REPO, 'clients/python'),
-    encoding: 'utf8',
-    env: { ...process.env, HERRSCHER_STATE_CLI: CLI, PYTHONDONTWRITEBYTECODE: '1' },
-    timeout: 110_000,
+test('the Python client passes its tests against the built server', { timeout: 120_000 }, async () => {
+  // Async, not spawnSync: npm test shares this process between test files.
+  const r = await new Promise<{ err: Error | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      'python3',
+      ['-W', 'error::ResourceWarning', '-m', 'unittest', '-v', 'test_herrscher_state'],
+      { cwd: path.join(REPO, 'clients/python'), encoding: 'utf8', env: { ...process.env, HERRSCHER_STATE_CLI: CLI, PYTHONDONTWRITEBYTECODE: '1' }, timeout: 110_000 },
+      (err, stdout, stderr) => resolve({ err, stdout, stderr }),
+    );
   });
-  assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+  assert.equal(r.err, null, `${r.stdout}${r.stderr}`);
   assert.match(r.stderr, /^OK$/m);
 });
 
