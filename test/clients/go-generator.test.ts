@@ -2,7 +2,7 @@
 // what the generator makes of src/protocol, and a method edited in a copy of the contract
 // changes the generated Go method with it.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,7 +24,7 @@ test('Go names follow Go initialisms', () => {
   assert.deepEqual(['channelID', 'modelId', 'cost_cap', 'userIds', 'dur_ms', 'rootUri', 'rpc.discover'].map(goName), ['ChannelID', 'ModelID', 'CostCap', 'UserIDs', 'DurMs', 'RootURI', 'RpcDiscover']);
 });
 
-test('a method edited in a copy of the contract changes the generated Go method', { timeout: 60_000 }, (t) => {
+test('a method edited in a copy of the contract changes the generated Go method', { timeout: 60_000 }, async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'go-gen-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   cpSync(path.join(REPO, 'src/protocol'), path.join(dir, 'protocol'), { recursive: true });
@@ -36,8 +36,13 @@ test('a method edited in a copy of the contract changes the generated Go method'
   writeFileSync(sessionTs, source.replace(before, 'params: z.strictObject({ name: Name, archived: z.boolean(), note: z.string(), incarnation: Incarnation }),'));
 
   const out = path.join(dir, 'go');
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/go-client-gen.ts'), path.join(dir, 'protocol'), out], { cwd: REPO, encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
+  // A child process: the copy's `.meta({ id })` would clash with ours in zod's global registry.
+  const r = await new Promise<{ err: Error | null; stderr: string }>((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/go-client-gen.ts'), path.join(dir, 'protocol'), out], { cwd: REPO, encoding: 'utf8' }, (err, _o, stderr) =>
+      resolve({ err, stderr }),
+    );
+  });
+  assert.equal(r.err, null, r.stderr);
   const edited = readFileSync(path.join(out, 'methods_gen.go'), 'utf8');
   const original = generated()['methods_gen.go']!;
   const was = 'func (c *Client) SetArchived(ctx context.Context, name string, archived bool, opts ...SetArchivedOptions) (FoundChanged, error) {';
