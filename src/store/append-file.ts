@@ -29,6 +29,8 @@ export interface AppendFileOptions<T> {
   afterCut?(): Promise<void>;
   /** Told, in file order, of the appends a write put in the file, before their callers are answered. */
   written?(tags: T[], sizeAfter: number): void;
+  /** The seq after a batch of appends, recorded with it in the log (transcripts only). */
+  nextSeq?(tags: T[]): number | undefined;
   /** Told the file's size and inode once it is open (and its tail repaired). */
   opened?(size: number, ino: number): void;
   /**
@@ -125,7 +127,10 @@ export class AppendFile<T = undefined> {
       await this.io.write(fh, buf);
       if (this.durability === 'sync') {
         const wal = this.options.wal;
-        if (wal) await wal.record({ f: this.rel, i: this.ino, o: before, d: buf.toString('utf8') });
+        if (wal) {
+          const s = this.options.nextSeq?.(jobs.map((j) => j.tag));
+          await wal.record({ f: this.rel, i: this.ino, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
+        }
         else await this.io.datasync(fh);
       }
       this.size = before + buf.length;

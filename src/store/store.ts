@@ -6,6 +6,7 @@ import { isErrno } from './errno.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import { StorageHealth } from './health.js';
+import { HighWater } from './high-water.js';
 import type { HeldLock } from './lock.js';
 import { adoptLock, lockStateFile } from './lock.js';
 import { DEFAULT_CACHED_NAMES, NameCache } from './name-cache.js';
@@ -20,7 +21,7 @@ import { StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
-import type { Page } from './transcript.js';
+import type { Page, SeqMark } from './transcript.js';
 import { Transcript } from './transcript.js';
 import { metaRel } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
@@ -90,6 +91,7 @@ export class Store {
     private readonly lock: HeldLock | undefined,
     private readonly log: StoreLog,
     private readonly wal: WriteAheadLog | undefined,
+    private readonly marks: HighWater,
     /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
     readonly health: StorageHealth,
     cachedNames: number,
@@ -145,12 +147,16 @@ export class Store {
     try {
       await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log);
       // Before anything reads a transcript: put back what a crash kept from the files.
-      await replayWal(io, paths.dir, log);
+      const marks = await HighWater.load(io, paths.dir, log);
+      await replayWal(io, paths.dir, log, async (seqs) => {
+        for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
+        await marks.save();
+      });
       const state = await StateStore.load(io, paths.statePath, durability);
       if (durability === 'sync') {
-        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, options.walCheckpointBytes);
+        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, () => marks.save(), options.walCheckpointBytes);
       }
-      return new Store(paths.statePath, paths.dir, state, io, durability, lock, log, wal, health,
+      return new Store(paths.statePath, paths.dir, state, io, durability, lock, log, wal, marks, health,
         options.cachedNames ?? DEFAULT_CACHED_NAMES);
     } catch (err) {
       lock?.release();
@@ -169,6 +175,11 @@ export class Store {
       await Promise.all([this.transcripts.close(), this.journals.close()]);
       // Every file synced and the log emptied: a clean stop leaves nothing to replay (a failure is logged).
       await this.wal?.close();
+      try {
+        await this.marks.save();
+      } catch (err) {
+        this.log.error('the seq high-water marks could not be written at close', err);
+      }
       this.lock?.release();
     })();
     return this.closing;
@@ -407,6 +418,11 @@ export class Store {
     return this.transcripts.use(name, fn);
   }
 
+  private seqMark(name: string): SeqMark {
+    const m = this.marks;
+    return { get: () => m.get(name), raise: (next) => m.raise(name, next), reset: () => m.reset(name), save: () => m.save() };
+  }
+
   private withJournal<R>(name: string, fn: (j: Participants) => Promise<R>): Promise<R> {
     assertPathComponent(name);
     return this.journals.use(name, fn);
@@ -418,7 +434,7 @@ export class Store {
     return new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.log,
       (seq, entry) => {
         for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
-      }, this.wal);
+      }, this.seqMark(name), this.wal);
   }
 
   private newJournal(name: string): Participants {
@@ -428,6 +444,9 @@ export class Store {
     }, this.wal);
   }
 }
+
+/** The session name of `transcripts/<name>.jsonl`. */
+const nameOfTranscript = (rel: string): string => rel.slice('transcripts/'.length, -'.jsonl'.length);
 
 /** fdatasync of a store file by its relative name (a checkpoint); a file removed since is fine. */
 async function syncByName(io: Io, dir: string, rel: string): Promise<void> {

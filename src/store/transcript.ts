@@ -13,11 +13,12 @@ import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import type { TranscriptMeta } from './transcript-meta.js';
-import { generationFor, readMeta, removeMeta, writeMeta } from './transcript-meta.js';
+import type { Generation } from './transcript-meta.js';
+import { findGeneration, HEAD_BYTES, headOf, removeMeta, writeMeta } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
 import { parseLine, readNewest, scanEntries } from './transcript-read.js';
-import type { Usage } from './usage.js';
-import { addEntry, concatUsage, zeroUsage } from './usage.js';
+import type { Usage, UsageSum } from './usage.js';
+import { addEntry, concatUsage, toUsage, zeroSum } from './usage.js';
 import type { WriteAheadLog } from './wal.js';
 
 /** Go compacts once an append leaves the file strictly larger than this (transcript.go). */
@@ -59,10 +60,12 @@ interface Snapshot {
   count: number;
   /** Seq of the file's first entry. */
   firstSeq: number;
+  /** `head` of the file (see transcript-meta.ts): how a meta generation recognises it; undefined when unknown. */
+  head: string | undefined;
   /** Usage of entries compaction removed (persisted in the meta). */
-  dropped: Usage;
+  dropped: UsageSum;
   /** Usage of every entry ever appended (dropped + in the file), in append order. */
-  total: Usage;
+  total: UsageSum;
   /** ts of the newest entry a full read returns (Go's ReadTranscriptLast). */
   lastTs: string;
   /** Counts replacements of the file (compaction, removal): a read checks it is still reading its version. */
@@ -84,10 +87,18 @@ interface Newest {
   /** The kept entries' lines, in file order. */
   lines: Buffer[];
   /** Usage of the entries not kept, in file order. */
-  removed: Usage;
+  removed: UsageSum;
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** The seq high-water mark of one transcript (see high-water.ts). */
+export interface SeqMark {
+  get(): number;
+  raise(next: number): void;
+  reset(): void;
+  save(): Promise<void>;
+}
 
 export interface Page {
   entries: Entry[];
@@ -108,6 +119,7 @@ export class Transcript {
     durability: Durability,
     private readonly log: StoreLog,
     private readonly onAppend: AppendListener,
+    private readonly mark: SeqMark,
     wal?: WriteAheadLog,
   ) {
     this.appender = new AppendFile<Pending>(io, file, rel, durability, {
@@ -121,6 +133,8 @@ export class Transcript {
         if (this.snap) Object.assign(this.snap, { size, ino });
       },
       written: (pending, size) => this.written(pending, size),
+      // Each log record carries the seq after it, so a replay raises the high-water mark past it.
+      nextSeq: (pending) => (this.snap ? this.snap.firstSeq + this.snap.count + pending.length : undefined),
     });
   }
 
@@ -182,7 +196,7 @@ export class Transcript {
 
   /** Usage over every entry ever appended, compaction's included. O(1) once loaded. */
   async usage(): Promise<Usage> {
-    return { ...(await this.load()).total };
+    return toUsage((await this.load()).total);
   }
 
   /** Deletes the file (and its meta) after every queued append; `removed` says whether there was one. */
@@ -197,6 +211,9 @@ export class Transcript {
       }
       await removeMeta(this.io, this.metaFile, this.metaRelPath);
       this.snap = emptySnapshot();
+      // Seq starts again at 0 for a new transcript: its mark goes too.
+      this.mark.reset();
+      await this.mark.save();
       return removed;
     });
   }
@@ -218,6 +235,7 @@ export class Transcript {
       snap.lastTs = p.entry.ts;
     }
     snap.size = size;
+    this.mark.raise(snap.firstSeq + snap.count);
     for (const p of pending) this.onAppend(p.seq, p.entry);
   }
 
@@ -246,17 +264,20 @@ export class Transcript {
     try {
       const ino = await this.io.inode(fh);
       const size = await this.io.size(fh);
-      const gen = generationFor(await readMeta(this.io, this.metaFile), ino);
-      const dropped = gen?.dropped ?? zeroUsage();
+      const prefix = Buffer.alloc(Math.min(size, HEAD_BYTES));
+      await this.io.read(fh, prefix, 0);
       // Streamed: only the numbers are kept, and the event loop runs between chunks.
       // A torn tail counts as Go's reader counts it; its repair before the next append keeps that.
-      const inFile = zeroUsage();
+      const inFile = zeroSum();
       await scanEntries(this.io, fh, size, (e) => addEntry(inFile, e));
+      const { firstSeq, dropped } = await this.numbering(ino, prefix, inFile.entries);
+      this.mark.raise(firstSeq + inFile.entries);
       return {
         ino,
         size,
+        head: headOf(prefix),
         count: inFile.entries,
-        firstSeq: gen?.firstSeq ?? 0,
+        firstSeq,
         dropped,
         total: concatUsage(dropped, inFile),
         lastTs: inFile.entries > 0 ? inFile.lastTs : '',
@@ -267,6 +288,39 @@ export class Transcript {
     } finally {
       await fh.close();
     }
+  }
+
+  /**
+   * The seq of the file's first entry and the usage compaction removed before it: from the first
+   * copy of the meta that describes this very file (a damaged or missing copy is rebuilt from it).
+   * When no copy does, the durable high-water mark numbers the file, so no seq already answered
+   * is answered again, and one error names the file and what was lost.
+   */
+  private async numbering(ino: number, prefix: Buffer, count: number): Promise<{ firstSeq: number; dropped: UsageSum }> {
+    const found = await findGeneration(this.io, this.metaFile, this.metaRelPath, ino, prefix);
+    if (found.gen) {
+      const bad = [...found.damaged, ...found.missing];
+      if (bad.length) {
+        await this.rebuildMeta({ ...found.gen, head: found.gen.head ?? headOf(prefix) });
+        this.log.warn(`${bad.join(' and ')} ${bad.length === 1 ? 'was' : 'were'} missing or damaged; rebuilt from the other copy`);
+      }
+      return { firstSeq: found.gen.firstSeq, dropped: found.gen.dropped };
+    }
+    const mark = this.mark.get();
+    if (mark <= count && found.damaged.length === 0) return { firstSeq: 0, dropped: zeroSum() }; // never compacted
+    const firstSeq = Math.max(0, mark - count);
+    this.log.error(
+      `${this.rel}: every copy of its side file (${this.metaRelPath} and its .copy) is missing, damaged or about another file; ` +
+      `seq numbers continue from the durable high-water mark ${mark} (the file's entries numbered from ${firstSeq}), ` +
+      `and the usage of ${firstSeq} compacted entries is lost`,
+    );
+    // Written down at once, so the next start numbers the file the same way, and says nothing.
+    await this.rebuildMeta({ ino, head: headOf(prefix), firstSeq, dropped: zeroSum() });
+    return { firstSeq, dropped: zeroSum() };
+  }
+
+  private rebuildMeta(gen: Generation): Promise<void> {
+    return writeMeta(this.io, this.metaFile, this.metaRelPath, gen);
   }
 
   /**
@@ -300,7 +354,7 @@ export class Transcript {
       // A crash's leftover is swept at start; whatever is at the name now is removed, not written
       // through (O_EXCL: a link planted there is never followed).
       await this.io.unlink(tmp).catch((err: unknown) => {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        if (!isErrno(err, 'ENOENT')) throw err;
       });
       const fh = await this.io.open(tmp, 'wx', 0o600);
       try {
@@ -312,11 +366,14 @@ export class Transcript {
       }
       next = {
         ino,
+        head: headOf(prefixOf(newest.lines)),
         firstSeq: snap.firstSeq + newest.count - newest.lines.length,
         dropped: concatUsage(snap.dropped, newest.removed),
-        prev: { ino: snap.ino, firstSeq: snap.firstSeq, dropped: snap.dropped },
+        prev: { ino: snap.ino, ...(snap.head === undefined ? {} : { head: snap.head }), firstSeq: snap.firstSeq, dropped: snap.dropped },
       };
       await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
+      this.mark.raise(next.firstSeq + newest.lines.length);
+      await this.mark.save();
       await this.io.rename(tmp, this.file);
     } catch (err) {
       await this.removeTemp(tmp);
@@ -325,7 +382,7 @@ export class Transcript {
     }
     // The rename is the commit point: from here the new file is the transcript.
     Object.assign(snap, {
-      ino, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
+      ino, head: next.head, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
       dropped: next.dropped, generation: snap.generation + 1,
     });
     try {
@@ -355,7 +412,7 @@ export class Transcript {
     let head = 0; // window[head..] is the kept suffix so far
     let bytes = 0;
     let count = 0;
-    const removed = zeroUsage();
+    const removed = zeroSum();
     const entries: Entry[] = [];
     try {
       await scanEntries(this.io, fh, await this.io.size(fh), (e) => {
@@ -385,5 +442,17 @@ export class Transcript {
 }
 
 function emptySnapshot(): Snapshot {
-  return { ino: 0, size: 0, count: 0, firstSeq: 0, dropped: zeroUsage(), total: zeroUsage(), lastTs: '', generation: 0 };
+  return { ino: 0, size: 0, head: undefined, count: 0, firstSeq: 0, dropped: zeroSum(), total: zeroSum(), lastTs: '', generation: 0 };
+}
+
+/** The first HEAD_BYTES bytes of the lines a compaction writes. */
+function prefixOf(lines: readonly Buffer[]): Buffer {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for (const l of lines) {
+    if (n >= HEAD_BYTES) break;
+    parts.push(l);
+    n += l.length;
+  }
+  return Buffer.concat(parts).subarray(0, HEAD_BYTES);
 }

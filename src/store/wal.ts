@@ -30,6 +30,8 @@ export interface WalRecord {
   readonly i: number;
   readonly o: number;
   readonly d: string;
+  /** For a transcript: the seq after this record's entries (the replay raises the high-water mark to it). */
+  readonly s?: number;
 }
 
 interface Pending {
@@ -84,6 +86,7 @@ export class WriteAheadLog {
     private readonly syncFile: (rel: string) => Promise<void>,
     private readonly checkpointBytes: number,
     private readonly log: StoreLog,
+    private readonly beforeEmpty: () => Promise<void>,
   ) {}
 
   /**
@@ -95,13 +98,14 @@ export class WriteAheadLog {
     dir: string,
     syncFile: (rel: string) => Promise<void>,
     log: StoreLog,
+    beforeEmpty: () => Promise<void>,
     checkpointBytes = CHECKPOINT_BYTES,
   ): Promise<WriteAheadLog> {
     const file = path.join(dir, WAL_REL);
     try {
       await io.mkdir(path.dirname(file), 0o700);
       const fh = await io.open(file, 'a+', 0o600);
-      const wal = new WriteAheadLog(io, fh, syncFile, checkpointBytes, log);
+      const wal = new WriteAheadLog(io, fh, syncFile, checkpointBytes, log, beforeEmpty);
       wal.size = await io.size(fh);
       return wal;
     } catch (err) {
@@ -173,6 +177,8 @@ export class WriteAheadLog {
       const files = [...this.dirty];
       await Promise.all(files.map((rel) => this.syncFile(rel)));
       for (const rel of files) this.dirty.delete(rel);
+      // What only the records said (the seq after each) is written down before they go.
+      await this.beforeEmpty();
       await this.io.truncate(this.fh, 0);
       await this.io.datasync(this.fh);
       this.size = 0;
@@ -256,7 +262,13 @@ function isStoreFile(rel: string): boolean {
  * so are the file's later records, and one `error` names the file and how many were re-appended.
  * Returns how many records were written back.
  */
-export async function replayWal(io: Io, dir: string, log: StoreLog): Promise<number> {
+export async function replayWal(
+  io: Io,
+  dir: string,
+  log: StoreLog,
+  /** Told, before the log is emptied, the seq after the last record of each transcript (by relative path). */
+  keepSeqs: (next: Map<string, number>) => Promise<void> = async () => undefined,
+): Promise<number> {
   const file = path.join(dir, WAL_REL);
   let buf: Buffer;
   try {
@@ -266,9 +278,11 @@ export async function replayWal(io: Io, dir: string, log: StoreLog): Promise<num
     throw ioError('read', WAL_REL, err);
   }
   const files = new Map<string, ReplayFile>();
+  const seqs = new Map<string, number>();
   let failure: unknown;
   try {
     for (const r of parseWal(buf)) {
+      if (typeof r.s === 'number' && r.s > (seqs.get(r.f) ?? 0)) seqs.set(r.f, r.s);
       if (!isStoreFile(r.f)) {
         log.error(`wal: record for ${JSON.stringify(r.f)} ignored: not a file this store writes`);
         continue;
@@ -292,6 +306,7 @@ export async function replayWal(io: Io, dir: string, log: StoreLog): Promise<num
     }
   }
   if (failure) throw failure;
+  await keepSeqs(seqs);
   const wal = await io.open(file, 'r+');
   try {
     await io.truncate(wal, 0);

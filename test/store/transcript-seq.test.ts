@@ -148,7 +148,8 @@ test('a crash between writing the meta and renaming a later compaction leaves th
 
   await appendUntilCrash(log, crash, 'second');
   assert.deepEqual(lines(dir).slice(0, before.length), before, 'the first compaction\'s file is still there');
-  const meta = JSON.parse(readFileSync(metaOf(dir), 'utf8')) as { ino: number; prev?: { ino: number } };
+  // The meta is `<crc32> <json>`: the checksum first, then the generations.
+  const meta = JSON.parse(readFileSync(metaOf(dir), 'utf8').slice(9)) as { ino: number; prev?: { ino: number } };
   assert.notEqual(meta.ino, statSync(fileOf(dir)).ino, 'the meta already describes the file that was never renamed');
 
   await store.close();

@@ -1,0 +1,100 @@
+// The durable high-water mark of transcript seq numbers: for every name, a seq at or above the
+// next one it will hand out, kept in .herrscher-state/high-water.json (outside Go's layout). It is
+// the last line of defence for "seq never goes back": when every copy of a transcript's side file
+// is gone or damaged, the file's entries are numbered so that the next seq is at least this mark.
+//
+// It is written with every checkpoint of the write-ahead log (before the log is emptied), with
+// every compaction and removal, and at close; the log's records carry the seq after them, so a
+// replay raises the mark past every append acknowledged since the last write of this file.
+import path from 'node:path';
+import { crc32 } from 'node:zlib';
+import { isErrno } from './errno.js';
+import type { Io } from './io.js';
+import { ioError } from './store-error.js';
+import type { StoreLog } from './store-log.js';
+
+export const HIGH_WATER_REL = '.herrscher-state/high-water.json';
+
+const checksum = (json: string): string => crc32(json).toString(16).padStart(8, '0');
+
+export class HighWater {
+  private dirty = false;
+  /** Saves run one after another: a save returns once every raise before it is on disk. */
+  private saving: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly io: Io,
+    private readonly file: string,
+    private readonly marks: Map<string, number>,
+  ) {}
+
+  /** Reads the marks; a missing file has none, a damaged one is logged at error and read as none. */
+  static async load(io: Io, dir: string, log: StoreLog): Promise<HighWater> {
+    const file = path.join(dir, HIGH_WATER_REL);
+    const marks = new Map<string, number>();
+    let text: string | undefined;
+    try {
+      text = (await io.readFile(file)).toString('utf8');
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw ioError('read', HIGH_WATER_REL, err);
+    }
+    if (text !== undefined) {
+      const parsed = parse(text);
+      if (parsed) for (const [k, v] of Object.entries(parsed)) marks.set(k, v);
+      else log.error(`${HIGH_WATER_REL} is damaged (checksum or syntax); the seq high-water marks it held are lost, the transcripts' side files still number them`);
+    }
+    return new HighWater(io, file, marks);
+  }
+
+  /** The mark for `name` (0 when none). */
+  get(name: string): number {
+    return this.marks.get(name) ?? 0;
+  }
+
+  /** Raises the mark of `name` to `next` (never lowers it); written by the next save(). */
+  raise(name: string, next: number): void {
+    if (next > (this.marks.get(name) ?? 0)) {
+      this.marks.set(name, next);
+      this.dirty = true;
+    }
+  }
+
+  /** Forgets `name` (its transcript was removed: seq starts again at 0). */
+  reset(name: string): void {
+    if (this.marks.delete(name)) this.dirty = true;
+  }
+
+  /** Writes the marks (atomically, synced) when they changed; resolves once they are on disk. */
+  save(): Promise<void> {
+    const run = this.saving.then(() => this.write());
+    this.saving = run.then(() => undefined, () => undefined); // the failure is this caller's: `run` rejects with it
+    return run;
+  }
+
+  private async write(): Promise<void> {
+    if (!this.dirty) return;
+    this.dirty = false;
+    const json = JSON.stringify(Object.fromEntries(this.marks));
+    try {
+      await this.io.mkdir(path.dirname(this.file), 0o700);
+      await this.io.writeAtomic(this.file, `${checksum(json)} ${json}\n`, { mode: 0o600, sync: true });
+    } catch (err) {
+      this.dirty = true;
+      throw ioError('write', HIGH_WATER_REL, err);
+    }
+  }
+}
+
+function parse(text: string): Record<string, number> | undefined {
+  const json = text.slice(9).trimEnd();
+  if (text[8] !== ' ' || checksum(json) !== text.slice(0, 8)) return undefined;
+  try {
+    const v = JSON.parse(json) as unknown;
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+    const out: Record<string, number> = {};
+    for (const [k, n] of Object.entries(v)) if (Number.isSafeInteger(n) && (n as number) >= 0) out[k] = n as number;
+    return out;
+  } catch {
+    return undefined; // a checksum that matches text that does not parse: damaged all the same
+  }
+}
