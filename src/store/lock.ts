@@ -67,7 +67,9 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
   try {
     want = fs.lstatSync(lockPath);
   } catch (err) {
-    throw refuse(`the lock file ${lockPath} of ${statePath} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw refuse(`the lock file ${lockPath} of ${statePath} does not exist, so descriptor ${fd} cannot be open on it`);
+    throw refuse(`the lock file ${lockPath} of ${statePath} cannot be read (${code ?? (err as Error).message})`);
   }
   if (!want.isFile() || st.dev !== want.dev || st.ino !== want.ino) {
     throw refuse(`descriptor ${fd} is not open on the lock file ${lockPath} of ${statePath} (not the same device and inode)`);
@@ -102,4 +104,19 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
       fs.closeSync(fd);
     },
   };
+}
+
+/**
+ * Takes an exclusive flock through `fd` without waiting; false when another open file holds it.
+ * For a host written in TypeScript that holds the lock before it spawns the server (and tests).
+ */
+export function tryFlock(fd: number): boolean {
+  try {
+    flockSync(fd, 'exnb');
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return false;
+    throw err;
+  }
 }

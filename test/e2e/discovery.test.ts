@@ -1,0 +1,231 @@
+// One rule to find a server (issue 8) and no squatted socket (issue 10, client side): after an
+// instance id change every client command still reaches the server with no socket flag; two
+// users each reach their own default server; the per-user default folder under
+// $XDG_RUNTIME_DIR or $TMPDIR is refused when it is a symlink or others may write to it; a socket
+// another user owns is refused before anything is sent. The process boundary (where `serve`
+// listens, what the CLI finds) is the subject, so the built CLI is spawned.
+import assert from 'node:assert/strict';
+import { spawn as spawnChild } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { test } from 'node:test';
+import { connect } from '../../src/client/client.js';
+import { SocketError } from '../../src/transport/socket.js';
+import type { Child, Ctx } from '../helpers/cli.js';
+import { CLI, runCli, runToEnd, waitForSocket } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+const TIMEOUT = 30_000;
+const isRoot = process.getuid?.() === 0;
+const NOBODY = 65534;
+
+/** A private environment: its own state dir (the default state) and runtime folder. */
+function world(): { env: NodeJS.ProcessEnv; stateDir: string; runtime: string } {
+  const stateDir = tempDir('hs-st-');
+  const runtime = tempDir('hs-run-');
+  return { stateDir, runtime, env: { ...process.env, HERRSCHER_STATE_DIR: stateDir, XDG_RUNTIME_DIR: runtime, HERRSCHER_STATE_SOCKET: undefined } };
+}
+
+async function stop(server: Child): Promise<void> {
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
+}
+
+test('after state/setInstanceID, call, tail, sessions, socket, status and connect() reach the server with no socket flag, also after a restart', { timeout: TIMEOUT }, async (t) => {
+  const { env, runtime, stateDir } = world();
+  const folder = path.join(runtime, 'herrscher-state');
+  let server = runCli(t, ['serve'], { env });
+  await waitForSocket(path.join(folder, 'herrscher-state.sock'), server);
+
+  const set = await runToEnd(['call', 'state/setInstanceID', '{"instanceID":"alice"}'], { env });
+  assert.equal(set.code, 0, set.stderr);
+  const named = path.join(folder, 'herrscher-state-alice.sock');
+  const where = await runToEnd(['socket'], { env });
+  assert.deepEqual([where.code, where.stdout], [0, `${named}\n`], where.stderr);
+  assert.equal(existsSync(path.join(folder, 'herrscher-state.sock')), false, 'the old default name is gone');
+
+  const add = await runToEnd(['call', 'session/add', '{"session":{"name":"main"}}'], { env });
+  assert.equal(add.code, 0, add.stderr);
+  const client = await connect({ env });
+  await client.transcriptAppend({ name: 'main', entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'hello over connect()' } });
+  assert.equal((await client.status()).socket, named);
+  await client.close();
+  const tail = await runToEnd(['tail', 'main'], { env });
+  assert.equal(tail.code, 0, tail.stderr);
+  assert.match(tail.stdout, /hello over connect\(\)/);
+  const sessions = await runToEnd(['sessions'], { env });
+  assert.equal(sessions.code, 0, sessions.stderr);
+  assert.match(sessions.stdout, /main/);
+  const status = await runToEnd(['status', '--json'], { env });
+  assert.equal(status.code, 0, status.stderr);
+  assert.equal((JSON.parse(status.stdout) as { pid: number }).pid, server.pid);
+
+  await stop(server);
+  assert.equal(existsSync(path.join(stateDir, '.herrscher-state', 'state.json.serving.json')), false, 'a clean stop removes the record');
+  const none = await runToEnd(['socket'], { env });
+  assert.equal(none.code, 1, 'socket exits 1 when no server answers');
+  server = runCli(t, ['serve'], { env });
+  await waitForSocket(named, server);
+  const again = await runToEnd(['call', 'state/qualifiedName', '{"name":"x"}'], { env });
+  assert.deepEqual([again.code, JSON.parse(again.stdout)], [0, { qualifiedName: 'alice__x' }], again.stderr);
+  await stop(server);
+});
+
+test('a record left by a server killed with -9 is ignored: the client falls back to the default socket', { timeout: TIMEOUT }, async (t) => {
+  const { env, stateDir, runtime } = world();
+  const server = runCli(t, ['serve', '--socket', path.join(stateDir, 'own.sock')], { env });
+  await waitForSocket(path.join(stateDir, 'own.sock'), server);
+  assert.equal((await runToEnd(['socket'], { env })).stdout, `${path.join(stateDir, 'own.sock')}\n`, 'the record leads to a socket of any name');
+  server.child.kill('SIGKILL');
+  await server.exited;
+  assert.ok(existsSync(path.join(stateDir, '.herrscher-state', 'state.json.serving.json')), 'kill -9 left the record');
+  const r = await runToEnd(['call', 'state/get'], { env });
+  assert.equal(r.code, 1);
+  assert.ok(r.stderr.includes(path.join(runtime, 'herrscher-state', 'herrscher-state.sock')), `the default socket was tried: ${r.stderr}`);
+});
+
+test('serve --stdio also serves the default socket; --no-socket serves stdio alone; a default socket held by another server leaves stdio alone with one warning', { timeout: TIMEOUT }, async (t) => {
+  const { env, runtime } = world();
+  const sock = path.join(runtime, 'herrscher-state', 'herrscher-state.sock');
+  const other = runCli(t, ['serve', '--state', path.join(tempDir(), 'state.json')], { env });
+  await waitForSocket(sock, other);
+
+  const host = runCli(t, ['serve', '--stdio'], { env, collectStdout: true });
+  host.child.stdin?.write('{"jsonrpc":"2.0","id":1,"method":"status"}\n');
+  const deadline = Date.now() + 10_000;
+  while (!host.stdout().includes('"id":1') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+  assert.match(host.stdout(), /"socket":null/, 'stdio alone');
+  host.child.stdin?.end();
+  assert.equal((await host.exited).code, 0);
+  // Logs are written asynchronously and flushed at the stop: count the warnings after the exit.
+  assert.equal(host.stderr().match(/held by another live server/g)?.length, 1, host.stderr());
+  await stop(other);
+
+  const alone = runCli(t, ['serve', '--stdio', '--no-socket'], { env });
+  const sidecar = runCli(t, ['serve', '--stdio', '--state', path.join(tempDir(), 'state.json')], { env });
+  await waitForSocket(sock, sidecar);
+  const st = await runToEnd(['status', '--json', '--socket', sock], { env });
+  assert.equal((JSON.parse(st.stdout) as { pid: number }).pid, sidecar.pid, 'the --stdio server, not the --no-socket one');
+  for (const c of [alone, sidecar]) c.child.stdin?.end();
+  assert.deepEqual((await Promise.all([alone.exited, sidecar.exited])).map((e) => e.code), [0, 0]);
+});
+
+for (const variant of ['XDG_RUNTIME_DIR', 'TMPDIR'] as const) {
+  test(`a default folder under $${variant} that is a symlink, 0777 or 0775 is refused by serve and by call`, { timeout: TIMEOUT }, async () => {
+    const base = tempDir();
+    const env = { ...process.env, HERRSCHER_STATE_DIR: tempDir(), HERRSCHER_STATE_SOCKET: undefined, XDG_RUNTIME_DIR: undefined, TMPDIR: undefined, [variant]: base };
+    const folder = path.join(base, variant === 'XDG_RUNTIME_DIR' ? 'herrscher-state' : `herrscher-state-${process.getuid?.()}`);
+    const target = tempDir();
+    symlinkSync(target, folder);
+    const served = await runToEnd(['serve'], { env });
+    assert.equal(served.code, 1);
+    assert.match(served.stderr, /refusing socket folder .* it is a symbolic link/);
+    const called = await runToEnd(['call', 'state/get'], { env });
+    assert.equal(called.code, 1);
+    assert.match(called.stderr, /refusing socket folder .* it is a symbolic link/);
+
+    for (const mode of [0o777, 0o775]) {
+      const wide = path.join(tempDir(), 'x');
+      const env2 = { ...env, [variant]: wide };
+      const folder2 = path.join(wide, path.basename(folder));
+      mkdirSync(folder2, { recursive: true });
+      chmodSync(folder2, mode);
+      const s = await runToEnd(['serve'], { env: env2 });
+      assert.equal(s.code, 1);
+      assert.ok(s.stderr.includes(`its mode is 0${mode.toString(8)}, wider than 0700`), s.stderr);
+      const c = await runToEnd(['call', 'state/get'], { env: env2 });
+      assert.equal(c.code, 1);
+      assert.ok(c.stderr.includes(`mode is 0${mode.toString(8)}`), c.stderr);
+    }
+  });
+}
+
+/** A listener the test owns at `at`, counting the bytes anyone sends it (a squatter's socket). */
+async function squat(t: Ctx, at: string): Promise<{ received: () => number }> {
+  let bytes = 0;
+  const srv = net.createServer((s) => s.on('data', (c: Buffer) => (bytes += c.length)));
+  await new Promise<void>((resolve) => srv.listen(at, resolve));
+  t.after(() => new Promise<void>((resolve) => srv.close(() => resolve())));
+  return { received: () => bytes };
+}
+
+test('a squatted default folder and a socket another user owns are refused unsent, exit 1', { timeout: TIMEOUT, skip: isRoot ? false : 'needs root to chown to nobody' }, async (t) => {
+  // The squatter made our default folder before we did (in a shared /tmp).
+  const tmp = tempDir();
+  const env = { ...process.env, HERRSCHER_STATE_DIR: tempDir(), HERRSCHER_STATE_SOCKET: undefined, XDG_RUNTIME_DIR: undefined, TMPDIR: tmp };
+  const folder = path.join(tmp, `herrscher-state-${process.getuid?.()}`);
+  mkdirSync(folder, { mode: 0o700 });
+  const sock = path.join(folder, 'herrscher-state.sock');
+  const trap = await squat(t, sock);
+  chownSync(sock, NOBODY, NOBODY);
+  chownSync(folder, NOBODY, NOBODY);
+  const r = await runToEnd(['call', 'transcript/append', '{"name":"main","entry":{"ts":"t","role":"user","text":"secret"}}'], { env });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /refusing socket folder .* belongs to uid 65534/);
+  assert.equal(trap.received(), 0, 'nothing reached the squatter');
+
+  // In a folder of ours, a socket another user owns: refused too, by the CLI and by connect().
+  const mine = tempDir();
+  const theirs = path.join(mine, 'their.sock');
+  const trap2 = await squat(t, theirs);
+  chownSync(theirs, NOBODY, NOBODY);
+  const r2 = await runToEnd(['call', 'state/get', '--socket', theirs], { env });
+  assert.equal(r2.code, 1);
+  assert.match(r2.stderr, /refusing socket .*their\.sock: it belongs to uid 65534.*nothing was sent/);
+  await assert.rejects(connect({ socket: theirs }), (err: unknown) => err instanceof SocketError && err.code === 'EUNSAFE');
+  assert.equal(trap2.received(), 0);
+});
+
+test('a socket of ours in a folder others may write to is refused by connect()', { timeout: TIMEOUT }, async (t) => {
+  const dir = path.join(tempDir(), 'shared');
+  mkdirSync(dir);
+  chmodSync(dir, 0o770);
+  const at = path.join(dir, 's.sock');
+  const trap = await squat(t, at);
+  await assert.rejects(connect({ socket: at }), (err: unknown) => err instanceof SocketError && err.code === 'EUNSAFE' && /writable by others \(mode 0770\)/.test(err.message));
+  assert.equal(trap.received(), 0);
+});
+
+/** Runs the CLI as nobody (setpriv), with `env`. */
+function asNobody(t: Ctx, args: string[], env: NodeJS.ProcessEnv): Child {
+  const child = spawnChild('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return { child, pid: child.pid as number, exited, stdout: () => out, stderr: () => err };
+}
+
+test('two users each serve and call their own default server in one shared temp folder', { timeout: TIMEOUT, skip: isRoot ? false : 'needs root to run a server as nobody' }, async (t) => {
+  const shared = tempDir();
+  chmodSync(shared, 0o1777); // as /tmp
+  const mineState = tempDir();
+  const theirState = path.join(shared, 'nobody-state');
+  mkdirSync(theirState, { mode: 0o700 });
+  chownSync(theirState, NOBODY, NOBODY);
+  const base = { ...process.env, TMPDIR: shared, XDG_RUNTIME_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined, HOME: shared };
+  const mineEnv = { ...base, HERRSCHER_STATE_DIR: mineState };
+  const theirEnv = { ...base, HERRSCHER_STATE_DIR: theirState };
+
+  const mine = runCli(t, ['serve'], { env: mineEnv });
+  const theirs = asNobody(t, ['serve'], theirEnv);
+  await waitForSocket(path.join(shared, `herrscher-state-${process.getuid?.()}`, 'herrscher-state.sock'), mine);
+  await waitForSocket(path.join(shared, `herrscher-state-${NOBODY}`, 'herrscher-state.sock'), theirs);
+
+  const myStatus = await runToEnd(['status', '--json'], { env: mineEnv });
+  assert.equal(myStatus.code, 0, myStatus.stderr);
+  assert.equal((JSON.parse(myStatus.stdout) as { pid: number }).pid, mine.pid);
+  const theirCall = asNobody(t, ['status', '--json'], theirEnv);
+  theirCall.child.stdin?.end();
+  assert.equal((await theirCall.exited).code, 0, theirCall.stderr());
+  assert.equal((JSON.parse(theirCall.stdout()) as { pid: number; statePath: string }).pid, theirs.pid);
+
+  await stop(mine);
+  theirs.child.kill('SIGTERM');
+  assert.equal((await theirs.exited).code, 0, theirs.stderr());
+});

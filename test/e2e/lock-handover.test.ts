@@ -1,0 +1,163 @@
+// Lock handover (issue 8): a host that holds the state's flock spawns the server with its open
+// lock file as `--lock-fd N`. A non-Node host (Python's fcntl.flock, the flock(2) Herrscher's Go
+// daemon takes) proves it across runtimes; the refusals name what failed. The process boundary
+// is the subject here, so the built CLI is spawned.
+import assert from 'node:assert/strict';
+import { spawn as spawnChild } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { test } from 'node:test';
+import { connect, spawn } from '../../src/client/client.js';
+import { tryFlock } from '../../src/store/lock.js';
+import { CLI, privateRuntimeDir, REPO, runCli } from '../helpers/cli.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+const TIMEOUT = 30_000;
+const HOST = path.join(REPO, 'test/fixtures/lock_host.py');
+const lockOf = (dir: string): string => path.join(dir, '.state.json.lock');
+const env = (): NodeJS.ProcessEnv => ({ ...process.env, HERRSCHER_STATE_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined, XDG_RUNTIME_DIR: privateRuntimeDir() });
+
+/** Whether `pid` has exited (gone, or a zombie nobody reaped: the server was reparented). */
+function exitedPid(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true; // no /proc entry: gone
+  }
+}
+
+async function until(what: string, ok: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Runs `serve` with `fd` as its descriptor 3 and `--lock-fd 3`; resolves with its exit and stderr. */
+async function serveWithFd3(state: string, fd: number, lockFd = '3'): Promise<{ code: number | null; stderr: string }> {
+  const child = spawnChild(process.execPath, [CLI, 'serve', '--stdio', '--no-socket', '--state', state, '--lock-fd', lockFd], {
+    stdio: ['pipe', 'pipe', 'pipe', fd],
+    env: env(),
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdin.end();
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  return { code, stderr };
+}
+
+test('a Python host holding the flock spawns the server with --lock-fd: host and socket writes land, kill -9 of the host ends the server, the next plain start gets the lock', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const state = statePathIn(dir);
+  const host = spawnChild('python3', [HOST, process.execPath, CLI, state, lockOf(dir)], { stdio: ['pipe', 'pipe', 'pipe'], env: env() });
+  t.after(() => host.kill('SIGKILL'));
+  let hostErr = '';
+  host.stderr.on('data', (c: Buffer) => (hostErr += c.toString()));
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: host.stdout }).once('line', resolve);
+    host.once('exit', (code) => reject(new Error(`the host exited ${code}: ${hostErr}`)));
+  });
+  const seen = JSON.parse(line) as { serverPid: number; added: { result?: { session: { name: string } } }; appended: { result?: { seq: number } } };
+  assert.equal(seen.added.result?.session.name, 'fromhost', `the host's write over stdio: ${line}\n${hostErr}`);
+  assert.equal(seen.appended.result?.seq, 0);
+
+  // A bridge finds the host's server by its state file (the server recorded its socket) and writes.
+  const client = await connect({ state, env: env() });
+  assert.equal((await client.status()).pid, seen.serverPid);
+  await client.sessionAdd({ session: { name: 'fromsocket' } });
+  await client.close();
+
+  host.kill('SIGKILL');
+  await until('the server exits after its host died', () => exitedPid(seen.serverPid));
+  const names = (JSON.parse(readFileSync(state, 'utf8')) as { sessions: { name: string }[] }).sessions.map((s) => s.name).sort();
+  assert.deepEqual(names, ['fromhost', 'fromsocket']);
+  assert.match(readFileSync(path.join(dir, 'transcripts', 'fromhost.jsonl'), 'utf8'), /written by the host/);
+  assert.equal(existsSync(path.join(dir, '.herrscher-state', 'state.json.serving.json')), false, 'the clean stop removed the record');
+
+  // No handover now: a plain start takes the lock the dead host held.
+  const next = runCli(t, ['serve', '--stdio', '--no-socket', '--state', state], { env: env(), collectStdout: true });
+  next.child.stdin?.write('{"jsonrpc":"2.0","id":1,"method":"session/list"}\n');
+  await until('the plain start answers', () => next.stdout().includes('"id":1'));
+  assert.match(next.stdout(), /fromsocket/);
+  next.child.stdin?.end();
+  assert.deepEqual(await next.exited, { code: 0, signal: null });
+});
+
+test('without --lock-fd, a held lock is refused with exit 1 and the message names --lock-fd', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const fd = openSync(lockOf(dir), 'w', 0o600);
+  t.after(() => closeSync(fd));
+  assert.ok(tryFlock(fd));
+  const server = runCli(t, ['serve', '--stdio', '--no-socket', '--state', statePathIn(dir)], { env: env() });
+  server.child.stdin?.end();
+  assert.deepEqual(await server.exited, { code: 1, signal: null });
+  assert.match(server.stderr(), /already serving .*--lock-fd/);
+});
+
+test('--lock-fd on another file is refused: not the same device and inode', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const other = path.join(dir, 'other');
+  writeFileSync(other, '');
+  writeFileSync(lockOf(dir), '', { mode: 0o600 });
+  const fd = openSync(other, 'r+');
+  t.after(() => closeSync(fd));
+  assert.ok(tryFlock(fd));
+  const r = await serveWithFd3(statePathIn(dir), fd);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /--lock-fd 3 refused: descriptor 3 is not open on the lock file .*\.state\.json\.lock/);
+});
+
+test('--lock-fd on the lock file that nobody locked is refused, and the lock is left free', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const fd = openSync(lockOf(dir), 'w', 0o600);
+  t.after(() => closeSync(fd));
+  const r = await serveWithFd3(statePathIn(dir), fd);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /--lock-fd 3 refused: the lock file .* is not locked/);
+  assert.ok(tryFlock(fd), 'the refused server took no lock');
+});
+
+test('--lock-fd on the lock file while another open file holds the lock is refused', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const holder = openSync(lockOf(dir), 'w', 0o600);
+  const passed = openSync(lockOf(dir), 'r');
+  t.after(() => {
+    closeSync(holder);
+    closeSync(passed);
+  });
+  assert.ok(tryFlock(holder));
+  const r = await serveWithFd3(statePathIn(dir), passed);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /the lock on .* is held, but not through descriptor 3/);
+});
+
+test('--lock-fd naming a descriptor that is not open is refused', { timeout: TIMEOUT }, async () => {
+  const dir = tempDir();
+  const fd = openSync(path.join(dir, 'unused'), 'w');
+  // Not 4..20: Node opens descriptors of its own there (epoll, eventfd), which the inode check refuses instead.
+  const r = await serveWithFd3(statePathIn(dir), fd, '900');
+  closeSync(fd);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /--lock-fd 900 refused: descriptor 900 is not open/);
+});
+
+test('the typed client spawn() hands its lock over as --lock-fd 3, and the server leaves the lock with its host', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const fd = openSync(lockOf(dir), 'w', 0o600);
+  t.after(() => closeSync(fd));
+  assert.ok(tryFlock(fd));
+  const server = spawn({ state: statePathIn(dir), cli: CLI, lockFd: fd, args: ['--no-socket'], env: env() });
+  const { session } = await server.sessionAdd({ session: { name: 'spawned' } });
+  assert.equal(session.name, 'spawned');
+  await server.close();
+  assert.equal(await server.exited, 0);
+  const probe = openSync(lockOf(dir), 'r');
+  try {
+    assert.equal(tryFlock(probe), false, 'the host still holds its lock after the server exited');
+  } finally {
+    closeSync(probe);
+  }
+});
