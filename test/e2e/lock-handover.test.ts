@@ -43,8 +43,8 @@ async function serveWithFd3(state: string, fd: number, lockFd = '3'): Promise<{ 
     env: env(),
   });
   let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stdin.end();
+  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdin?.end();
   const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   return { code, stderr };
 }
