@@ -9,10 +9,10 @@ import { nodeIo, withIo } from '../../src/store/io.js';
 import { newSession, openIn, reopen } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
-test('reads of 5 000 names that have no session row leave no cached object behind', async (t) => {
-  const store = await openIn(tempDir());
+test('reads of 600 names (past the bound) that have no session row leave no cached object behind', async (t) => {
+  const store = await openIn(tempDir(), { cachedNames: 100 });
   t.after(() => store.close());
-  for (let i = 0; i < 5000; i++) {
+  for (let i = 0; i < 600; i++) {
     const name = `ghost-${i}`;
     assert.deepEqual(await store.readTranscript(name, 0), []);
     assert.deepEqual(await store.readParticipants(name), []);
@@ -25,7 +25,7 @@ test(`sessions beyond the bound keep at most cachedNames objects, and every tran
   const dir = tempDir();
   let store = await openIn(dir, { cachedNames: 4 });
   t.after(() => store.close());
-  const names = Array.from({ length: 12 }, (_, i) => `s${i}`);
+  const names = Array.from({ length: 8 }, (_, i) => `s${i}`);
   for (const name of names) await store.addSession(newSession(name));
   for (let round = 0; round < 3; round++) {
     for (const name of names) {
