@@ -1,14 +1,22 @@
 // One client: a vscode-jsonrpc connection whose every request goes through dispatch. Requests
 // of a connection apply in arrival order: vscode-jsonrpc hands them over one per turn, the store
 // enqueues writes synchronously, and reads and writes wait for the other kind sent before them.
+// Reads are also where a client that stops reading its replies is held back (ReadGate).
 import type { Logger } from 'pino';
-import type { Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc/node';
+import type { CancellationToken, Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc/node';
 import { createMessageConnection, ResponseError } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../protocol/errors.js';
 import { methods } from '../protocol/table.js';
+import type { OutputFlow } from '../transport/framed-writer.js';
+import { outputFlowOf } from '../transport/framed-writer.js';
 import type { ServerContext } from './bind.js';
 import { dispatch, isMethodName } from './dispatch.js';
+import { ReadGate } from './read-gate.js';
+import type { NotificationSink } from './subscriptions.js';
 import { toRpcError } from './to-rpc-error.js';
+
+/** LSP's RequestCancelled: the answer to a read cancelled by `$/cancelRequest` before it was answered. */
+const REQUEST_CANCELLED = -32800;
 
 const isRequest = (m: Message): boolean => 'method' in m && 'id' in m && (m as { id: unknown }).id !== undefined;
 const isResponse = (m: Message): m is ResponseMessage => !('method' in m) && 'id' in m;
@@ -39,8 +47,10 @@ function allOf(ops: ReadonlySet<Op>): Promise<void> {
   });
 }
 
-export class ServerConnection {
+export class ServerConnection implements NotificationSink {
   readonly connection: MessageConnection;
+  private readonly flow: OutputFlow | undefined;
+  private readonly reads: ReadGate;
   private unanswered = 0;
   private idleWaiters: (() => void)[] = [];
   /**
@@ -61,6 +71,8 @@ export class ServerConnection {
     private readonly ctx: ServerContext,
     readonly log: Logger,
   ) {
+    this.flow = outputFlowOf(writer);
+    this.reads = new ReadGate(this.flow);
     // Count requests in and responses out, so `idle()` knows when every request got its answer,
     // including requests still queued inside vscode-jsonrpc when the peer hung up.
     const countingReader: MessageReader = {
@@ -88,7 +100,7 @@ export class ServerConnection {
       dispose: () => writer.dispose(),
     };
     this.connection = createMessageConnection(countingReader, countingWriter, rpcLogger(log));
-    this.connection.onRequest((method, params) => this.handle(method, params));
+    this.connection.onRequest((method, params, token) => this.handle(method, params, token));
     this.connection.onNotification((method) => {
       if (method === 'exit') ctx.exit();
       else log.debug({ method }, 'notification ignored');
@@ -102,6 +114,31 @@ export class ServerConnection {
 
   listen(): void {
     this.connection.listen();
+  }
+
+  /** True once this connection closed: nothing more reaches its client. */
+  get isClosed(): boolean {
+    return this.closed || (this.flow?.isClosed() ?? false);
+  }
+
+  /** Encoded bytes written to this client and not yet handed to the OS (replies and notifications). */
+  unsentBytes(): number {
+    return this.flow?.unsentBytes() ?? 0;
+  }
+
+  unsentFrames(): number {
+    return this.flow?.unsentFrames() ?? 0;
+  }
+
+  /** Sends a notification; never throws (the store's commit events call this): a closed
+   *  connection's notifications are dropped, as its subscriptions end with it. */
+  notify(method: string, params: unknown): void {
+    if (this.isClosed) return;
+    try {
+      this.connection.sendNotification(method, params).catch((err: unknown) => this.log.debug({ err, method }, 'notification not sent'));
+    } catch (err) {
+      this.log.debug({ err, method }, 'notification not sent');
+    }
   }
 
   onClose(listener: () => void): void {
@@ -126,11 +163,17 @@ export class ServerConnection {
     for (const w of waiters) w();
   }
 
-  private async handle(method: string, params: unknown): Promise<unknown> {
+  /**
+   * Runs one request after the requests it must follow. A read may be cancelled (`$/cancelRequest`)
+   * until it is answered: -32800, as LSP. A write is never cancelled once received: it is queued
+   * in arrival order with the writes around it and applied, and its answer says so.
+   */
+  private async handle(method: string, params: unknown, token: CancellationToken): Promise<unknown> {
     const debug = this.log.isLevelEnabled('debug');
     const started = debug ? process.hrtime.bigint() : 0n;
     let op: Op | undefined;
     let mine: Set<Op> | undefined;
+    let gated = false;
     try {
       if (!isMethodName(method) || methods[method].notification) {
         throw new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}`);
@@ -139,13 +182,30 @@ export class ServerConnection {
       const before = write ? this.openReads : this.openWrites;
       mine = write ? this.openWrites : this.openReads;
       mine.add((op = {}));
-      if (before.size > 0) await allOf(before);
-      return await dispatch(method, params, this.ctx);
+      if (write) {
+        if (before.size > 0) await allOf(before);
+        return await dispatch(method, params, this.ctx);
+      }
+      if (before.size > 0) await cancellable(allOf(before), token);
+      const entry = this.reads.enter();
+      try {
+        await cancellable(entry, token);
+      } catch (err) {
+        // Cancelled while queued: the slot it will still be given goes back at once.
+        void entry.then(() => this.reads.leave());
+        throw err;
+      }
+      gated = true;
+      const result = await dispatch(method, params, this.ctx);
+      // Cancelled while it ran: the reply the client gave up on is not sent.
+      throwIfCancelled(token);
+      return result;
     } catch (err) {
       const { error, unexpected } = toRpcError(err);
       if (unexpected) this.log.error({ err, method }, 'handler failed');
       throw error;
     } finally {
+      if (gated) this.reads.leave();
       if (op) {
         mine?.delete(op);
         for (const w of op.waiters ?? []) w();
@@ -153,4 +213,30 @@ export class ServerConnection {
       if (debug) this.log.debug({ method, us: Number(process.hrtime.bigint() - started) / 1000 }, 'request');
     }
   }
+}
+
+function cancelled(): ResponseError<unknown> {
+  return new ResponseError(REQUEST_CANCELLED, 'request cancelled by $/cancelRequest before it was answered');
+}
+
+function throwIfCancelled(token: CancellationToken): void {
+  if (token.isCancellationRequested) throw cancelled();
+}
+
+/** Waits for `p`, or rejects with -32800 as soon as the request is cancelled. */
+function cancellable(p: Promise<void>, token: CancellationToken): Promise<void> {
+  if (token.isCancellationRequested) return Promise.reject(cancelled());
+  return new Promise((resolve, reject) => {
+    const listener = token.onCancellationRequested(() => reject(cancelled()));
+    p.then(
+      () => {
+        listener.dispose();
+        resolve();
+      },
+      (err: unknown) => {
+        listener.dispose();
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
 }

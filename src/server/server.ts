@@ -77,7 +77,6 @@ export class StateServer {
   /** Serves one client over `reader`/`writer`; the connection ends when the reader closes. */
   connect(reader: MessageReader, writer: MessageWriter, transport: string): ServerConnection {
     const subs = this.subscriptions;
-    const sink = { notify: (method: string, params: unknown) => conn.connection.sendNotification(method, params) };
     const owner = this.options.lifecycleOwner ?? 'any';
     const mayEnd = owner === 'any' || transport === owner;
     const refuse = (): never => {
@@ -87,13 +86,13 @@ export class StateServer {
       ...this.shared,
       shutdown: mayEnd ? this.shared.shutdown : refuse,
       exit: mayEnd ? this.shared.exit : () => this.log.warn({ transport }, 'exit from a client that does not own the server ignored'),
-      subscribe: (filter) => subs.add(sink, filter),
-      unsubscribe: (id) => subs.remove(sink, id),
+      subscribe: (filter) => subs.add(conn, filter),
+      unsubscribe: (id) => subs.remove(conn, id),
     };
     const conn: ServerConnection = new ServerConnection(reader, writer, ctx, this.log.child({ conn: this.nextId++, transport }));
     this.connections.add(conn);
     conn.onClose(() => {
-      subs.removeAll(sink);
+      subs.removeAll(conn);
       this.connections.delete(conn);
       conn.log.debug('connection closed');
     });

@@ -1,20 +1,35 @@
 // The change feed: subscriptions per connection, fed by the store's commit events (which fire
-// only once a change is in the file, in commit order). Sending never waits: a subscriber that
-// stops reading builds up unsent notifications until a bound, then gets watch/overflow and is
-// dropped, so writers and other clients never notice it and memory stays bounded.
+// only once a change is in the file, in commit order). Sending never waits: a connection that
+// stops reading builds up unsent notifications until a bound, counted in encoded bytes across
+// all its subscriptions; then each of its subscriptions gets watch/overflow and is dropped, so
+// writers and other clients never notice it and memory stays bounded.
+import { ResponseError } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
+import { ErrorCodes } from '../protocol/errors.js';
 import type { Session, StateDocument, TranscriptEntry } from '../protocol/model.js';
 import type { NotificationName, NotificationTable } from '../protocol/table.js';
 import type { watchSubscribe } from '../protocol/watch.js';
 
-/** Unsent notifications a subscriber may have before it is dropped. */
+/** Unsent messages a connection may have before its subscriptions overflow (each costs Node
+ *  some bookkeeping beyond its bytes, so tiny notifications are bounded by count too). */
 export const MAX_PENDING_NOTIFICATIONS = 4096;
-/** Their approximate size in bytes, for the same decision (one entry can be megabytes). */
+/**
+ * Encoded bytes (what goes on the wire: escapes, multi-byte UTF-8, framing) a connection may have
+ * unsent before its subscriptions overflow. Counted over everything unsent on the connection, so
+ * 32 subscriptions share one bound; one notification may pass it (it is already in memory).
+ */
 export const MAX_PENDING_BYTES = 16 * 1024 * 1024;
+/** Subscriptions one connection may hold; one more is refused with -32600. */
+export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 64;
 
 export interface NotificationSink {
-  /** Sends a notification; resolves once it has been handed to the transport. */
-  notify(method: string, params: unknown): Promise<void>;
+  /** Sends a notification; never throws (drops it when the connection is closed). */
+  notify(method: string, params: unknown): void;
+  /** Encoded bytes written to the connection and not yet handed to the OS. */
+  unsentBytes(): number;
+  /** Messages written to the connection and not yet handed to the OS. */
+  unsentFrames(): number;
+  readonly isClosed: boolean;
 }
 
 type Filter = z.output<(typeof watchSubscribe)['params']>;
@@ -25,9 +40,6 @@ interface Subscription {
   readonly sessions: boolean;
   readonly transcripts: '*' | ReadonlySet<string> | undefined;
   readonly participants: '*' | ReadonlySet<string> | undefined;
-  pending: number;
-  pendingBytes: number;
-  dropped: boolean;
 }
 
 const names = (v: Filter['transcripts']): Subscription['transcripts'] => (v === '*' ? '*' : v ? new Set(v) : undefined);
@@ -37,20 +49,24 @@ type Params<N extends NotificationName> = z.input<NotificationTable[N]['params']
 
 export class Subscriptions {
   private readonly subs = new Map<string, Subscription>();
+  private readonly bySink = new Map<NotificationSink, Set<string>>();
   private next = 1;
 
+  /** Subscribes `sink`; refused (-32600) past MAX_SUBSCRIPTIONS_PER_CONNECTION or once it closed. */
   add(sink: NotificationSink, filter: Filter): string {
+    // A subscribe queued behind the connection's close would otherwise outlive it (issue 10).
+    if (sink.isClosed) throw new ResponseError(ErrorCodes.InvalidRequest, 'the connection is closed; nothing can be subscribed on it');
+    const mine = this.bySink.get(sink) ?? new Set<string>();
+    if (mine.size >= MAX_SUBSCRIPTIONS_PER_CONNECTION) {
+      throw new ResponseError(
+        ErrorCodes.InvalidRequest,
+        `a connection may hold at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions; unsubscribe one first. Got ${mine.size} open`,
+      );
+    }
     const id = `w${this.next++}`;
-    this.subs.set(id, {
-      id,
-      sink,
-      sessions: filter.sessions ?? false,
-      transcripts: names(filter.transcripts),
-      participants: names(filter.participants),
-      pending: 0,
-      pendingBytes: 0,
-      dropped: false,
-    });
+    this.subs.set(id, { id, sink, sessions: filter.sessions ?? false, transcripts: names(filter.transcripts), participants: names(filter.participants) });
+    mine.add(id);
+    this.bySink.set(sink, mine);
     return id;
   }
 
@@ -58,17 +74,24 @@ export class Subscriptions {
   remove(sink: NotificationSink, id: string): boolean {
     const s = this.subs.get(id);
     if (!s || s.sink !== sink) return false;
-    this.subs.delete(id);
+    this.drop(s);
     return true;
   }
 
   /** Ends every subscription of a connection (it closed). */
   removeAll(sink: NotificationSink): void {
-    for (const [id, s] of this.subs) if (s.sink === sink) this.subs.delete(id);
+    for (const id of this.bySink.get(sink) ?? []) this.subs.delete(id);
+    this.bySink.delete(sink);
   }
 
+  /** Subscriptions open, all connections together. */
   get size(): number {
     return this.subs.size;
+  }
+
+  /** Subscriptions `sink` holds. */
+  countOf(sink: NotificationSink): number {
+    return this.bySink.get(sink)?.size ?? 0;
   }
 
   stateCommitted(revision: number, before: StateDocument, after: StateDocument): void {
@@ -77,46 +100,43 @@ export class Subscriptions {
     const fields = Object.keys({ ...before, ...after }).filter((k) => k !== 'sessions' && !sameField(before[k], after[k]));
     const rowChanges = diffSessions(before.sessions ?? [], after.sessions ?? []);
     for (const s of watchers) {
-      for (const c of rowChanges) {
-        this.send(s, 'session/didChange', { subscription: s.id, revision, ...c }, 512);
-      }
-      if (fields.length) this.send(s, 'state/didChange', { subscription: s.id, revision, fields }, 128);
+      for (const c of rowChanges) this.send(s, 'session/didChange', { subscription: s.id, revision, ...c });
+      if (fields.length) this.send(s, 'state/didChange', { subscription: s.id, revision, fields });
     }
   }
 
   transcriptAppended(name: string, seq: number, entry: TranscriptEntry): void {
     for (const s of this.subs.values()) {
-      if (matches(s.transcripts, name)) {
-        this.send(s, 'transcript/didAppend', { subscription: s.id, name, seq, entry }, 256 + entry.text.length);
-      }
+      if (matches(s.transcripts, name)) this.send(s, 'transcript/didAppend', { subscription: s.id, name, seq, entry });
     }
   }
 
   participantAdded(name: string, userId: string): void {
     for (const s of this.subs.values()) {
-      if (matches(s.participants, name)) this.send(s, 'participants/didAdd', { subscription: s.id, name, userId }, 128);
+      if (matches(s.participants, name)) this.send(s, 'participants/didAdd', { subscription: s.id, name, userId });
     }
   }
 
-  private send<N extends NotificationName>(s: Subscription, method: N, params: Params<N>, bytes: number): void {
-    if (s.dropped) return;
-    if (s.pending + 1 > MAX_PENDING_NOTIFICATIONS || s.pendingBytes + bytes > MAX_PENDING_BYTES) {
-      s.dropped = true;
-      this.subs.delete(s.id);
-      void s.sink.notify('watch/overflow', { subscription: s.id } satisfies Params<'watch/overflow'>).catch(() => undefined);
+  private drop(s: Subscription): void {
+    this.subs.delete(s.id);
+    const mine = this.bySink.get(s.sink);
+    mine?.delete(s.id);
+    if (mine?.size === 0) this.bySink.delete(s.sink);
+  }
+
+  /** Called from the store's commit events: must never throw into the store. */
+  private send<N extends NotificationName>(s: Subscription, method: N, params: Params<N>): void {
+    const sink = s.sink;
+    if (sink.isClosed) {
+      this.drop(s);
       return;
     }
-    s.pending++;
-    s.pendingBytes += bytes;
-    s.sink.notify(method, params).then(
-      () => {
-        s.pending--;
-        s.pendingBytes -= bytes;
-      },
-      () => {
-        // the connection is gone: its close removes the subscription
-      },
-    );
+    if (sink.unsentBytes() > MAX_PENDING_BYTES || sink.unsentFrames() >= MAX_PENDING_NOTIFICATIONS) {
+      this.drop(s);
+      sink.notify('watch/overflow', { subscription: s.id } satisfies Params<'watch/overflow'>);
+      return;
+    }
+    sink.notify(method, params);
   }
 }
 

@@ -16,6 +16,8 @@ export interface FrameDecoder {
   push(chunk: Buffer): void;
   /** The input ended: a complete-but-unterminated last message may still be delivered. */
   end(): void;
+  /** The connection is closing: what is held is dropped and its budget given back. */
+  discard(): void;
 }
 
 /** JSON's insignificant whitespace: skipped before detection and on blank NDJSON lines. */

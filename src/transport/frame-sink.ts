@@ -1,7 +1,7 @@
 // The one path to a connection's output, shared by the connection's writer and the reader's
 // error answers, so every frame goes out whole and in the order it was written.
 import type { Framing } from './frame-decoder.js';
-import { encodeLsp } from './lsp-framing.js';
+import { encodeLspFrame } from './lsp-framing.js';
 import { encodeNdjson } from './ndjson.js';
 
 export interface FrameSinkEvents {
@@ -15,13 +15,19 @@ export interface FrameSinkEvents {
  * Writes frames straight to the output stream: `write` is synchronous, so order is the call
  * order, and no queue of our own grows. Backpressure is passed upstream instead (the reader
  * stops reading requests while the output is congested), which bounds what a slow peer can
- * make us buffer without ever dropping a frame.
+ * make us buffer without ever dropping a frame. The frames written and not yet handed to the
+ * OS are counted in encoded bytes (a stream counts a string's characters, not its UTF-8 bytes,
+ * so CJK text would be under-counted threefold), for the server's bounds on unsent replies and
+ * notifications.
  */
 export class FrameSink {
   private ended = false;
   private finished = false;
   private congested = false;
   private readonly finishWaiters: (() => void)[] = [];
+  private unsent = 0;
+  private unsentCount = 0;
+  private drainWaiters: { bytes: number; resolve: () => void }[] = [];
 
   constructor(
     private readonly output: NodeJS.WritableStream,
@@ -38,17 +44,49 @@ export class FrameSink {
     return this.congested;
   }
 
+  /** Encoded bytes of the frames written and not yet handed to the OS. */
+  get unsentBytes(): number {
+    return this.unsent;
+  }
+
+  /** How many frames are written and not yet handed to the OS. */
+  get unsentFrames(): number {
+    return this.unsentCount;
+  }
+
+  /** True once nothing more can be written (ended, failed or closed). */
+  get isClosed(): boolean {
+    return this.ended;
+  }
+
+  /** Resolves once at most `bytes` are unsent, or at once when the output is gone. */
+  whenUnsentAtMost(bytes: number): Promise<void> {
+    if (this.unsent <= bytes || this.ended) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push({ bytes, resolve }));
+  }
+
   /** Resolves once the frame is handed to the OS; rejects when the output is gone. */
   write(message: unknown): Promise<void> {
     if (this.ended) return Promise.reject(new Error('the connection is closed; the message was not sent'));
     let frame: string;
+    let bytes: number;
     try {
-      frame = this.framing() === 'lsp' ? encodeLsp(message) : encodeNdjson(message);
+      if (this.framing() === 'lsp') ({ frame, bytes } = encodeLspFrame(message));
+      else {
+        frame = encodeNdjson(message);
+        bytes = Buffer.byteLength(frame, 'utf8');
+      }
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error('the message cannot be encoded as JSON'));
     }
+    this.unsent += bytes;
+    this.unsentCount++;
     return new Promise<void>((resolve, reject) => {
-      const ok = this.output.write(frame, (err) => (err ? reject(err) : resolve()));
+      const ok = this.output.write(frame, (err) => {
+        this.sent(bytes);
+        if (err) reject(err);
+        else resolve();
+      });
       if (!ok && !this.congested) {
         this.congested = true;
         this.events.congestion(true);
@@ -78,6 +116,21 @@ export class FrameSink {
     this.output.on('error', ignore);
   }
 
+  private sent(bytes: number): void {
+    this.unsent -= bytes;
+    this.unsentCount--;
+    if (this.drainWaiters.length > 0) this.wakeDrainWaiters();
+  }
+
+  private wakeDrainWaiters(): void {
+    const waiting = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiting) {
+      if (this.unsent <= w.bytes || this.ended) w.resolve();
+      else this.drainWaiters.push(w);
+    }
+  }
+
   private readonly onDrain = (): void => {
     if (!this.congested) return;
     this.congested = false;
@@ -86,6 +139,7 @@ export class FrameSink {
 
   private readonly onError = (error: Error): void => {
     this.ended = true;
+    this.wakeDrainWaiters();
     this.events.error(error);
   };
 
@@ -96,6 +150,7 @@ export class FrameSink {
 
   private readonly onClose = (): void => {
     this.ended = true;
+    this.wakeDrainWaiters();
     this.onFinish();
     // A closed output never drains: un-pause the reader, or a host that closed stdout while we
     // were congested would leave stdin paused and its EOF unseen.

@@ -5,14 +5,17 @@
 // installs the Node runtime layer (timers) that createMessageConnection needs, so a connection
 // built on this transport works whichever of the two entry points its author imported.
 import { AbstractMessageReader, Disposable } from 'vscode-jsonrpc/node';
-import type { DataCallback } from 'vscode-jsonrpc/node';
+import type { DataCallback, Message } from 'vscode-jsonrpc/node';
+import { ErrorCodes } from '../protocol/errors.js';
+import type { FrameBudget } from './frame-budget.js';
+import { processFrameBudget } from './frame-budget.js';
 import type { FrameDecoder, FrameHandlers, Framing } from './frame-decoder.js';
 import { detectFraming, isJsonWhitespace } from './frame-decoder.js';
 import type { FrameSink } from './frame-sink.js';
-import { errorResponse, FramingError } from './framing-error.js';
+import { errorResponse, FramingError, invalidRequest } from './framing-error.js';
 import { CLOSE_LINGER_MS } from './limits.js';
 import { LspDecoder } from './lsp-framing.js';
-import { checkFrame } from './message-check.js';
+import { checkFrame, unusableNotification } from './message-check.js';
 import { NdjsonDecoder } from './ndjson.js';
 
 export interface ProtocolErrorInfo {
@@ -22,8 +25,12 @@ export interface ProtocolErrorInfo {
 
 export interface FramedReaderOptions {
   maxMessageBytes: number;
+  /** Where unfinished messages' bytes are counted with other connections' (default: the process's). */
+  frameBudget?: FrameBudget;
   onProtocolError?: (info: ProtocolErrorInfo) => void;
 }
+
+type Id = string | number;
 
 type ReaderState = 'new' | 'listening' | 'stopped';
 
@@ -38,6 +45,8 @@ export class FramedReader extends AbstractMessageReader {
   private decoder: FrameDecoder | undefined;
   private callback: DataCallback | undefined;
   private closeFired = false;
+  /** Ids of requests delivered and not yet answered: a second request with one is refused. */
+  private readonly inFlight = new Set<Id>();
   private readonly handlers: FrameHandlers = {
     body: (bytes) => this.onBody(bytes),
     fatal: (error) => this.onFatal(error),
@@ -74,6 +83,7 @@ export class FramedReader extends AbstractMessageReader {
   stop(): void {
     if (this.state === 'stopped') return;
     this.state = 'stopped';
+    this.decoder?.discard();
     this.sink.end();
     this.input.removeListener('data', this.onData);
     this.linger();
@@ -92,6 +102,11 @@ export class FramedReader extends AbstractMessageReader {
     super.dispose();
   }
 
+  /** The request with this id was answered: the id may be used again. */
+  answered(id: Id): void {
+    this.inFlight.delete(id);
+  }
+
   /** Pauses reading while the output is congested, so a peer that does not read its answers
    *  cannot make us buffer an unbounded number of them. */
   setCongested(congested: boolean): void {
@@ -108,10 +123,11 @@ export class FramedReader extends AbstractMessageReader {
       while (first < bytes.length && isJsonWhitespace(bytes[first] as number)) first++;
       if (first === bytes.length) return;
       this.detected = detectFraming(bytes[first] as number);
+      const budget = this.options.frameBudget ?? processFrameBudget;
       this.decoder =
         this.detected === 'lsp'
-          ? new LspDecoder(this.options.maxMessageBytes, this.handlers)
-          : new NdjsonDecoder(this.options.maxMessageBytes, this.handlers);
+          ? new LspDecoder(this.options.maxMessageBytes, this.handlers, budget)
+          : new NdjsonDecoder(this.options.maxMessageBytes, this.handlers, budget);
       bytes = bytes.subarray(first);
     }
     this.decoder.push(bytes);
@@ -119,6 +135,7 @@ export class FramedReader extends AbstractMessageReader {
 
   private readonly onEnd = (): void => {
     if (this.state === 'listening') this.decoder?.end();
+    this.decoder?.discard();
     this.fireCloseOnce();
   };
 
@@ -129,8 +146,33 @@ export class FramedReader extends AbstractMessageReader {
   private onBody(bytes: Buffer): void {
     if (this.state !== 'listening') return;
     const message = checkFrame(bytes);
-    if (message instanceof FramingError) this.answer(message);
-    else this.callback?.(message);
+    if (message instanceof FramingError) {
+      this.answer(message);
+      return;
+    }
+    const unusable = unusableNotification(message);
+    if (unusable !== undefined) {
+      this.options.onProtocolError?.({ code: ErrorCodes.InvalidParams, message: `notification dropped: ${unusable}` });
+      return;
+    }
+    if (!this.claimId(message)) return;
+    this.callback?.(message);
+  }
+
+  /**
+   * Refuses a request whose id is already in flight on this connection: vscode-jsonrpc queues
+   * requests by id, so the second one silently replaced the first, which was then neither run
+   * nor answered (issue 10). The first runs; the second is answered -32600.
+   */
+  private claimId(message: Message): boolean {
+    const m = message as { method?: unknown; id?: unknown };
+    if (typeof m.method !== 'string' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return true;
+    if (this.inFlight.has(m.id)) {
+      this.answer(invalidRequest(`"id" ${JSON.stringify(m.id)} is already used by a request of this connection not yet answered; ids in flight must be unique`, m.id));
+      return false;
+    }
+    this.inFlight.add(m.id);
+    return true;
   }
 
   private onFatal(error: FramingError): void {

@@ -4,16 +4,42 @@ import { AbstractMessageWriter } from 'vscode-jsonrpc/node';
 import type { Message, MessageWriter } from 'vscode-jsonrpc/node';
 import type { FrameSink } from './frame-sink.js';
 
+/**
+ * What the server needs of a connection's output to bound the memory it holds for a peer: the
+ * encoded bytes and frames written but not yet handed to the OS, and a way to wait for them.
+ */
+export interface OutputFlow {
+  unsentBytes(): number;
+  unsentFrames(): number;
+  /** True once nothing more can be written to this connection. */
+  isClosed(): boolean;
+  /** Resolves once at most `bytes` are unsent, or at once when the output is gone. */
+  whenUnsentAtMost(bytes: number): Promise<void>;
+}
+
+/** The output flow of a writer made by this transport; undefined for any other writer. */
+export function outputFlowOf(writer: MessageWriter): OutputFlow | undefined {
+  return writer instanceof FramedWriter ? writer : undefined;
+}
+
+type Id = string | number;
+
 /** Sends each message as one frame; a failed write is reported (as vscode-jsonrpc's own writer
  *  does) and rejected, never retried out of order. */
-export class FramedWriter extends AbstractMessageWriter implements MessageWriter {
+export class FramedWriter extends AbstractMessageWriter implements MessageWriter, OutputFlow {
   private errorCount = 0;
 
-  constructor(private readonly sink: FrameSink) {
+  constructor(
+    private readonly sink: FrameSink,
+    /** Told of each response written, so the reader knows which request ids are free again. */
+    private readonly onResponse: (id: Id) => void = () => undefined,
+  ) {
     super();
   }
 
   async write(message: Message): Promise<void> {
+    const id = (message as { id?: unknown }).id;
+    if (!('method' in message) && (typeof id === 'string' || typeof id === 'number')) this.onResponse(id);
     try {
       await this.sink.write(message);
     } catch (err) {
@@ -25,6 +51,22 @@ export class FramedWriter extends AbstractMessageWriter implements MessageWriter
 
   end(): void {
     this.sink.end();
+  }
+
+  unsentBytes(): number {
+    return this.sink.unsentBytes;
+  }
+
+  unsentFrames(): number {
+    return this.sink.unsentFrames;
+  }
+
+  isClosed(): boolean {
+    return this.sink.isClosed;
+  }
+
+  whenUnsentAtMost(bytes: number): Promise<void> {
+    return this.sink.whenUnsentAtMost(bytes);
   }
 
   /** Reports the output's failure to the connection (EPIPE when the peer went away). */

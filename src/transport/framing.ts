@@ -1,6 +1,7 @@
 // A connection's transport over any pair of byte streams (stdio, a unix socket, PassThroughs in
 // tests): framing detected from the peer's first byte, bad input answered, limits enforced.
 import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
+import type { FrameBudget } from './frame-budget.js';
 import type { Framing } from './frame-decoder.js';
 import { FrameSink } from './frame-sink.js';
 import type { ProtocolErrorInfo } from './framed-reader.js';
@@ -13,6 +14,8 @@ export type { ProtocolErrorInfo } from './framed-reader.js';
 export interface FramedTransportOptions {
   /** Largest message body accepted; a larger one is answered with -32040 and ends the connection. */
   maxMessageBytes: number;
+  /** Where unfinished messages' bytes are counted with other connections' (default: the process's). */
+  frameBudget?: FrameBudget;
   /** Framing for writes made before the peer has sent a byte (a client speaking first). */
   initialFraming?: Framing;
   /** Told of every -32700/-32600/-32040 the transport answers, e.g. to log it. */
@@ -50,7 +53,7 @@ export function createFramedTransport(
     congestion: (congested) => reader.setCongested(congested),
   });
   const reader = new FramedReader(input, sink, options);
-  const writer = new FramedWriter(sink);
+  const writer = new FramedWriter(sink, (id) => reader.answered(id));
   return {
     reader,
     writer,

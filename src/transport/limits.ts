@@ -5,6 +5,14 @@
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /**
+ * The bytes of unfinished messages (partial frames) held for all connections of the process
+ * together. Four maximum-size messages may be on their way at once; past that, the connection
+ * whose bytes would pass the limit is answered -32040 and closed. When nothing else is held, one
+ * message of any allowed size is always accepted.
+ */
+export const DEFAULT_PARTIAL_FRAME_BYTES_TOTAL = 256 * 1024 * 1024;
+
+/**
  * An LSP header block longer than this is garbage, not headers: real ones are two short lines.
  * 8 KiB is what HTTP servers commonly allow per header section, and bounds what we hold before
  * we know a body's length.

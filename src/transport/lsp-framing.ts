@@ -1,4 +1,6 @@
 // The LSP base protocol, what vscode-jsonrpc speaks: `Content-Length: N\r\n\r\n` then N bytes.
+import type { FrameBudget } from './frame-budget.js';
+import { overBudget, processFrameBudget } from './frame-budget.js';
 import type { FrameDecoder, FrameHandlers } from './frame-decoder.js';
 import type { FramingError } from './framing-error.js';
 import { tooLarge } from './framing-error.js';
@@ -8,8 +10,15 @@ const HEADER_END = Buffer.from('\r\n\r\n', 'latin1');
 
 /** Encodes one message as an LSP frame, the length counted in UTF-8 bytes as the spec requires. */
 export function encodeLsp(message: unknown): string {
+  return encodeLspFrame(message).frame;
+}
+
+/** The LSP frame of one message and its length in bytes (headers are ASCII: one byte each). */
+export function encodeLspFrame(message: unknown): { frame: string; bytes: number } {
   const body = JSON.stringify(message);
-  return `Content-Length: ${Buffer.byteLength(body, 'utf8')}\r\n\r\n${body}`;
+  const bodyBytes = Buffer.byteLength(body, 'utf8');
+  const header = `Content-Length: ${bodyBytes}\r\n\r\n`;
+  return { frame: header + body, bytes: header.length + bodyBytes };
 }
 
 /**
@@ -45,7 +54,8 @@ export function parseHeaderBlock(block: string, maxMessageBytes: number): number
 
 /**
  * Cuts LSP frames out of a byte stream, holding at most MAX_HEADER_BYTES of header and one body
- * of at most maxMessageBytes; a body that arrives whole inside a chunk is not copied.
+ * of at most maxMessageBytes, taken from the shared partial-frame budget; a body that arrives
+ * whole inside a chunk is not copied (nor counted: it is never held).
  */
 export class LspDecoder implements FrameDecoder {
   // A header block split across chunks collects here; fixed size, so no reallocation per byte.
@@ -60,6 +70,7 @@ export class LspDecoder implements FrameDecoder {
   constructor(
     private readonly maxMessageBytes: number,
     private readonly handlers: FrameHandlers,
+    private readonly budget: FrameBudget = processFrameBudget,
   ) {}
 
   push(chunk: Buffer): void {
@@ -77,16 +88,20 @@ export class LspDecoder implements FrameDecoder {
         this.handlers.body(body);
         continue;
       }
-      this.body ??= Buffer.allocUnsafe(this.bodyLength);
+      if (this.body === undefined) {
+        if (!this.budget.take(this.bodyLength)) {
+          this.fail(overBudget(this.budget, this.bodyLength));
+          return;
+        }
+        this.body = Buffer.allocUnsafe(this.bodyLength);
+      }
       const n = Math.min(missing, chunk.length - pos);
       chunk.copy(this.body, this.bodyFilled, pos, pos + n);
       this.bodyFilled += n;
       pos += n;
       if (this.bodyFilled === this.bodyLength) {
         const body = this.body;
-        this.body = undefined;
-        this.bodyFilled = 0;
-        this.bodyLength = -1;
+        this.release();
         this.handlers.body(body);
       }
     }
@@ -94,8 +109,20 @@ export class LspDecoder implements FrameDecoder {
 
   /** A frame cut short by EOF carries no message to answer; it is dropped with the connection. */
   end(): void {
+    this.discard();
+  }
+
+  discard(): void {
     this.stopped = true;
+    this.release();
+  }
+
+  /** Drops the body being filled and gives its bytes back to the budget. */
+  private release(): void {
+    if (this.body !== undefined) this.budget.give(this.body.length);
     this.body = undefined;
+    this.bodyFilled = 0;
+    this.bodyLength = -1;
   }
 
   /** Consumes header bytes from `pos`; returns where reading goes on (chunk.length: need more). */
@@ -148,7 +175,8 @@ export class LspDecoder implements FrameDecoder {
 
   private fail(error: FramingError): void {
     this.stopped = true;
-    this.body = undefined;
+    this.release();
     this.handlers.fatal(error);
   }
 }
+

@@ -92,3 +92,17 @@ function checkResponse(value: Record<string, unknown>): Message | FramingError {
   }
   return value as unknown as Message;
 }
+
+/**
+ * Why a notification must be dropped before vscode-jsonrpc sees it, or undefined when it may
+ * pass. vscode-jsonrpc reads `$/cancelRequest`'s `params.id` unguarded, outside any try: without
+ * params the process died (issue 10). A notification is never answered, so it is only dropped.
+ */
+export function unusableNotification(message: Message): string | undefined {
+  const m = message as { method?: unknown; id?: unknown; params?: unknown };
+  if (m.method !== '$/cancelRequest' || m.id !== undefined) return undefined;
+  const params = m.params;
+  if (!isObject(params)) return `$/cancelRequest needs params {"id": <a request id>}. Got ${params === undefined ? 'no params' : kindOf(params)}`;
+  if (!isId(params.id)) return `$/cancelRequest needs params.id, a string or a number. Got ${params.id === undefined ? 'none' : kindOf(params.id)}`;
+  return undefined;
+}

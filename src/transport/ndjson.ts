@@ -1,5 +1,7 @@
 // Newline-delimited JSON, the framing Herrscher's Go sockets and any language's standard JSON
 // encoder speak: one message per `\n`-terminated line.
+import type { FrameBudget } from './frame-budget.js';
+import { overBudget, processFrameBudget } from './frame-budget.js';
 import type { FrameDecoder, FrameHandlers } from './frame-decoder.js';
 import { isJsonWhitespace } from './frame-decoder.js';
 import { tooLarge } from './framing-error.js';
@@ -22,7 +24,8 @@ export function encodeNdjson(message: unknown): string {
 
 /**
  * Splits a byte stream at `\n`, holding at most maxMessageBytes (+1 for a `\r`) of an
- * unfinished line; a longer line is refused before its end arrives, so memory stays bounded.
+ * unfinished line, taken from the shared partial-frame budget; a longer line is refused before
+ * its end arrives, so memory stays bounded.
  */
 export class NdjsonDecoder implements FrameDecoder {
   // The unfinished line, as the pieces that arrived; joined once when its `\n` comes, so a line
@@ -34,6 +37,7 @@ export class NdjsonDecoder implements FrameDecoder {
   constructor(
     private readonly maxMessageBytes: number,
     private readonly handlers: FrameHandlers,
+    private readonly budget: FrameBudget = processFrameBudget,
   ) {}
 
   push(chunk: Buffer): void {
@@ -48,8 +52,7 @@ export class NdjsonDecoder implements FrameDecoder {
       if (this.partsLength > 0) {
         this.parts.push(line);
         line = Buffer.concat(this.parts, this.partsLength + line.length);
-        this.parts = [];
-        this.partsLength = 0;
+        this.release();
       }
       start = newline + 1;
       this.line(line);
@@ -59,9 +62,20 @@ export class NdjsonDecoder implements FrameDecoder {
   end(): void {
     if (this.stopped || this.partsLength === 0) return;
     const line = Buffer.concat(this.parts, this.partsLength);
+    this.release();
+    this.line(line);
+  }
+
+  discard(): void {
+    this.stopped = true;
+    this.release();
+  }
+
+  /** Drops the pieces held and gives their bytes back to the budget. */
+  private release(): void {
+    if (this.partsLength > 0) this.budget.give(this.partsLength);
     this.parts = [];
     this.partsLength = 0;
-    this.line(line);
   }
 
   private keep(chunk: Buffer, start: number): void {
@@ -70,6 +84,13 @@ export class NdjsonDecoder implements FrameDecoder {
     // +1: the line may still turn out to end in `\r\n`, whose `\r` is not part of the message.
     if (this.partsLength + length > this.maxMessageBytes + 1) {
       this.fail(`Got ${this.partsLength + length} bytes and no newline yet`);
+      return;
+    }
+    if (!this.budget.take(length)) {
+      const bytes = this.partsLength + length;
+      this.release();
+      this.stopped = true;
+      this.handlers.fatal(overBudget(this.budget, bytes));
       return;
     }
     // A short tail is copied so it does not pin the whole chunk it came in.
@@ -91,8 +112,7 @@ export class NdjsonDecoder implements FrameDecoder {
 
   private fail(seen: string): void {
     this.stopped = true;
-    this.parts = [];
-    this.partsLength = 0;
+    this.release();
     this.handlers.fatal(tooLarge(`message too large: a line must be at most ${this.maxMessageBytes} bytes. ${seen}`));
   }
 }

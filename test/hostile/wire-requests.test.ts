@@ -1,0 +1,91 @@
+// Requests a client can get wrong or take back: $/cancelRequest (as LSP), duplicate ids in one
+// write, params nested too deep (issue 10, issue 8 item 3).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { MAX_PARAMS_DEPTH } from '../../src/server/nesting.js';
+import type { Framing } from '../helpers/wire.js';
+import { LIMIT, wireServer } from './wire-server.js';
+
+const entry = (text: string) => ({ ts: '2024-01-01T00:00:00Z', role: 'user', text });
+const req = (id: number | string, method: string, params: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+const cancel = (id: number | string) => JSON.stringify({ jsonrpc: '2.0', method: '$/cancelRequest', params: { id } });
+const transcriptLines = (dir: string, name: string): string[] =>
+  readFileSync(path.join(dir, 'transcripts', `${name}.jsonl`), 'utf8').split('\n').filter(Boolean);
+
+for (const framing of ['ndjson', 'lsp'] as Framing[]) {
+  test(`a read cancelled before it is answered gets -32800 (${framing})`, LIMIT, async (t) => {
+    const w = await wireServer(t);
+    const c = await w.connect(framing);
+    await c.call('session/add', { session: { name: 'a' } });
+    // One write: the cancel is read before the read is dispatched, whatever the timing.
+    c.writeBytes(framed(framing, req(10, 'transcript/read', { name: 'a' })) + framed(framing, cancel(10)));
+    const reply = await c.response(10);
+    assert.equal(reply.error?.code, -32800, JSON.stringify(reply));
+    assert.match(reply.error?.message ?? '', /cancel/);
+    assert.deepEqual((await c.call('transcript/read', { name: 'a' }) as { entries: unknown[] }).entries, [], 'the connection goes on');
+  });
+
+  test(`a write cancelled after it was sent is applied and answered with its result (${framing})`, LIMIT, async (t) => {
+    const w = await wireServer(t);
+    const c = await w.connect(framing);
+    await c.call('session/add', { session: { name: 'a' } });
+    c.writeBytes(framed(framing, req(10, 'transcript/append', { name: 'a', entry: entry('kept') })) + framed(framing, cancel(10)));
+    const reply = await c.response(10);
+    assert.deepEqual(reply.result, { seq: 0 });
+    assert.equal(transcriptLines(w.dir, 'a').length, 1);
+  });
+
+  test(`two requests with one id in one write: the first runs, the second gets -32600 (${framing})`, LIMIT, async (t) => {
+    const w = await wireServer(t);
+    const c = await w.connect(framing);
+    await c.call('session/add', { session: { name: 'a' } });
+    const seen: unknown[] = [];
+    c.writeBytes(
+      Buffer.concat([
+        Buffer.from(framed(framing, req(7, 'transcript/append', { name: 'a', entry: entry('first') }))),
+        Buffer.from(framed(framing, req(7, 'transcript/append', { name: 'a', entry: entry('second') }))),
+      ]),
+    );
+    seen.push(await c.response(7), await c.response(7));
+    const error = seen.find((m) => (m as { error?: unknown }).error !== undefined) as { error: { code: number; message: string } };
+    const result = seen.find((m) => (m as { result?: unknown }).result !== undefined) as { result: unknown };
+    assert.equal(error?.error.code, -32600, JSON.stringify(seen));
+    assert.match(error.error.message, /already used/);
+    assert.deepEqual(result?.result, { seq: 0 });
+    assert.deepEqual(transcriptLines(w.dir, 'a').map((l) => (JSON.parse(l) as { text: string }).text), ['first']);
+    // Once answered, the id is free again.
+    assert.deepEqual((await c.response(sendWithId(c, 7, 'transcript/last', { name: 'a' }))).result, { ts: '2024-01-01T00:00:00Z' });
+  });
+}
+
+function framed(framing: Framing, body: string): string {
+  return framing === 'ndjson' ? `${body}\n` : `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+function sendWithId(c: { sendBody(b: string): void }, id: number, method: string, params: unknown): number {
+  c.sendBody(req(id, method, params));
+  return id;
+}
+
+test('a session/add with a field nested 100 000 deep gets -32602 naming the field, and writes nothing', LIMIT, async (t) => {
+  const w = await wireServer(t, { maxMessageBytes: 4 * 1024 * 1024 });
+  const c = await w.connect('ndjson');
+  const depth = 100_000;
+  c.sendBody(`{"jsonrpc":"2.0","id":1,"method":"session/add","params":{"session":{"name":"a","x":${'['.repeat(depth)}${']'.repeat(depth)}}}}`);
+  const reply = await c.response(1);
+  assert.equal(reply.error?.code, -32602, JSON.stringify(reply).slice(0, 300));
+  assert.match(reply.error?.message ?? '', new RegExp(`at most ${MAX_PARAMS_DEPTH} levels.*session\\.x`));
+  assert.deepEqual(await c.call('session/list', {}), { sessions: [] });
+});
+
+test(`params nested exactly ${MAX_PARAMS_DEPTH} deep are accepted`, LIMIT, async (t) => {
+  const w = await wireServer(t);
+  const c = await w.connect('ndjson');
+  // params (1) > session (2) > x (3) > arrays down to MAX_PARAMS_DEPTH in all.
+  const arrays = MAX_PARAMS_DEPTH - 2;
+  c.sendBody(`{"jsonrpc":"2.0","id":1,"method":"session/add","params":{"session":{"name":"a","x":${'['.repeat(arrays)}${']'.repeat(arrays)}}}}`);
+  const reply = await c.response(1);
+  assert.equal(reply.error, undefined, JSON.stringify(reply.error));
+});
