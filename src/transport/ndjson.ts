@@ -93,8 +93,10 @@ export class NdjsonDecoder implements FrameDecoder {
       this.handlers.fatal(overBudget(this.budget, bytes));
       return;
     }
-    // A short tail is copied so it does not pin the whole chunk it came in.
-    this.parts.push(start === 0 ? chunk : Buffer.from(chunk.subarray(start)));
+    // A tail, or a chunk that is a small view of a larger allocation, is copied so that what is
+    // held is what the budget counts, not the whole memory it came in.
+    const whole = start === 0 && chunk.buffer.byteLength <= 2 * length;
+    this.parts.push(whole ? chunk : Buffer.from(chunk.subarray(start)));
     this.partsLength += length;
   }
 

@@ -1,0 +1,86 @@
+// The wire attacks of issue 10 at full size, against the built CLI, with its RSS read from /proc:
+// slow (hundreds of MB moved), so run by `npm run test:hostile`, not `npm test`. The fast suite
+// holds the same bounds in process (wire-bounds.test.ts); these show the process survives them.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { serveSocket, serveStdio } from '../helpers/cli.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { openSocket } from '../helpers/wire.js';
+
+const MB = 1024 * 1024;
+const SLOW = { timeout: 240_000 };
+const entry = (text: string) => ({ ts: '2024-01-01T00:00:00Z', role: 'user', text });
+
+/** VmHWM (peak RSS) of a process, in bytes. */
+function peakRss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1]) * 1024;
+}
+
+test('$/cancelRequest without params, with {} and with {"id":null} on stdio: the server goes on', SLOW, async (t) => {
+  const dir = tempDir('hs-wire-');
+  const server = serveStdio(t, statePathIn(dir), 'lsp');
+  for (const params of [undefined, {}, { id: null }]) server.rpc.notify('$/cancelRequest', params);
+  assert.deepEqual(await server.rpc.call('session/list', {}), { sessions: [] });
+});
+
+test('3 000 pipelined transcript/read of a 1 MB transcript from a client that never reads: peak RSS stays under 400 MB, others are answered', SLOW, async (t) => {
+  const dir = tempDir('hs-wire-');
+  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), ['--log-level', 'warn']);
+  const setup = await server.connect('ndjson');
+  await setup.call('session/add', { session: { name: 'a' } });
+  for (let i = 0; i < 16; i++) await setup.call('transcript/append', { name: 'a', entry: entry('x'.repeat(64 * 1024)) });
+
+  const hog = await server.connect('ndjson');
+  hog.socket.pause();
+  let batch = '';
+  for (let i = 0; i < 3000; i++) batch += `${JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'transcript/read', params: { name: 'a' } })}\n`;
+  hog.writeBytes(batch);
+  // Others are served meanwhile: 50 round trips from another client, each with a full read.
+  for (let i = 0; i < 50; i++) assert.equal(((await setup.call('transcript/read', { name: 'a' })) as { entries: unknown[] }).entries.length, 16);
+  const peak = peakRss(server.pid);
+  t.diagnostic(`server peak RSS ${Math.round(peak / MB)} MB`);
+  assert.ok(peak < 400 * MB, `server peak RSS ${Math.round(peak / MB)} MB`);
+  hog.socket.destroy();
+  assert.ok(await setup.call('session/list', {}));
+});
+
+async function partialFrames(socketPath: string, connections: number, framing: 'lsp' | 'ndjson'): Promise<{ refused: number }> {
+  const size = 60 * MB;
+  const chunk = Buffer.alloc(MB, 0x78);
+  let refused = 0;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      const socket = await openSocket(socketPath);
+      let closed = false;
+      let answer = '';
+      socket.on('data', (d: Buffer) => (answer += d.toString()));
+      socket.on('error', () => (closed = true));
+      socket.on('close', () => (closed = true));
+      socket.write(framing === 'lsp' ? `Content-Length: ${size}\r\n\r\n` : '{"jsonrpc":"2.0","id":1,"method":"session/list","params":{},"pad":"');
+      // Everything but the last byte, at the pace the server reads, until it hangs up.
+      for (let sent = 0; sent < size - MB && !closed; sent += MB) {
+        if (!socket.write(chunk)) await new Promise<void>((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
+      }
+      if (answer.includes('-32040')) refused++;
+      socket.destroy();
+    }),
+  );
+  return { refused };
+}
+
+for (const [framing, connections] of [['lsp', 60], ['ndjson', 20]] as const) {
+  test(`${connections} connections each sending a 60 MB message but its last byte (${framing}): refused past the 256 MiB budget, peak RSS under 900 MB`, SLOW, async (t) => {
+    const dir = tempDir('hs-wire-');
+    const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), ['--log-level', 'warn']);
+    const { refused } = await partialFrames(server.socket, connections, framing);
+    assert.ok(refused > 0, 'some connections were refused with -32040');
+    const peak = peakRss(server.pid);
+    t.diagnostic(`server peak RSS ${Math.round(peak / MB)} MB; ${refused} of ${connections} connections refused`);
+    assert.ok(peak < 900 * MB, `server peak RSS ${Math.round(peak / MB)} MB`);
+    const c = await server.connect('ndjson');
+    assert.deepEqual(await c.call('session/list', {}), { sessions: [] });
+  });
+}
