@@ -174,15 +174,24 @@ export function checkIncarnation(doc: Doc, name: string, expected: string | unde
 }
 
 const knownSessionKeys = new Set(sessionGoFields.map((x) => x.key));
+const foldedSessionKeys = new Map(sessionGoFields.map((x) => [x.key.toLowerCase(), x.key]));
 
 /**
  * Refuses an unknown field the file could not give back as it came (an integer beyond 2^53-1,
- * rounded by JSON.parse already; nesting past what state.json may hold), so a value accepted
+ * rounded by JSON.parse already; nesting past what state.json may hold; a key that is a known
+ * field's in another case), so a value accepted
  * now can never make the next start refuse the file. A row sits 3 levels deep in state.json.
  */
 function assertKeptExactly(session: NewSession): void {
   for (const [key, value] of Object.entries(session)) {
     if (knownSessionKeys.has(key)) continue;
+    // Go's decoder (and ours) matches keys case-insensitively: written back, "Name" would be read
+    // as "name" on the next start, replacing the row's name.
+    const folded = foldedSessionKeys.get(key.toLowerCase());
+    if (folded) {
+      throw new StoreError('invalid-input', `session.${key} differs from the field "${folded}" only in case; `
+        + 'the next start would read it as that field');
+    }
     const bad = keptValueProblem(value, `session.${key}`, 3);
     if (bad) throw new StoreError('invalid-input', `${bad.at} ${bad.rule}`);
   }

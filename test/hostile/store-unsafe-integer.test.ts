@@ -53,3 +53,19 @@ test('session/add of an unknown field holding 9007199254740993 answers -32602 na
   const state = await client.call('state/get', {}) as { state: { sessions: { name: string }[] } };
   assert.deepEqual(state.state.sessions.map((s) => s.name), ['b']);
 });
+
+test('addSession refuses an unknown field whose key is a known field in another case, which the next start would read as that field', async (t) => {
+  const dir = tempDir();
+  let store = await openIn(dir);
+  t.after(() => store.close());
+  for (const key of ['Name', 'INCARNATION', 'channelid']) {
+    await assert.rejects(
+      () => store.addSession({ name: 'a', channelID: '', type: '', cmd: '', [key]: 'other' }),
+      storeError('invalid-input', [`session.${key}`, 'case']),
+      key,
+    );
+  }
+  await store.addSession({ name: 'a', channelID: '', type: '', cmd: '', nickname: 'kept' });
+  store = await reopen(store);
+  assert.deepEqual(store.listSessions().map((s) => [s.name, (s as Record<string, unknown>).nickname]), [['a', 'kept']]);
+});
