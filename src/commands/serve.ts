@@ -101,7 +101,16 @@ export async function serve(o: ServeOptions): Promise<void> {
   const wanted = o.noSocket ? undefined : socketFor(o, store);
   if (wanted) {
     try {
-      listener = await listenOn(wanted, accept);
+      // A signal may arrive once the socket accepts but before listenOn returns (a client that
+      // probed it, then sent SIGTERM): stop() awaits `moving`, so it then closes this listener
+      // and removes the socket file instead of exiting with it left behind. (A failure to listen
+      // is handled by the catch below; `moving` only orders the stop after it.)
+      const listening = listenOn(wanted, accept);
+      moving = listening.then(
+        () => undefined,
+        () => undefined,
+      );
+      listener = await listening;
     } catch (err) {
       // A host on stdio is served even when the default socket belongs to another live server.
       if (o.stdio && wanted.source === 'default' && err instanceof SocketError && err.code === 'EADDRINUSE') {

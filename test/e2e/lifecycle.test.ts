@@ -15,7 +15,7 @@ import type { Ctx } from '../helpers/cli.js';
 import { CLI, REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
 import { closeClean, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
-import { connectRaw } from '../helpers/wire.js';
+import { connectRaw, openSocket } from '../helpers/wire.js';
 
 /** A safety net only: a hung server fails the test instead of the run. */
 const TIMEOUT = 20_000;
@@ -137,6 +137,24 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     assert.equal(readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8'), line('before'));
   });
 }
+
+test('SIGTERM the moment the socket accepts still removes the socket file', { timeout: TIMEOUT }, async (t) => {
+  // The window between the socket accepting and serve knowing its listener is short; a few
+  // rounds hit it often enough that a regression shows (it left the file behind 4 times in 15).
+  for (let round = 0; round < 5; round++) {
+    const dir = tempDir();
+    const socket = path.join(dir, 's.sock');
+    const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir), '--log-level', 'warn']);
+    // Probe without pausing between attempts (waitForSocket sleeps 25 ms): signal right away.
+    while (!(await openSocket(socket).then((s) => (s.destroy(), true), () => false))) {
+      if (server.child.exitCode !== null) assert.fail(`the server exited before listening: ${server.stderr()}`);
+      await new Promise((r) => setImmediate(r));
+    }
+    server.child.kill('SIGTERM');
+    assert.deepEqual(await server.exited, { code: 0, signal: null }, `round ${round}; stderr:\n${server.stderr()}`);
+    assert.equal(existsSync(socket), false, `round ${round}: the socket file is removed`);
+  }
+});
 
 test('the socket file is created with mode 0600', { timeout: TIMEOUT }, async (t) => {
   const server = await startServer(t);
