@@ -6,7 +6,7 @@
 // the name (which replaces a link, never writes through it). The folders between the state dir
 // and a file are checked by `confine` (state-dir.ts wraps the store's Io with it).
 import { randomBytes } from 'node:crypto';
-import { constants as C, writeSync } from 'node:fs';
+import { constants as C } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 
@@ -114,12 +114,13 @@ export const nodeIo: Io = {
     }
   },
   open: openNoFollow,
-  // Appends are small writes to the page cache: done on the main thread, where a write(2) costs a
-  // few µs, rather than through the thread pool, where the hand-off costs more than the write
-  // (measured: server CPU per append). The durable part, fdatasync, stays off the main thread.
+  // Through the thread pool, never write(2) on the main thread: a disk that stalls (full queue,
+  // frozen NFS, a pipe nobody reads) must stall the writers waiting for it, not every connection
+  // (issue 10). The hand-off is paid once per batch per file, since each commit writes its batch
+  // with one call (measured with the append bench: see docs/durability.md).
   write: async (fh, buf) => {
     let off = 0;
-    while (off < buf.length) off += writeSync(fh.fd, buf, off, buf.length - off);
+    while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
     return off;
   },
   datasync: (fh) => fh.datasync(),
