@@ -1,5 +1,7 @@
-// `npm run crash-test [-- --kills N --durability sync|write]`: the long crash test (default 200
-// kills). Exits 1 and lists what was wrong when anything acknowledged was lost or torn.
+// `npm run crash-test [-- --kills N --durability sync|write --big-every N]`: the long crash test
+// (default 200 kills; every 4th round appends ~256 KiB entries, so kills land inside compactions
+// and the checkpoints before them). Exits 1 and lists what was wrong when anything acknowledged
+// was lost or torn, or a seq was answered twice.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +13,7 @@ const { values } = parseArgs({
     kills: { type: 'string', default: '200' },
     durability: { type: 'string', default: 'sync' },
     seed: { type: 'string', default: String(Date.now() % 100000) },
+    'big-every': { type: 'string', default: '4' },
   },
 });
 const dir = mkdtempSync(path.join(os.tmpdir(), 'hs-crash-'));
@@ -21,6 +24,7 @@ const report = await runCrashTest({
   kills,
   durability: values.durability as 'sync' | 'write',
   seed: Number(values.seed),
+  bigEvery: Number(values['big-every']),
   onRound: (round, acked) => {
     if (round % 20 === 0 || round === kills) console.log(`  kill ${round}/${kills}: ${acked} appends acknowledged so far`);
   },

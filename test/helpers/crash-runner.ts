@@ -1,10 +1,13 @@
 // The crash test: clients write as fast as they can while the server is killed with SIGKILL at
 // random moments, then restarted; after every kill the files must hold every acknowledged write,
 // nothing never sent, no torn line in the middle of a transcript, and a state.json that parses.
-// `npm run crash-test` runs the long form; test/e2e/crash.test.ts a short one.
+// `npm run crash-test` runs the long form; test/e2e/crash.test.ts a short one. Rounds with big
+// entries (`bigEvery`) compact all the time, so kills land inside compactions and the checkpoints
+// before them; there, entries compaction removed are not expected in the file, and every
+// acknowledged seq must stay unique per session (seq never goes back).
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { StateClient } from '../../src/client/client.js';
@@ -28,6 +31,8 @@ export interface CrashOptions {
   onRound?: (round: number, acked: number) => void;
   /** A seeded random source keeps failures reproducible. */
   seed?: number;
+  /** Every Nth round appends ~256 KiB entries (compaction under load); 0 or absent: never. */
+  bigEvery?: number;
 }
 
 export interface CrashReport {
@@ -35,6 +40,10 @@ export interface CrashReport {
   ackedAppends: number;
   ackedParticipants: number;
   ackedMutations: number;
+  /** Kills after which a compaction's temp file was left: the kill landed inside a compaction. */
+  killsInCompaction: number;
+  /** Kills sent just after a transcript passed the compaction trigger (big rounds). */
+  killsAimedAtCompaction: number;
   problems: string[];
 }
 
@@ -59,7 +68,13 @@ interface Ledger {
   /** Per session: tokens sent in order, and the index of the last acknowledged one. */
   tokens: Map<string, string[]>;
   lastAckedToken: Map<string, number>;
+  /** Per session: acknowledged seq → text (a seq answered twice is a problem). */
+  seqs: Map<string, Map<number, string>>;
 }
+
+const BIG = 256 * 1024;
+/** The ledger key of a line's text: big entries pad it after a ":". */
+const keyOf = (text: string): string => text.split(':', 1)[0] as string;
 
 async function startServer(state: string, socket: string, durability: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, [CLI, 'serve', '--state', state, '--socket', socket, '--durability', durability, '--log-level', 'warn'], {
@@ -85,7 +100,7 @@ async function startServer(state: string, socket: string, durability: string): P
 }
 
 /** One client's load until `stop` resolves: appends, participants and a token per round trip. */
-async function load(client: StateClient, k: number, round: number, names: string[], ledger: Ledger, stopped: () => boolean): Promise<void> {
+async function load(client: StateClient, k: number, round: number, names: string[], ledger: Ledger, stopped: () => boolean, big: boolean, problems: string[]): Promise<void> {
   const inFlight = new Set<Promise<unknown>>();
   let failed = false; // the server died under us: stop sending (a dead connection rejects at once)
   const track = (p: Promise<unknown>): void => {
@@ -96,8 +111,15 @@ async function load(client: StateClient, k: number, round: number, names: string
     const name = names[(k + i) % names.length] as string;
     const text = `c${k}-r${round}-${i}`;
     ledger.sent.set(text, name);
-    const a = client.transcriptAppend({ name, entry: { ts: '2026-07-26T00:00:00Z', role: 'user', text, cost: 0.001, tokens_in: 1 } })
-      .then(() => ledger.acked.add(text));
+    const body = big ? `${text}:`.padEnd(BIG, 'x') : text;
+    const a = client.transcriptAppend({ name, entry: { ts: '2026-07-26T00:00:00Z', role: 'user', text: body, cost: 0.001, tokens_in: 1 } })
+      .then(({ seq }) => {
+        ledger.acked.add(text);
+        const seqs = ledger.seqs.get(name) as Map<number, string>;
+        const other = seqs.get(seq);
+        if (other !== undefined) problems.push(`round ${round}: seq ${seq} of ${name} answered for ${text}, already for ${other}`);
+        seqs.set(seq, text);
+      });
     track(a);
     if (i % 4 === 0) {
       const id = `u${k}-r${round}-${i}`;
@@ -142,7 +164,7 @@ function verify(dir: string, names: string[], ledger: Ledger, problems: string[]
     for (const [i, line] of lines.entries()) {
       let text: string;
       try {
-        text = (JSON.parse(line) as { text: string }).text;
+        text = keyOf((JSON.parse(line) as { text: string }).text);
       } catch {
         problems.push(`${where}: ${name}.jsonl line ${i + 1} is torn: ${line.slice(0, 80)}`);
         continue;
@@ -159,7 +181,19 @@ function verify(dir: string, names: string[], ledger: Ledger, problems: string[]
       problems.push(`${where}: ${name} resumeToken is ${row?.resumeToken ?? '(none)'}, older than acknowledged ${tokens[acked]}`);
     }
   }
-  for (const text of ledger.acked) if (!seen.has(text)) problems.push(`${where}: acknowledged append ${text} is missing`);
+  // Compaction drops the oldest entries: an acknowledged one is expected in the file when its seq
+  // is at or above the oldest acknowledged seq still there.
+  const floor = new Map<string, number>();
+  for (const [name, seqs] of ledger.seqs) {
+    let min = Infinity;
+    for (const [seq, text] of seqs) if (seen.has(text) && seq < min) min = seq;
+    floor.set(name, min === Infinity ? 0 : min);
+  }
+  for (const [name, seqs] of ledger.seqs) {
+    for (const [seq, text] of seqs) {
+      if (seq >= (floor.get(name) as number) && !seen.has(text)) problems.push(`${where}: acknowledged append ${text} (seq ${seq} of ${name}) is missing`);
+    }
+  }
   const journal = new Set<string>();
   for (const name of names) {
     const file = path.join(dir, 'participants', `${name}.log`);
@@ -172,6 +206,21 @@ function verify(dir: string, names: string[], ledger: Ledger, problems: string[]
   for (const id of ledger.participantsAcked) if (!journal.has(id)) problems.push(`${where}: acknowledged participant ${id} is missing`);
 }
 
+const COMPACT_TRIGGER_BYTES = 4 * 1024 * 1024;
+
+/** Polls until some transcript is past the compaction trigger (true), or `ms` passed (false). */
+async function passesTrigger(dir: string, names: string[], ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    for (const n of names) {
+      const file = path.join(dir, 'transcripts', `${n}.jsonl`);
+      if (existsSync(file) && statSync(file).size > COMPACT_TRIGGER_BYTES) return true;
+    }
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  return false;
+}
+
 export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
   const random = rng(o.seed ?? 1);
   const state = path.join(o.dir, 'state.json');
@@ -179,8 +228,10 @@ export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
   const names = Array.from({ length: o.sessions ?? 4 }, (_, i) => `s${i}`);
   const ledger: Ledger = {
     sent: new Map(), acked: new Set(), participantsSent: new Map(), participantsAcked: new Set(),
-    tokens: new Map(names.map((n) => [n, []])), lastAckedToken: new Map(),
+    tokens: new Map(names.map((n) => [n, []])), lastAckedToken: new Map(), seqs: new Map(names.map((n) => [n, new Map()])),
   };
+  let killsInCompaction = 0;
+  let killsAimedAtCompaction = 0;
   const problems: string[] = [];
   const durability = o.durability ?? 'sync';
 
@@ -192,14 +243,23 @@ export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
   for (let round = 1; round <= o.kills; round++) {
     const clients = await Promise.all(Array.from({ length: o.clients ?? 4 }, () => connect({ socket })));
     let stop = false;
-    const loads = clients.map((c, k) => load(c, k, round, names, ledger, () => stop).catch(() => undefined));
-    await new Promise((r) => setTimeout(r, 20 + random() * 250));
+    const big = (o.bigEvery ?? 0) > 0 && round % (o.bigEvery as number) === 0;
+    const loads = clients.map((c, k) => load(c, k, round, names, ledger, () => stop, big, problems).catch(() => undefined));
+    if (big) {
+      // Aim at compaction: once a transcript passes the 4 MiB trigger, the log's checkpoint and
+      // the compaction run; kill a few ms later, inside one or the other.
+      if (await passesTrigger(o.dir, names, 3000)) killsAimedAtCompaction++;
+      await new Promise((r) => setTimeout(r, random() * 15));
+    } else {
+      await new Promise((r) => setTimeout(r, 20 + random() * 250));
+    }
     if (server.exitCode !== null) problems.push(`kill ${round}: the server had already exited (${server.exitCode}) under load`);
     server.kill('SIGKILL');
     await exited(server);
     stop = true;
     await Promise.allSettled(loads);
     await Promise.allSettled(clients.map((c) => c.close()));
+    if (existsSync(path.join(o.dir, 'transcripts')) && readdirSync(path.join(o.dir, 'transcripts')).some((f) => f.endsWith('.compact'))) killsInCompaction++;
     verify(o.dir, names, ledger, problems, round);
     try {
       server = await startServer(state, socket, durability);
@@ -218,6 +278,8 @@ export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
     ackedAppends: ledger.acked.size,
     ackedParticipants: ledger.participantsAcked.size,
     ackedMutations: [...ledger.lastAckedToken.values()].length,
+    killsInCompaction,
+    killsAimedAtCompaction,
     problems,
   };
 }
