@@ -5,7 +5,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { Bounds } from './config.js';
 import type { Latency, Rate } from './load.js';
 import { awaitEach, eachAwaiting } from './load.js';
@@ -123,10 +123,24 @@ export async function durableRewriteRate(dir: string, doc: Buffer, b: Bounds): P
 }
 
 /**
+ * better-sqlite3, when installed. It is not a dependency: with no prebuilt binary to fetch, its
+ * install compiles SQLite from source (minutes on 2 cores) for this one ceiling. Absent, the
+ * SQLite row is skipped and the bench says so: `npm install --no-save better-sqlite3@12.11.1`.
+ */
+type SqliteDatabase = typeof Database;
+export const Sqlite: SqliteDatabase | undefined = await import('better-sqlite3').then(
+  (m) => m.default,
+  (err: NodeJS.ErrnoException) => {
+    if (err.code === 'ERR_MODULE_NOT_FOUND') return undefined;
+    throw err;
+  },
+);
+
+/**
  * The alternative a user might pick: SQLite (better-sqlite3, in-process), WAL, synchronous=FULL,
  * one row per transaction (each INSERT autocommits, so each is fsynced before the next).
  */
-export function sqliteRate(dir: string, b: Bounds): Rate {
+export function sqliteRate(Database: SqliteDatabase, dir: string, b: Bounds): Rate {
   const db = new Database(path.join(dir, 'bench.sqlite'));
   try {
     db.pragma('journal_mode = WAL');

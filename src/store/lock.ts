@@ -1,7 +1,7 @@
 // One writer per state file: flock(2) on `<dir>/.<base>.lock`, the very lock Herrscher's Go daemon
 // takes (core/host/lock.go), so the Go daemon, a Go CLI and this server exclude one another. The
 // kernel drops the lock when its holder dies (kill -9 included): nothing to clean up by hand.
-import { flockSync } from 'fs-ext';
+import { flockSync } from 'fs-ext-extra-prebuilt';
 import fs from 'node:fs';
 import { StoreError } from './store-error.js';
 
