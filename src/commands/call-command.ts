@@ -19,7 +19,7 @@ export const callCommand = defineCommand({
   examples: [
     { command: 'herrscher-state call session/list', says: 'the sessions, from the server on the default socket' },
     { command: `herrscher-state call transcript/read '{"name":"main","limit":20}'`, says: 'the 20 newest entries of session main' },
-    { command: 'jq -n \'{name:"main"}\' | herrscher-state call session/get -', says: 'params from stdin, e.g. built by a script' },
+    { command: 'jq -n \'{name:"main"}\' | herrscher-state call session/find -', says: 'params from stdin, e.g. built by a script' },
   ],
   async run(v, positionals) {
     const [method, params, ...extra] = positionals;
