@@ -35,8 +35,15 @@ if (upToDate()) {
 } else {
   const started = Date.now();
   const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
-  execFileSync(process.execPath, [path.join(root, 'scripts/bundle-cli.mjs')], { cwd: root, stdio: 'inherit' });
+  for (const args of [[tsc, '-p', 'tsconfig.build.json'], [path.join(root, 'scripts/bundle-cli.mjs')]]) {
+    try {
+      execFileSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+    } catch (err) {
+      // The tool printed its errors above; this stack would only bury them.
+      process.stderr.write(`build: ${path.basename(args[0])} failed (exit ${err.status ?? err.signal})\n`);
+      process.exit(1);
+    }
+  }
   // Written last and stamped with the time the build started: an edit made during it rebuilds next time.
   writeFileSync(STAMP, `${new Date(started).toISOString()}\n`);
   utimesSync(STAMP, new Date(started), new Date(started));

@@ -1,26 +1,59 @@
-// Logs: pino JSON to stderr (or --log-file), never stdout, which is the protocol in stdio mode.
+// Logs: pino to stderr (or --log-file), never stdout, which is the protocol in stdio mode. JSON
+// lines for machines; human lines (pretty-log.ts) when a person watches: stderr is a terminal,
+// or --log-format pretty.
 import pino from 'pino';
 import type { Logger } from 'pino';
+import { prettyStream } from './pretty-log.js';
+import { mapStack } from './stack-map.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 export interface Logging {
   log: Logger;
+  /** Where the lines go: a file, or stderr. */
+  readonly toFile: boolean;
   /** Writes out what is buffered; called before every exit. */
   flush(): void;
 }
 
-export function createLogging(level: LogLevel, file?: string): Logging {
-  const dest = pino.destination({ dest: file ?? 2, sync: false, mkdir: true });
-  const log = pino({ level, base: { pid: process.pid } }, dest);
+/** `auto`: pretty when the lines go to a terminal, JSON to a pipe or a file. */
+export function resolveFormat(format: LogFormat, file: string | undefined, stderrIsTTY = process.stderr.isTTY === true): 'json' | 'pretty' {
+  if (format !== 'auto') return format;
+  return file === undefined && stderrIsTTY ? 'pretty' : 'json';
+}
+
+export function createLogging(level: LogLevel, file?: string, format: LogFormat = 'auto'): Logging {
+  // 0600: the log names sessions and files; only the user who runs the server reads it.
+  const dest = pino.destination({ dest: file ?? 2, sync: false, mkdir: true, mode: 0o600 });
+  const pretty = resolveFormat(format, file) === 'pretty';
+  const detailed = level === 'debug' || level === 'trace';
+  const stream = pretty ? prettyStream(dest, { color: file === undefined && process.stderr.isTTY === true, stacks: detailed }) : dest;
+  // At debug and trace, stacks point into src/ instead of the minified bundle (stack-map.ts).
+  const serializers: pino.LoggerOptions['serializers'] = detailed
+    ? {
+        err: (e: Error) => {
+          const s = pino.stdSerializers.err(e);
+          return typeof s.stack === 'string' ? { ...s, stack: mapStack(s.stack) } : s;
+        },
+      }
+    : {};
+  const log = pino({ level, base: { pid: process.pid }, serializers }, stream);
   return {
     log,
+    toFile: file !== undefined,
     flush: () => {
       try {
         dest.flushSync();
-      } catch {
-        // nothing left to flush, or stderr is gone: exiting anyway
+      } catch (err) {
+        // Still buffered because stderr is gone or the file's disk is full: exiting anyway, and
+        // there is nowhere left to report it but stderr itself, which may be the very thing gone.
+        if ((err as NodeJS.ErrnoException).code !== 'EPIPE' && file !== undefined) {
+          process.stderr.write(`herrscher-state: flushing the log ${file} failed: ${(err as Error).message}\n`);
+        }
       }
     },
   };

@@ -2,8 +2,8 @@
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
 import { defaultSocketPath } from '../transport/socket.js';
 import { defineCommand, UsageError } from './command.js';
-import type { LogLevel } from './logger.js';
-import { LOG_LEVELS } from './logger.js';
+import type { LogFormat, LogLevel } from './logger.js';
+import { LOG_FORMATS, LOG_LEVELS } from './logger.js';
 import { serve } from './serve.js';
 import { defaultStatePath } from './state-path.js';
 import { version } from './version.js';
@@ -43,6 +43,12 @@ export const serveCommand = defineCommand({
     'max-message-bytes': { type: 'string', value: 'N', default: String(DEFAULT_MAX_MESSAGE_BYTES), help: 'largest message accepted' },
     'log-level': { type: 'string', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join('|') },
     'log-file': { type: 'string', value: 'FILE', help: 'write logs to FILE (created 0600) instead of stderr' },
+    'log-format': {
+      type: 'string',
+      value: 'auto|json|pretty',
+      default: 'auto',
+      help: 'pretty: one human line per event; json: one JSON object per line;\nauto: pretty when stderr is a terminal, else json',
+    },
     announce: { type: 'boolean', help: 'print where the server listens and a call line to try' },
   },
   examples: [
@@ -63,6 +69,8 @@ export const serveCommand = defineCommand({
     if (lockFd !== undefined && (!Number.isSafeInteger(lockFd) || lockFd < 3)) {
       throw new UsageError(`--lock-fd must be a descriptor number >= 3 (0-2 are stdio), got ${JSON.stringify(v['lock-fd'])}`);
     }
+    const format = v['log-format'] as LogFormat;
+    if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(format)}`);
     await serve({
       state: v.state ?? defaultStatePath(),
       stdio: v.stdio ?? false,
@@ -73,6 +81,7 @@ export const serveCommand = defineCommand({
       maxMessageBytes: max,
       logLevel: level,
       logFile: v['log-file'],
+      logFormat: format,
       announce: v.announce ?? false,
       version: version(),
     });

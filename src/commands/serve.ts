@@ -7,7 +7,6 @@ import path from 'node:path';
 import { StateServer } from '../server/server.js';
 import type { Durability } from '../store/state-store.js';
 import { Store } from '../store/store.js';
-import { StoreError } from '../store/store-error.js';
 import type { FoundSocket } from '../transport/discovery.js';
 import { serveSocket } from '../transport/discovery.js';
 import { createFramedTransport } from '../transport/framing.js';
@@ -16,8 +15,9 @@ import type { UnixSocketListener } from '../transport/socket.js';
 import { listenUnixSocket, SocketError } from '../transport/socket.js';
 import { ensureSocketFolder } from '../transport/socket-folder.js';
 import { createStdioTransport } from '../transport/stdio.js';
-import type { LogLevel } from './logger.js';
+import type { LogFormat, LogLevel } from './logger.js';
 import { createLogging } from './logger.js';
+import { exitOnStartFailure } from './start-failure.js';
 
 export interface ServeOptions {
   state: string;
@@ -31,6 +31,7 @@ export interface ServeOptions {
   maxMessageBytes: number;
   logLevel: LogLevel;
   logFile?: string;
+  logFormat?: LogFormat;
   announce: boolean;
   version: string;
 }
@@ -39,7 +40,8 @@ export interface ServeOptions {
 const STOP_GRACE_MS = 5000;
 
 export async function serve(o: ServeOptions): Promise<void> {
-  const { log, flush } = createLogging(o.logLevel, o.logFile);
+  const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
+  const { log, flush } = logging;
   let store: Store;
   try {
     store = await Store.open(o.state, {
@@ -49,11 +51,7 @@ export async function serve(o: ServeOptions): Promise<void> {
       error: (message, err) => log.error({ err }, message),
     });
   } catch (err) {
-    const msg = err instanceof StoreError ? err.message : (err as Error).message;
-    log.fatal({ err }, 'cannot open the state');
-    flush();
-    process.stderr.write(`herrscher-state: ${msg}\n`);
-    process.exit(1);
+    exitOnStartFailure(logging, 'state', path.resolve(o.state), err);
   }
 
   let stopping: Promise<void> | undefined;
@@ -116,11 +114,8 @@ export async function serve(o: ServeOptions): Promise<void> {
       if (o.stdio && wanted.source === 'default' && err instanceof SocketError && err.code === 'EADDRINUSE') {
         log.warn({ socket: wanted.path }, 'the default socket is held by another live server: serving stdio alone (pass --socket to serve one)');
       } else {
-        log.fatal({ err }, 'cannot listen');
-        process.stderr.write(`herrscher-state: ${(err as Error).message}\n`);
         await store.close();
-        flush();
-        process.exit(1);
+        exitOnStartFailure(logging, 'socket', wanted.path, err);
       }
     }
     if (listener) await record(listener.path);

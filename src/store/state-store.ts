@@ -25,8 +25,6 @@ interface Pending {
 /** Called after each commit with the documents before and after it, in commit order. */
 export type CommitListener = (before: Doc, after: Doc) => void;
 
-const STATE_REL = 'state.json';
-
 export class StateStore {
   private committed: Doc;
   private head: Doc;
@@ -53,12 +51,12 @@ export class StateStore {
     try {
       text = (await io.readFile(file)).toString('utf8');
     } catch (err) {
-        if (!isErrno(err, 'ENOENT')) throw ioError('read', STATE_REL, err);
+      if (!isErrno(err, 'ENOENT')) throw ioError('read', path.basename(file), err);
     }
     let doc = emptyDocument();
     if (text !== undefined) {
       try {
-        doc = fromDecoded(decodeStateText(text, STATE_REL));
+        doc = fromDecoded(decodeStateText(text, path.basename(file)));
       } catch (err) {
         if (err instanceof DecodeError) throw new StoreError('invalid-input', err.message);
         throw err;
@@ -160,7 +158,7 @@ export class StateStore {
       await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
       if (sync) await this.io.syncDir(dir);
     } catch (err) {
-      throw ioError('write', STATE_REL, err);
+      throw ioError('write', path.basename(this.file), err);
     }
   }
 }
