@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { nodeIo } from '../../src/store/io.js';
+import { nodeIo, withIo } from '../../src/store/io.js';
+import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('a write the disk holds back leaves the event loop free: the writer waits, others run', { timeout: 20_000 }, async () => {
@@ -34,4 +35,33 @@ test('a write the disk holds back leaves the event loop free: the writer waits, 
     await writer.close();
     await reader.close();
   }
+});
+
+test('while an append is held by the disk, memory-only reads of the store still answer', async (t) => {
+  const dir = tempDir();
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let hold = false;
+  const io = withIo({
+    write: async (fh, buf) => {
+      if (hold) await held;
+      return nodeIo.write(fh, buf);
+    },
+  });
+  const store = await openIn(dir, { io });
+  t.after(() => store.close());
+  await store.addSession(newSession('s'));
+  await store.appendTranscript('s', { ts: 't1', role: 'user', text: 'a', cost: 0.5 });
+  hold = true;
+  let appended = false;
+  const pending = store.appendTranscript('s', { ts: 't2', role: 'user', text: 'b' }).then((seq) => {
+    appended = true;
+    return seq;
+  });
+  assert.equal(await store.lastTranscriptTs('s'), 't1');
+  assert.equal((await store.transcriptUsage('s')).cost, 0.5);
+  assert.equal(store.findSession('s')?.name, 's');
+  assert.equal(appended, false, 'the append still waits for its write');
+  release();
+  assert.equal(await pending, 1);
 });
