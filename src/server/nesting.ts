@@ -10,21 +10,45 @@ export const MAX_PARAMS_DEPTH = 512;
 
 /**
  * The path (first keys only) to a value nested deeper than `max`, or undefined when none is.
- * Iterative, so a value of any depth is measured without recursion.
+ * Iterative, so a value of any depth is measured without recursion. Runs on every request: the
+ * common case (nothing too deep) walks without building paths; only a refusal finds its path.
  */
 export function tooDeep(value: unknown, max: number = MAX_PARAMS_DEPTH): (string | number)[] | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const stack: { v: object; depth: number; path: (string | number)[] | undefined }[] = [{ v: value, depth: 1, path: [] }];
-  while (stack.length > 0) {
-    const { v, depth, path } = stack.pop() as (typeof stack)[number];
-    if (depth > max) return path;
-    const keys: (string | number)[] = Array.isArray(v) ? v.map((_x, i) => i) : Object.keys(v);
-    for (const k of keys) {
-      const child = (v as Record<string | number, unknown>)[k];
-      if (typeof child !== 'object' || child === null) continue;
-      // Only the first few keys of the path are kept: enough to find the field, never a flood.
-      stack.push({ v: child, depth: depth + 1, path: path && path.length < 8 ? [...path, k] : path });
+  if (typeof value !== 'object' || value === null || !deeperThan(value, max)) return undefined;
+  return pathPast(value, max);
+}
+
+function deeperThan(root: object, max: number): boolean {
+  const values: object[] = [root];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const v = values.pop() as Record<string, unknown>;
+    const depth = depths.pop() as number;
+    if (depth > max) return true;
+    for (const k in v) {
+      const child = v[k];
+      if (typeof child === 'object' && child !== null) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
     }
   }
-  return undefined;
+  return false;
+}
+
+/** The first keys (at most 8, enough to find the field) of a path that goes past `max`. */
+function pathPast(root: object, max: number): (string | number)[] {
+  const path: (string | number)[] = [];
+  let v: unknown = root;
+  for (let depth = 1; path.length < 8 && depth <= max && typeof v === 'object' && v !== null; depth++) {
+    const o = v as Record<string, unknown>;
+    const k = Object.keys(o).find((key) => {
+      const child = o[key];
+      return typeof child === 'object' && child !== null && deeperThan(child, max - depth);
+    });
+    if (k === undefined) break;
+    path.push(Array.isArray(o) ? Number(k) : k);
+    v = o[k];
+  }
+  return path;
 }
