@@ -34,7 +34,7 @@ export async function assertPrivateDir(io: Io, dir: string): Promise<void> {
  * every folder between root and it must be a real folder (lstat), never a link; mkdir creates
  * them one by one under the same check. A folder found real once stays trusted for the life of
  * the store: only this user can change the dir (assertPrivateDir), and rechecking on every
- * open would cost a syscall per read. Paths outside root pass unchecked.
+ * open would cost a syscall per read. A path outside root is refused (EPERM), never touched.
  */
 export function confine(io: Io, root: string): Io {
   const trusted = new Set<string>([root]);
@@ -42,7 +42,11 @@ export function confine(io: Io, root: string): Io {
   /** The folders of `target` below root, outermost first; `self` includes target itself. */
   const foldersOf = (target: string, self: boolean): string[] => {
     const rel = path.relative(root, target);
-    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return [];
+    if (rel === '') return [];
+    if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
+      // Every path the store derives stays inside (paths.ts); this one did not: refuse, never touch.
+      throw Object.assign(new Error('EPERM: the path leads outside the state dir'), { code: 'EPERM' });
+    }
     const parts = rel.split(path.sep);
     if (!self) parts.pop();
     return parts.map((_, i) => path.join(root, ...parts.slice(0, i + 1)));
@@ -89,7 +93,7 @@ export function confine(io: Io, root: string): Io {
     },
     async mkdir(dir, mode) {
       const folders = foldersOf(dir, true);
-      if (folders.length === 0) return io.mkdir(dir, mode);
+      if (folders.length === 0) return io.mkdir(dir, mode); // the state dir itself
       for (const f of folders) {
         if (trusted.has(f)) continue;
         try {

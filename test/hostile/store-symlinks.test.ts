@@ -7,6 +7,7 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFile
 import path from 'node:path';
 import { test } from 'node:test';
 import { nodeIo } from '../../src/store/io.js';
+import { confine } from '../../src/store/state-dir.js';
 import { newSession, openIn, storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
@@ -129,5 +130,16 @@ test('writeAtomic over a link replaces the link with the file and leaves the lin
   assert.equal(lstatSync(target).isSymbolicLink(), false);
   assert.equal(readFileSync(target, 'utf8'), '{"x":1}');
   assert.equal(lstatSync(target).mode & 0o777, 0o600);
+  s.intact();
+});
+
+test('the store\'s confined io refuses a path that leads outside the state dir (EPERM) and touches nothing there', async () => {
+  const s = setup();
+  const io = confine(nodeIo, s.dir);
+  const outside = path.join(s.dir, '..', 'bait');
+  await assert.rejects(() => io.open(outside, 'a', 0o600), { code: 'EPERM' });
+  await assert.rejects(() => io.writeAtomic(outside, 'x', { mode: 0o600, sync: false }), { code: 'EPERM' });
+  await assert.rejects(() => io.unlink(outside), { code: 'EPERM' });
+  await assert.rejects(() => io.mkdir(path.join(s.baitDir, 'x'), 0o700), { code: 'EPERM' });
   s.intact();
 });
