@@ -38,5 +38,9 @@ var ErrMessageTooLarge = &ErrorCode{Code: -32040, Name: "MessageTooLarge"}
 // ErrConflict is error -32050: The incarnation given is not the current one; data.incarnation is.
 var ErrConflict = &ErrorCode{Code: -32050, Name: "Conflict"}
 
+// ErrRequestCancelled is error -32800: A read cancelled by $/cancelRequest before it was answered
+// (writes are never cancelled).
+var ErrRequestCancelled = &ErrorCode{Code: -32800, Name: "RequestCancelled"}
+
 // errorCodes lists every code the contract defines, for errors.Is.
-var errorCodes = []*ErrorCode{ErrParseError, ErrInvalidRequest, ErrMethodNotFound, ErrInvalidParams, ErrInternalError, ErrSessionExists, ErrUnknownSession, ErrStorageFailure, ErrShuttingDown, ErrMessageTooLarge, ErrConflict}
+var errorCodes = []*ErrorCode{ErrParseError, ErrInvalidRequest, ErrMethodNotFound, ErrInvalidParams, ErrInternalError, ErrSessionExists, ErrUnknownSession, ErrStorageFailure, ErrShuttingDown, ErrMessageTooLarge, ErrConflict, ErrRequestCancelled}

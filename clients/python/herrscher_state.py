@@ -119,6 +119,11 @@ class Conflict(StateError):
     code = -32050
 
 
+class RequestCancelled(StateError):
+    """-32800: A read cancelled by $/cancelRequest before it was answered (writes are never cancelled)."""
+    code = -32800
+
+
 ERRORS_BY_CODE = {
     -32700: ParseError,
     -32600: InvalidRequest,
@@ -131,6 +136,7 @@ ERRORS_BY_CODE = {
     -32030: ShuttingDown,
     -32040: MessageTooLarge,
     -32050: Conflict,
+    -32800: RequestCancelled,
 }
 # </generated:errors>
 

@@ -25,6 +25,8 @@ export const ErrorCodes = {
   MessageTooLarge: -32040,
   /** The incarnation given is not the session's current one; `data.incarnation` is (null: gone). */
   Conflict: -32050,
+  /** LSP's RequestCancelled: a read cancelled by `$/cancelRequest` before it was answered. */
+  RequestCancelled: -32800,
 } as const;
 
 export type ErrorName = keyof typeof ErrorCodes;
@@ -53,4 +55,5 @@ export const ErrorDescriptions: Record<ErrorName, string> = {
   ShuttingDown: 'The server is shutting down and accepts no more writes.',
   MessageTooLarge: 'The message exceeds the size limit or its Content-Length is invalid.',
   Conflict: 'The incarnation given is not the current one; data.incarnation is.',
+  RequestCancelled: 'A read cancelled by $/cancelRequest before it was answered (writes are never cancelled).',
 };

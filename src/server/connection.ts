@@ -15,9 +15,6 @@ import { ReadGate } from './read-gate.js';
 import type { NotificationSink } from './subscriptions.js';
 import { toRpcError } from './to-rpc-error.js';
 
-/** LSP's RequestCancelled: the answer to a read cancelled by `$/cancelRequest` before it was answered. */
-const REQUEST_CANCELLED = -32800;
-
 const isRequest = (m: Message): boolean => 'method' in m && 'id' in m && (m as { id: unknown }).id !== undefined;
 const isResponse = (m: Message): m is ResponseMessage => !('method' in m) && 'id' in m;
 
@@ -216,7 +213,7 @@ export class ServerConnection implements NotificationSink {
 }
 
 function cancelled(): ResponseError<unknown> {
-  return new ResponseError(REQUEST_CANCELLED, 'request cancelled by $/cancelRequest before it was answered');
+  return new ResponseError(ErrorCodes.RequestCancelled, 'request cancelled by $/cancelRequest before it was answered');
 }
 
 function throwIfCancelled(token: CancellationToken): void {
