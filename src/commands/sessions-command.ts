@@ -6,12 +6,19 @@ import { sessions } from './tail.js';
 export const sessionsCommand = defineCommand({
   name: 'sessions',
   summary: 'list the sessions: name, vendor, archived, last activity, entries, cost',
-  usage: ['sessions [--socket PATH]'],
-  description: 'One line per session, from session/infos.',
-  flags: { ...CLIENT_FLAGS },
-  examples: [{ command: 'herrscher-state sessions', says: 'the session table of the server on the default socket' }],
+  usage: ['sessions [--json] [--socket PATH]'],
+  description: 'One line per session, from session/infos; text from the files printed escaped unless --raw.',
+  flags: {
+    json: { type: 'boolean', help: 'the session/infos result as JSON: {"sessions":[{session, lastTs, usage}…]}' },
+    raw: { type: 'boolean', help: 'print the fields as they are, control characters included' },
+    ...CLIENT_FLAGS,
+  },
+  examples: [
+    { command: 'herrscher-state sessions', says: 'the session table of the server on the default socket' },
+    { command: "herrscher-state sessions --json | jq -r '.sessions[].session.name'", says: 'the names, for a script' },
+  ],
   async run(v, positionals) {
     if (positionals.length) throw new UsageError(`sessions takes no arguments, got ${JSON.stringify(positionals)}`);
-    return sessions(clientOptions(v));
+    return sessions({ ...clientOptions(v), json: v.json ?? false, raw: v.raw ?? false });
   },
 });

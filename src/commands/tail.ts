@@ -1,55 +1,84 @@
 // `herrscher-state tail NAME [-n N] [-f]` and `herrscher-state sessions`: what an operator runs
 // to watch a session, over the running server's socket (never the files).
 import { connect } from '../client/client.js';
+import type { TranscriptEntry } from '../protocol/model.js';
 import type { ClientOptions } from './client-options.js';
+import { safeJson } from './escape.js';
 import { formatEntry, formatSessions } from './format.js';
 
-/** Prints the newest `lines` entries; with `follow`, then every new one until interrupted. */
-export async function tail(name: string, lines: number, follow: boolean, o: ClientOptions): Promise<number> {
+export interface TailOptions {
+  lines: number;
+  follow: boolean;
+  /** One JSON object per entry, `{"seq":N,"entry":{…}}`, instead of the readable line. */
+  json: boolean;
+  raw: boolean;
+}
+
+/**
+ * Prints the newest `lines` entries; with `follow`, then every new one until interrupted (exit 0),
+ * the session is removed (exit 0, said on stderr) or the server goes away (exit 1: no reconnect).
+ * A name with no session row is exit 1.
+ */
+export async function tail(name: string, t: TailOptions, o: ClientOptions): Promise<number> {
   const client = await connect(o);
-  const out = (s: string) => process.stdout.write(`${s}\n`);
+  const print = (seq: number, entry: TranscriptEntry): void =>
+    void process.stdout.write(`${t.json ? safeJson({ seq, entry }) : formatEntry(entry, { raw: t.raw })}\n`);
+  const say = (message: string): void => void process.stderr.write(`herrscher-state tail: ${message}\n`);
   let shown = -1; // the highest seq printed
-  type Appended = { seq: number; entry: Parameters<typeof formatEntry>[0] };
-  const appended: Appended[] = [];
+  const appended: { seq: number; entry: TranscriptEntry }[] = [];
   let ready = false;
-  const show = (n: Appended): void => {
-    if (n.seq <= shown) return; // already in the page read
-    shown = n.seq;
-    out(formatEntry(n.entry));
+  let removed: (() => void) | undefined;
+  const show = (seq: number, entry: TranscriptEntry): void => {
+    if (seq <= shown) return; // already in the page read
+    shown = seq;
+    print(seq, entry);
   };
-  if (follow) {
+  if (t.follow) {
     // Subscribe first, then read: nothing appended in between is missed; seq drops duplicates.
     client.onNotification('transcript/didAppend', (n) => {
       if (n.name !== name) return;
-      if (ready) show(n);
+      if (ready) show(n.seq, n.entry);
       else appended.push(n);
     });
-    await client.watchSubscribe({ transcripts: [name] });
+    client.onNotification('session/didChange', (n) => {
+      if (n.name === name && n.kind === 'removed') removed?.();
+    });
+    await client.watchSubscribe({ sessions: true, transcripts: [name] });
   }
-  const page = await client.transcriptRead({ name, limit: lines });
-  for (const e of page.entries) out(formatEntry(e));
+  const { session } = await client.sessionFind({ name });
+  if (!session) {
+    await client.close();
+    say(`no session named ${JSON.stringify(name)} (herrscher-state sessions lists them)`);
+    return 1;
+  }
+  const page = await client.transcriptRead({ name, limit: t.lines });
+  page.entries.forEach((e, i) => print(page.firstSeq + i, e));
   shown = page.firstSeq + page.entries.length - 1;
-  if (!follow) {
+  if (!t.follow) {
     await client.close();
     return 0;
   }
   ready = true;
-  for (const n of appended) show(n);
-  await new Promise<void>((resolve) => {
-    client.connection.onClose(() => resolve());
-    process.once('SIGINT', () => resolve());
-    process.once('SIGHUP', () => resolve());
-    process.once('SIGTERM', () => resolve());
+  for (const n of appended) show(n.seq, n.entry);
+  const end = await new Promise<'gone' | 'removed' | 'signal'>((resolve) => {
+    removed = () => resolve('removed');
+    client.connection.onClose(() => resolve('gone'));
+    for (const s of ['SIGINT', 'SIGHUP', 'SIGTERM'] as const) process.once(s, () => resolve('signal'));
   });
   await client.close();
+  if (end === 'gone') {
+    say('the server went away (the connection closed); not reconnecting');
+    return 1;
+  }
+  if (end === 'removed') say(`session ${JSON.stringify(name)} was removed; nothing more to follow`);
   return 0;
 }
 
-export async function sessions(o: ClientOptions): Promise<number> {
+export async function sessions(o: ClientOptions & { json: boolean; raw: boolean }): Promise<number> {
   const client = await connect(o);
   try {
-    const { sessions: rows } = await client.sessionInfos();
-    process.stdout.write(`${formatSessions(rows)}\n`);
+    const result = await client.sessionInfos();
+    process.stdout.write(`${o.json ? safeJson(result, 2) : formatSessions(result.sessions, { raw: o.raw })}\n`);
     return 0;
   } finally {
     await client.close();
