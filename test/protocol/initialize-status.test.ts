@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
+import { nodeIo, withIo } from '../../src/store/io.js';
 import { methodList } from '../../src/protocol/table.js';
 import { paramNames } from '../../src/server/server.js';
 import { runToEnd } from '../helpers/cli.js';
@@ -105,4 +106,27 @@ test('herrscher-state status prints the verdict and exits 0 when healthy, 1 when
   const none = await runToEnd(['status', '--socket', `${srv.dir}/nobody.sock`]);
   assert.equal(none.code, 1, 'no server answering is exit 1 too');
   assert.match(none.stderr, /no server at socket/);
+});
+
+test('status reports a failing checkpoint (injected through the fs seam) as unhealthy', async (t) => {
+  let failTruncate = false;
+  const io = withIo({
+    truncate: async (fh, len) => {
+      if (failTruncate) throw Object.assign(new Error('EIO: i/o error, ftruncate'), { code: 'EIO', syscall: 'ftruncate' });
+      return nodeIo.truncate(fh, len);
+    },
+  });
+  // Every record passes the 1-byte threshold: each append queues a checkpoint, which runs before the next append's record.
+  const srv = await startServer(t, { store: { io, walCheckpointBytes: 1 } });
+  const client = await srv.client();
+  await client.sessionAdd({ session: { name: 'a' } });
+  failTruncate = true;
+  const entry = { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'x' };
+  await client.transcriptAppend({ name: 'a', entry });
+  await client.transcriptAppend({ name: 'a', entry });
+  const sick = await client.status();
+  assert.equal(sick.checkpointFailing, true);
+  assert.equal(sick.healthy, false);
+  assert.equal(sick.lastStorageError?.code, 'EIO');
+  assert.ok(sick.walBytes > 0, 'the log keeps its records while it cannot be emptied');
 });
