@@ -10,12 +10,14 @@ const HELP_COLUMN = 28;
 /** Environment variables the CLI reads, shown in the global help. */
 export const ENVIRONMENT: readonly { name: string; help: string }[] = [
   { name: 'HERRSCHER_STATE_DIR', help: 'the state dir when --state is not given (state.json inside it)' },
-  { name: 'HERRSCHER_STATE_SOCKET', help: 'the socket of call, tail, sessions when --socket is not given' },
+  { name: 'HERRSCHER_STATE_SOCKET', help: 'the socket to serve or to reach when --socket is not given' },
+  { name: 'XDG_RUNTIME_DIR', help: 'the default socket folder is $XDG_RUNTIME_DIR/herrscher-state/ when set,' },
+  { name: 'TMPDIR', help: 'else $TMPDIR/herrscher-state-<uid>/' },
 ];
 
 export const EXIT_CODES: readonly { code: number; help: string }[] = [
   { code: 0, help: 'done' },
-  { code: 1, help: 'failed: the server answered an error, could not be reached or went away,\nthe state could not be opened, or (tail) there is no such session' },
+  { code: 1, help: 'failed: the server answered an error, could not be reached or went away,\nthe state could not be opened, (tail) there is no such session,\nor (status) the server is unhealthy' },
   { code: 2, help: 'the command line is wrong (unknown command or flag, bad value)' },
 ];
 

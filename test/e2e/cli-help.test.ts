@@ -11,7 +11,7 @@ import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { editDistance, suggest } from '../../src/commands/suggest.js';
 
 const TIMEOUT = 30_000;
-const COMMANDS = ['serve', 'call', 'tail', 'sessions'];
+const COMMANDS = ['serve', 'call', 'tail', 'sessions', 'status', 'socket'];
 
 test('--help lists every command with its summary and the exit codes, and exits 0', { timeout: TIMEOUT }, async () => {
   const got = await runToEnd(['--help']);
