@@ -161,6 +161,9 @@ function verify(dir: string, names: string[], ledger: Ledger, problems: string[]
         // a torn last line is allowed: it is repaired before the next append
       }
     }
+    const first = firstSeqOf(dir, name);
+    const seqOf = new Map([...(ledger.seqs.get(name) ?? new Map<number, string>())].map(([seq, t]) => [t, seq]));
+    let entry = 0;
     for (const [i, line] of lines.entries()) {
       let text: string;
       try {
@@ -172,6 +175,10 @@ function verify(dir: string, names: string[], ledger: Ledger, problems: string[]
       if (ledger.sent.get(text) !== name) problems.push(`${where}: ${name}.jsonl holds ${text}, never sent to it`);
       if (seen.has(text)) problems.push(`${where}: ${text} appears twice`);
       seen.add(text);
+      // The seq each append was answered with is its place in the transcript, across compactions.
+      const seq = seqOf.get(text);
+      if (seq !== undefined && seq !== first + entry) problems.push(`${where}: ${text} was answered seq ${seq}, but is entry ${first + entry} of ${name}`);
+      entry++;
     }
     const row = state.sessions?.find((s) => s.name === name);
     const tokens = ledger.tokens.get(name) as string[];
@@ -182,16 +189,11 @@ function verify(dir: string, names: string[], ledger: Ledger, problems: string[]
     }
   }
   // Compaction drops the oldest entries: an acknowledged one is expected in the file when its seq
-  // is at or above the oldest acknowledged seq still there.
-  const floor = new Map<string, number>();
+  // is at or above the seq of the file's first line (from the store's side file).
   for (const [name, seqs] of ledger.seqs) {
-    let min = Infinity;
-    for (const [seq, text] of seqs) if (seen.has(text) && seq < min) min = seq;
-    floor.set(name, min === Infinity ? 0 : min);
-  }
-  for (const [name, seqs] of ledger.seqs) {
+    const first = firstSeqOf(dir, name);
     for (const [seq, text] of seqs) {
-      if (seq >= (floor.get(name) as number) && !seen.has(text)) problems.push(`${where}: acknowledged append ${text} (seq ${seq} of ${name}) is missing`);
+      if (seq >= first && !seen.has(text)) problems.push(`${where}: acknowledged append ${text} (seq ${seq} of ${name}) is missing`);
     }
   }
   const journal = new Set<string>();
@@ -207,6 +209,29 @@ function verify(dir: string, names: string[], ledger: Ledger, problems: string[]
 }
 
 const COMPACT_TRIGGER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The seq of the first line of `name`'s transcript, from the store's side file (either copy, with
+ * or without its checksum prefix) for the file's inode; 0 when it was never compacted.
+ */
+function firstSeqOf(dir: string, name: string): number {
+  const file = path.join(dir, 'transcripts', `${name}.jsonl`);
+  if (!existsSync(file)) return 0;
+  const ino = statSync(file).ino;
+  const meta = path.join(dir, '.herrscher-state', 'transcripts', `${name}.json`);
+  for (const f of [meta, `${meta}.copy`]) {
+    if (!existsSync(f)) continue;
+    const text = readFileSync(f, 'utf8');
+    try {
+      const m = JSON.parse(/^[0-9a-f]{8} /.test(text) ? text.slice(9) : text) as { ino: number; firstSeq: number; prev?: { ino: number; firstSeq: number } };
+      if (m.ino === ino) return m.firstSeq;
+      if (m.prev?.ino === ino) return m.prev.firstSeq;
+    } catch {
+      // a damaged copy: the other one may do
+    }
+  }
+  return 0;
+}
 
 /** Polls until some transcript is past the compaction trigger (true), or `ms` passed (false). */
 async function passesTrigger(dir: string, names: string[], ms: number): Promise<boolean> {
