@@ -4,7 +4,7 @@
 // time (measured: `--version` 0.31 s → 0.16 s). The library entry (dist/src/client/, from tsc)
 // stays unbundled for importers. Runs after tsc, whose dist/src/cli.js it replaces.
 // External: fs-ext-extra-prebuilt (a native addon that finds its prebuilt binary beside its own
-// files) and write-file-atomic (it hashes its own __filename).
+// files).
 // keepNames and the source map: a stack trace names our functions and points into src/.
 import { build } from 'esbuild';
 
@@ -16,7 +16,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['fs-ext-extra-prebuilt', 'write-file-atomic'],
+  external: ['fs-ext-extra-prebuilt'],
   // Bundled CommonJS dependencies call require(); an ES module has none of its own.
   banner: { js: "import { createRequire as __hsCreateRequire } from 'node:module'; const require = __hsCreateRequire(import.meta.url);" },
   minify: true, // less to parse at every start
