@@ -20,6 +20,9 @@ export default tseslint.config(
   layer(['src/protocol/**'], [
     { group: ['node:*', 'vscode-jsonrpc', 'vscode-jsonrpc/*', 'pino', '../store/*', '../server/*', '../transport/*', '../client/*', '../cli.js'], message: 'protocol is the floor: zod only' },
   ]),
+  layer(['src/common/**'], [
+    { group: ['vscode-jsonrpc', 'vscode-jsonrpc/*', 'pino', 'zod', '../*/*', '../cli.js'], message: 'common holds plain helpers every layer may use: it imports none of ours' },
+  ]),
   layer(['src/store/**'], [
     { group: ['vscode-jsonrpc', 'vscode-jsonrpc/*', '../server/*', '../transport/*', '../client/*', '../cli.js'], message: 'store knows nothing of RPC' },
     { group: ['../protocol/*', '!../protocol/model.js'], message: 'store may import only protocol/model.js' },

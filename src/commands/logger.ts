@@ -5,6 +5,7 @@ import pino from 'pino';
 import type { Logger } from 'pino';
 import { prettyStream } from './pretty-log.js';
 import { mapStack } from './stack-map.js';
+import { errnoOf } from '../common/errno.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -51,7 +52,7 @@ export function createLogging(level: LogLevel, file?: string, format: LogFormat 
       } catch (err) {
         // Still buffered because stderr is gone or the file's disk is full: exiting anyway, and
         // there is nowhere left to report it but stderr itself, which may be the very thing gone.
-        if ((err as NodeJS.ErrnoException).code !== 'EPIPE' && file !== undefined) {
+        if (errnoOf(err) !== 'EPIPE' && file !== undefined) {
           process.stderr.write(`herrscher-state: flushing the log ${file} failed: ${(err as Error).message}\n`);
         }
       }

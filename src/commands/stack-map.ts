@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { errnoOf } from '../common/errno.js';
 
 const maps = new Map<string, { map: SourceMap; dir: string } | null>();
 
@@ -17,7 +18,7 @@ function mapFor(file: string): { map: SourceMap; dir: string } | null {
       found = { map: new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]), dir: path.dirname(file) };
     } catch (err) {
       // No map beside the file (tsx, a dependency) or one we cannot read: the frame stays as is.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') process.emitWarning(`source map of ${file} unusable: ${(err as Error).message}`);
+      if (errnoOf(err) !== 'ENOENT') process.emitWarning(`source map of ${file} unusable: ${(err as Error).message}`);
       found = null;
     }
     maps.set(file, found);

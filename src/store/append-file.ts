@@ -6,7 +6,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { CommitQueue } from './commit-queue.js';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';

@@ -8,7 +8,7 @@
 // replay raises the mark past every append acknowledged since the last write of this file.
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';

@@ -9,6 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { constants as C } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
+import path from 'node:path';
+import { errnoOf } from '../common/errno.js';
 
 export interface Io {
   /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
@@ -66,7 +68,7 @@ export async function openNoFollow(file: string, flags: string | number, mode?: 
   try {
     return await fs.open(file, noFollow(flags), mode);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw linkRefused();
+    if (errnoOf(err) === 'ELOOP') throw linkRefused();
     throw err;
   }
 }
@@ -85,7 +87,7 @@ async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: 
     try {
       fh = await openNoFollow(tmp, 'wx', mode);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 8) throw err;
+      if (errnoOf(err) !== 'EEXIST' || attempt >= 8) throw err;
     }
   }
   try {
@@ -98,7 +100,13 @@ async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: 
     }
     await fs.rename(tmp, file);
   } catch (err) {
-    await fs.unlink(tmp).catch(() => undefined); // the write's own error is the one to report
+    // The write's own error is the one to report; a temp file that cannot be removed is named in
+    // it (the start-up sweep removes it later).
+    await fs.unlink(tmp).catch((cleanup: unknown) => {
+      if (errnoOf(cleanup) !== 'ENOENT' && err instanceof Error) {
+        err.message += ` (its temp file ${path.basename(tmp)} could not be removed: ${errnoOf(cleanup) ?? String(cleanup)})`;
+      }
+    });
     throw err;
   }
 }

@@ -4,6 +4,7 @@
 import { flockSync } from 'fs-ext-extra-prebuilt';
 import fs from 'node:fs';
 import { StoreError } from './store-error.js';
+import { errnoOf } from '../common/errno.js';
 
 export interface HeldLock {
   release(): void;
@@ -16,13 +17,13 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
   try {
     fd = fs.openSync(lockPath, fs.constants.O_CREAT | fs.constants.O_RDWR | fs.constants.O_NOFOLLOW, 0o600);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ELOOP') throw err;
+    if (errnoOf(err) !== 'ELOOP') throw err;
     throw new StoreError('io', `the lock file ${lockPath} is a symbolic link, which the store never follows: remove it`, { code: 'ELOOP' }, 'ELOOP');
   }
   try {
     flockSync(fd, 'exnb');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = errnoOf(err);
     const holder = fs.readFileSync(fd, 'utf8').trim();
     fs.closeSync(fd);
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
@@ -61,13 +62,13 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
   try {
     st = fs.fstatSync(fd);
   } catch (err) {
-    throw refuse(`descriptor ${fd} is not open (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw refuse(`descriptor ${fd} is not open (${errnoOf(err) ?? (err as Error).message})`);
   }
   let want: fs.Stats;
   try {
     want = fs.lstatSync(lockPath);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = errnoOf(err);
     if (code === 'ENOENT') throw refuse(`the lock file ${lockPath} of ${statePath} does not exist, so descriptor ${fd} cannot be open on it`);
     throw refuse(`the lock file ${lockPath} of ${statePath} cannot be read (${code ?? (err as Error).message})`);
   }
@@ -81,7 +82,7 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
     flockSync(probe, 'exnb');
     free = true;
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = errnoOf(err);
     if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') throw err;
   } finally {
     fs.closeSync(probe); // closing the probe drops the lock it took, if it took one
@@ -90,7 +91,7 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
   try {
     flockSync(fd, 'exnb');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = errnoOf(err);
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
       throw refuse(`the lock on ${lockPath} is held, but not through descriptor ${fd} (another open of the file, or another process, holds it)`);
     }
@@ -115,7 +116,7 @@ export function tryFlock(fd: number): boolean {
     flockSync(fd, 'exnb');
     return true;
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = errnoOf(err);
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return false;
     throw err;
   }

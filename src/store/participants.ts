@@ -1,7 +1,7 @@
 // One session's participants journal, participants/<name>.log: one user id per line, first-seen
 // order. The set is loaded once and kept, so membership is O(1) however long the journal grows.
 import { AppendFile } from './append-file.js';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { goTrimSpace } from './go-text.js';
 import type { Durability } from './state-store.js';

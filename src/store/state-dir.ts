@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Io } from './io.js';
 import { linkRefused } from './io.js';
 import { StoreError } from './store-error.js';
+import { errnoOf } from '../common/errno.js';
 
 /**
  * Refuses a state dir writable by group or others, or owned by another user (root excepted):
@@ -60,7 +61,7 @@ export function confine(io: Io, root: string): Io {
       try {
         st = await io.lstat(dir);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+        if (errnoOf(err) === 'ENOENT') return;
         throw err;
       }
       if (!st.isDirectory()) throw linkRefused(); // a link, or a file where a folder belongs

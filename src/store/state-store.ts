@@ -6,7 +6,7 @@ import path from 'node:path';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import { encodeStateDocument, UnsupportedValueError } from './go-json.js';
 import { CommitQueue } from './commit-queue.js';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import type { Doc, Outcome } from './state-document.js';
 import { backfill, emptyDocument, fromDecoded } from './state-document.js';

@@ -2,7 +2,7 @@
 // with Go's results except where DESIGN.md lists a Go defect we fix. Knows nothing of RPC.
 import path from 'node:path';
 import type { HomeRef, NewSession, Session } from '../protocol/model.js';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import { StorageHealth } from './health.js';

@@ -2,7 +2,7 @@
 // Removed at startup, under the lock, so nothing that is still being written can be hit. A temp
 // file that cannot be removed (or a folder that cannot be listed) is logged at error, not fatal.
 import path from 'node:path';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';

@@ -11,7 +11,7 @@
 // crash between the two, whichever file is there still finds its own numbers.
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { ioError } from './store-error.js';
 import type { UsageSum } from './usage.js';

@@ -6,6 +6,7 @@ import type { TranscriptEntry } from '../protocol/model.js';
 import { decodeTranscriptLine } from './go-decode.js';
 import type { Io } from './io.js';
 import { goTrimSpace } from './go-text.js';
+import { errnoOf } from '../common/errno.js';
 
 export type Entry = TranscriptEntry;
 
@@ -97,7 +98,7 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
   try {
     fh = await io.open(file, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    if (errnoOf(err) !== 'ENOENT') throw err;
     if (w.ino !== undefined) throw stale();
     return [];
   }

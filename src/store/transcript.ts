@@ -7,7 +7,7 @@ import path from 'node:path';
 import { AppendFile } from './append-file.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';

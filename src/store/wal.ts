@@ -14,7 +14,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CommitQueue } from './commit-queue.js';
-import { isErrno } from './errno.js';
+import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { isPathComponent } from './paths.js';
 import { ioError } from './store-error.js';

@@ -5,6 +5,7 @@
 import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { errnoOf } from '../common/errno.js';
 
 export interface ServerRecord {
   pid: number;
@@ -17,7 +18,6 @@ export interface ServerRecord {
   startedAt: string;
 }
 
-const errnoOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
 
 /** The record file of the server of `statePath`. */
 export function serverRecordPath(statePath: string): string {

@@ -6,8 +6,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SocketError } from './socket-error.js';
+import { errnoOf } from '../common/errno.js';
 
-const errnoOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
 
 /** The current user's id; undefined where there are no uids (Windows: no checks to make). */
 const myUid = (): number | undefined => process.getuid?.();

@@ -6,6 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { SocketError } from './socket-error.js';
 import { defaultSocketFolder } from './socket-folder.js';
+import { errnoOf } from '../common/errno.js';
 
 export { SocketError, SocketErrorCodes } from './socket-error.js';
 export type { SocketErrorCode } from './socket-error.js';
@@ -28,7 +29,6 @@ export interface ListenOptions {
   onError?: (error: Error) => void;
 }
 
-const errnoOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
 
 /** Refuses an instance id that cannot be part of a socket file name. */
 export function assertInstanceId(instanceId: string): void {
@@ -126,7 +126,10 @@ export async function listenUnixSocket(
       (closing ??= (async () => {
         server.close();
         // Only our own file: after a crash and restart another server may own the path.
-        const st = await fs.lstat(target).catch(() => undefined);
+        const st = await fs.lstat(target).catch((err: unknown) => {
+          if (errnoOf(err) === 'ENOENT') return undefined; // already gone: nothing to remove
+          throw err;
+        });
         if (st && st.dev === identity.dev && st.ino === identity.ino) await fs.rm(target, { force: true });
       })()),
   };
