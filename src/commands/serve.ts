@@ -12,7 +12,7 @@ import { serveSocket } from '../transport/discovery.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { removeServerRecord, writeServerRecord } from '../transport/server-record.js';
 import type { UnixSocketListener } from '../transport/socket.js';
-import { listenUnixSocket, SocketError } from '../transport/socket.js';
+import { assertFolderSafe, listenUnixSocket, SocketError } from '../transport/socket.js';
 import { ensureSocketFolder } from '../transport/socket-folder.js';
 import { createStdioTransport } from '../transport/stdio.js';
 import type { LogFormat, LogLevel } from './logger.js';
@@ -42,6 +42,11 @@ const STOP_GRACE_MS = 5000;
 export async function serve(o: ServeOptions): Promise<void> {
   const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
   const { log, flush } = logging;
+  // A socket that cannot be served is said before the state dir is created or locked.
+  const named = o.noSocket ? undefined : serveSocket({ socket: o.socket });
+  if (named && named.source !== 'default') {
+    await assertFolderSafe(path.dirname(named.path)).catch((err: unknown) => exitOnStartFailure(logging, 'socket', named.path, err));
+  }
   let store: Store;
   try {
     store = await Store.open(o.state, {

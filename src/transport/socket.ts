@@ -189,9 +189,15 @@ function inUse(socketPath: string): SocketError {
   return new SocketError(`socket ${socketPath} is in use by another server`, 'EADDRINUSE');
 }
 
-/** A folder anyone may write to, without the sticky bit, lets anyone swap our socket for theirs. */
-async function assertFolderSafe(dir: string): Promise<void> {
-  const st = await fs.stat(dir);
+/**
+ * Refuses a socket folder that is missing (said before `serve` creates anything) or that anyone
+ * may write to without the sticky bit (anyone could swap our socket for theirs).
+ */
+export async function assertFolderSafe(dir: string): Promise<void> {
+  const st = await fs.stat(dir).catch((err: unknown) => {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+    throw new SocketError(`its folder ${dir} does not exist`, 'ENOENT');
+  });
   if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0) {
     throw new SocketError(`folder ${dir} is writable by everyone and not sticky; put the socket in a folder others cannot write`);
   }

@@ -2,7 +2,7 @@
 // to do) naming the file actually served, with the stack only at debug and then pointing into
 // src/; --log-format pretty prints human lines; --log-file is created 0600.
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'node:test';
 import { formatLine } from '../../src/commands/pretty-log.js';
@@ -24,6 +24,18 @@ test('a state file that is not JSON stops serve with exit 1 and one line naming 
   assert.ok(!got.stderr.includes('state.json'), 'names the file served, not state.json');
   assert.ok(!/\bat \S+ \(/.test(got.stderr), 'no stack at info');
   assert.equal(readFileSync(state, 'utf8'), '{bad', 'the file is left untouched');
+});
+
+test('a --socket in a missing folder stops serve with one line before the state dir is created', { timeout: TIMEOUT }, async () => {
+  const dir = tempDir();
+  const stateDir = path.join(dir, 'state');
+  const socket = path.join(dir, 'no-such-folder', 's.sock');
+  const got = await runToEnd(['serve', '--state', path.join(stateDir, 'state.json'), '--socket', socket]);
+  assert.equal(got.code, 1);
+  const lines = got.stderr.split('\n').filter(Boolean);
+  assert.equal(lines.length, 1, `one line, got:\n${got.stderr}`);
+  assert.match(lines[0] as string, /^herrscher-state: cannot listen on .*s\.sock: its folder .*no-such-folder does not exist; create its folder first, or pass another --socket$/);
+  assert.ok(!existsSync(stateDir), 'nothing was created for the state');
 });
 
 test('at --log-level debug the start-up failure carries a stack with real names that points into src/', { timeout: TIMEOUT }, async () => {
