@@ -1,0 +1,96 @@
+// Does a state.json mutation cost the change or the whole document? (issue 11 item 1.) Durable
+// session/setResumeToken from 32 connections on a server holding 10 sessions and on one holding
+// 5 000, measured back to back in each repetition; the row's ratio is the rate at 5 000 over the
+// rate at 10.
+import path from 'node:path';
+import { RATE } from './harness/config.js';
+import type { Call } from './harness/load.js';
+import { eachAwaiting, prime } from './harness/load.js';
+import type { RowSpec } from './harness/report.js';
+import { emit, progress, repeat, toRows } from './harness/report.js';
+import type { Rpc } from './harness/rpc.js';
+import { connectClient, connectRpc } from './harness/rpc.js';
+import type { SocketProc } from './harness/servers.js';
+import { startServer } from './harness/servers.js';
+import { benchDirs } from './harness/temp-dir.js';
+
+const BENCH = 'mutations';
+const CONNECTIONS = 32;
+const SMALL = 10;
+const BIG = 5000;
+
+const { dir } = benchDirs(BENCH);
+
+interface Side {
+  server: SocketProc;
+  conns: Rpc[];
+  calls: Call[];
+  startRssMB: number;
+}
+
+let token = 0;
+
+/** A server with `count` sessions as a bridge creates them, and 32 connections setting tokens. */
+async function side(count: number): Promise<Side> {
+  const name = `mutations-${count}`;
+  const server = await startServer(name, path.join(dir, `${name}/state.json`), path.join(dir, `${name}.sock`), 'sync');
+  const admin = await connectClient(server.socket);
+  // Added 500 at a time: they share group commits, so setting up 5 000 takes seconds, not minutes.
+  for (let from = 0; from < count; from += 500) {
+    const adds = [];
+    for (let k = from; k < Math.min(count, from + 500); k++) {
+      const s = `s${k}`;
+      adds.push(admin.sessionAdd({ session: { name: s, channelID: `1${String(k).padStart(17, '0')}`, type: 'text', cmd: 'claude --dangerously-skip-permissions', vendor: 'claude', dir: `/home/user/src/project-${s}` } }));
+    }
+    await Promise.all(adds);
+  }
+  await admin.close();
+  const startRssMB = server.memory().rssMB;
+  const conns = await Promise.all(Array.from({ length: CONNECTIONS }, () => connectRpc(server.socket)));
+  // Connection k sets the token of session k mod count, a new UUID-sized token every call.
+  const calls: Call[] = conns.map((rpc, k) => () =>
+    rpc.request('session/setResumeToken', { name: `s${k % count}`, resumeToken: `3f0c2a9e-0b1d-4c8e-9f7a-${String(++token).padStart(12, '0')}` }),
+  );
+  return { server, conns, calls, startRssMB };
+}
+
+progress(BENCH, `setting up ${SMALL} and ${BIG} sessions`);
+const small = await side(SMALL);
+const big = await side(BIG);
+
+const samples = await repeat(BENCH, [
+  {
+    name: `setResumeToken, ${CONNECTIONS} connections, ${SMALL} sessions`,
+    run: async (record) => {
+      await prime(small.calls);
+      record('small.rate', (await eachAwaiting(small.calls, RATE)).rate);
+    },
+  },
+  {
+    name: `setResumeToken, ${CONNECTIONS} connections, ${BIG} sessions`,
+    run: async (record) => {
+      await prime(big.calls);
+      record('big.rate', (await eachAwaiting(big.calls, RATE)).rate);
+    },
+  },
+]);
+
+const specs: RowSpec[] = [
+  { id: 'session.setResumeToken.5000-sessions', measurement: `session/setResumeToken (sync), ${CONNECTIONS} conns, ${BIG} sessions`, unit: 'req/s', ours: 'big.rate', ceiling: 'small.rate', ceilingLabel: `the same with ${SMALL} sessions` },
+];
+
+const memory = [small, big].map((s) => ({ server: s.server.name, ...s.server.memory(), startRssMB: s.startRssMB }));
+progress(BENCH, 'stopping');
+for (const s of [small, big]) {
+  await Promise.all(s.conns.map((c) => c.close()));
+  await s.server.stop();
+}
+
+emit({
+  bench: BENCH,
+  rows: toRows(samples, specs),
+  memory,
+  notes: [
+    `${CONNECTIONS} connections each await their own session/setResumeToken (a new token every call) on a durable server with ${SMALL} and with ${BIG} sessions (rows as a bridge creates them); the ratio is the rate at ${BIG} over the rate at ${SMALL}, per repetition.`,
+  ],
+});
