@@ -109,15 +109,44 @@ function isZero(kind: GoField['kind'], v: unknown): boolean {
   }
 }
 
-const nested: Partial<Record<GoField['kind'], (v: unknown, indent: string | null, prefix: string, path: string) => string>> = {
+/**
+ * Session rows' encoded text by row object, for one document layout (indent and prefix). The
+ * state document is copy-on-write: a row that did not change is the same, never-mutated object,
+ * so its text is reused and a commit re-encodes only the rows it changed (issue 11 item 1).
+ */
+export class RowCache {
+  private readonly byRow = new WeakMap<object, string>();
+  private layout: string | undefined;
+
+  /** The cached text of `row` in this layout, or `encode()`'s, remembered. */
+  get(row: object, layout: string, encode: () => string): string {
+    if (layout !== this.layout) {
+      if (this.layout !== undefined) throw new Error(`RowCache used for two layouts (${JSON.stringify(this.layout)}, ${JSON.stringify(layout)})`);
+      this.layout = layout;
+    }
+    let text = this.byRow.get(row);
+    if (text === undefined) {
+      text = encode();
+      this.byRow.set(row, text);
+    }
+    return text;
+  }
+}
+
+type Nested = (v: unknown, indent: string | null, prefix: string, path: string, rows?: RowCache) => string;
+
+const nested: Partial<Record<GoField['kind'], Nested>> = {
   home: (v, indent, prefix, path) => encodeStruct((v ?? {}) as Record<string, unknown>, homeGoFields, indent, prefix, path),
-  sessions: (v, indent, prefix, path) => {
+  sessions: (v, indent, prefix, path, cache) => {
     if (v === null || v === undefined) return 'null';
     const rows = v as Record<string, unknown>[];
     if (rows.length === 0) return '[]';
     if (indent === null) return `[${rows.map((r, i) => encodeStruct(r, sessionGoFields, null, '', `${path}[${i}]`)).join(',')}]`;
     const inner = prefix + indent;
-    return `[\n${inner}${rows.map((r, i) => encodeStruct(r, sessionGoFields, indent, inner, `${path}[${i}]`)).join(`,\n${inner}`)}\n${prefix}]`;
+    const layout = `${indent}|${inner}`;
+    const encode = (r: Record<string, unknown>, i: number): string => encodeStruct(r, sessionGoFields, indent, inner, `${path}[${i}]`);
+    const texts = cache ? rows.map((r, i) => cache.get(r, layout, () => encode(r, i))) : rows.map(encode);
+    return `[\n${inner}${texts.join(`,\n${inner}`)}\n${prefix}]`;
   },
 };
 
@@ -130,7 +159,7 @@ const ZERO: Record<GoField['kind'], unknown> = {
  * other keys it carries (unknown fields kept from the file) in their own order.
  */
 function encodeStruct(
-  obj: Record<string, unknown>, fields: readonly GoField[], indent: string | null, prefix: string, path: string,
+  obj: Record<string, unknown>, fields: readonly GoField[], indent: string | null, prefix: string, path: string, rows?: RowCache,
 ): string {
   const members: Member[] = [];
   const known = new Set<string>();
@@ -142,7 +171,7 @@ function encodeStruct(
     const sub = nested[field.kind];
     const at = `${path}.${field.key}`;
     checkInteger(field, value, at);
-    members.push([field.key, (p) => (sub ? sub(value, indent, p, at) : encodeAny(value, indent, p, at))]);
+    members.push([field.key, (p) => (sub ? sub(value, indent, p, at, rows) : encodeAny(value, indent, p, at))]);
   }
   for (const key of Object.keys(obj)) {
     if (known.has(key) || obj[key] === undefined) continue;
@@ -151,9 +180,12 @@ function encodeStruct(
   return encodeMembers(members, indent, prefix);
 }
 
-/** state.json as Go's `json.MarshalIndent(s, "", "  ")`: two-space indent, no trailing newline. */
-export function encodeStateDocument(doc: object): string {
-  return encodeStruct(doc as Record<string, unknown>, stateGoFields, '  ', '', 'state');
+/**
+ * state.json as Go's `json.MarshalIndent(s, "", "  ")`: two-space indent, no trailing newline.
+ * With `rows`, session rows already encoded through that cache are not encoded again.
+ */
+export function encodeStateDocument(doc: object, rows?: RowCache): string {
+  return encodeStruct(doc as Record<string, unknown>, stateGoFields, '  ', '', 'state', rows);
 }
 
 /** One transcript line as Go's `json.Marshal(e)` plus "\n". Unknown keys are not written (as Go). */

@@ -4,7 +4,7 @@
 // as they were. Readers see only committed documents.
 import path from 'node:path';
 import { DecodeError, decodeStateText } from './go-decode.js';
-import { encodeStateDocument, UnsupportedValueError } from './go-json.js';
+import { encodeStateDocument, RowCache, UnsupportedValueError } from './go-json.js';
 import { CommitQueue } from './commit-queue.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
@@ -30,6 +30,8 @@ export class StateStore {
   private head: Doc;
   private readonly queue = new CommitQueue<Pending>({ commit: (batch) => this.commit(batch) });
   private readonly listeners = new Set<CommitListener>();
+  /** Encoded rows, so a commit re-encodes only the rows its mutations replaced. */
+  private readonly rows = new RowCache();
 
   private constructor(
     private readonly io: Io,
@@ -150,7 +152,7 @@ export class StateStore {
   }
 
   private async persist(doc: Doc): Promise<void> {
-    const text = encodeDocument(doc);
+    const text = encodeDocument(doc, this.rows);
     const sync = this.durability === 'sync';
     const dir = path.dirname(this.file);
     try {
@@ -164,9 +166,9 @@ export class StateStore {
 }
 
 /** state.json's text, or an invalid-input StoreError for a value Go's Marshal would refuse. */
-function encodeDocument(doc: Doc): string {
+function encodeDocument(doc: Doc, rows: RowCache): string {
   try {
-    return encodeStateDocument(doc);
+    return encodeStateDocument(doc, rows);
   } catch (err) {
     if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
     throw err;
