@@ -110,43 +110,63 @@ function isZero(kind: GoField['kind'], v: unknown): boolean {
 }
 
 /**
- * Session rows' encoded text by row object, for one document layout (indent and prefix). The
+ * Session rows' encoded bytes by row object, for one document layout (indent and prefix). The
  * state document is copy-on-write: a row that did not change is the same, never-mutated object,
- * so its text is reused and a commit re-encodes only the rows it changed (issue 11 item 1).
+ * so its bytes are reused and a commit encodes only the rows it replaced (issue 11 item 1).
  */
 export class RowCache {
-  private readonly byRow = new WeakMap<object, string>();
+  private readonly byRow = new WeakMap<object, Buffer>();
   private layout: string | undefined;
 
-  /** The cached text of `row` in this layout, or `encode()`'s, remembered. */
-  get(row: object, layout: string, encode: () => string): string {
+  /** The cached bytes of `row` in this layout, or `encode()`'s, remembered. */
+  get(row: object, layout: string, encode: () => string): Buffer {
     if (layout !== this.layout) {
       if (this.layout !== undefined) throw new Error(`RowCache used for two layouts (${JSON.stringify(this.layout)}, ${JSON.stringify(layout)})`);
       this.layout = layout;
     }
-    let text = this.byRow.get(row);
-    if (text === undefined) {
-      text = encode();
-      this.byRow.set(row, text);
+    let bytes = this.byRow.get(row);
+    if (bytes === undefined) {
+      bytes = Buffer.from(encode(), 'utf8');
+      this.byRow.set(row, bytes);
     }
-    return text;
+    return bytes;
   }
 }
 
-type Nested = (v: unknown, indent: string | null, prefix: string, path: string, rows?: RowCache) => string;
+/** Where a cached encode puts the rows: the cache, and the rows' bytes with their separators. */
+interface RowSink {
+  cache: RowCache;
+  parts: Buffer[];
+}
+
+/**
+ * Stands where the rows go while the rest of the document is encoded as text. A raw NUL never
+ * occurs in our output (strings escape it as \u0000), so the mark cannot collide with content.
+ */
+const ROWS_MARK = '\u0000rows\u0000';
+
+type Nested = (v: unknown, indent: string | null, prefix: string, path: string, rows?: RowSink) => string;
 
 const nested: Partial<Record<GoField['kind'], Nested>> = {
   home: (v, indent, prefix, path) => encodeStruct((v ?? {}) as Record<string, unknown>, homeGoFields, indent, prefix, path),
-  sessions: (v, indent, prefix, path, cache) => {
+  sessions: (v, indent, prefix, path, sink) => {
     if (v === null || v === undefined) return 'null';
     const rows = v as Record<string, unknown>[];
     if (rows.length === 0) return '[]';
     if (indent === null) return `[${rows.map((r, i) => encodeStruct(r, sessionGoFields, null, '', `${path}[${i}]`)).join(',')}]`;
     const inner = prefix + indent;
-    const layout = `${indent}|${inner}`;
     const encode = (r: Record<string, unknown>, i: number): string => encodeStruct(r, sessionGoFields, indent, inner, `${path}[${i}]`);
-    const texts = cache ? rows.map((r, i) => cache.get(r, layout, () => encode(r, i))) : rows.map(encode);
-    return `[\n${inner}${texts.join(`,\n${inner}`)}\n${prefix}]`;
+    if (!sink) return `[\n${inner}${rows.map(encode).join(`,\n${inner}`)}\n${prefix}]`;
+    const layout = `${indent}|${inner}`;
+    const open = Buffer.from(`[\n${inner}`);
+    const sep = Buffer.from(`,\n${inner}`);
+    sink.parts.push(open);
+    for (const [i, r] of rows.entries()) {
+      if (i > 0) sink.parts.push(sep);
+      sink.parts.push(sink.cache.get(r, layout, () => encode(r, i)));
+    }
+    sink.parts.push(Buffer.from(`\n${prefix}]`));
+    return ROWS_MARK;
   },
 };
 
@@ -159,7 +179,7 @@ const ZERO: Record<GoField['kind'], unknown> = {
  * other keys it carries (unknown fields kept from the file) in their own order.
  */
 function encodeStruct(
-  obj: Record<string, unknown>, fields: readonly GoField[], indent: string | null, prefix: string, path: string, rows?: RowCache,
+  obj: Record<string, unknown>, fields: readonly GoField[], indent: string | null, prefix: string, path: string, rows?: RowSink,
 ): string {
   const members: Member[] = [];
   const known = new Set<string>();
@@ -180,12 +200,21 @@ function encodeStruct(
   return encodeMembers(members, indent, prefix);
 }
 
+/** state.json as Go's `json.MarshalIndent(s, "", "  ")`: two-space indent, no trailing newline. */
+export function encodeStateDocument(doc: object): string {
+  return encodeStruct(doc as Record<string, unknown>, stateGoFields, '  ', '', 'state');
+}
+
 /**
- * state.json as Go's `json.MarshalIndent(s, "", "  ")`: two-space indent, no trailing newline.
- * With `rows`, session rows already encoded through that cache are not encoded again.
+ * The same bytes as encodeStateDocument, assembled in one buffer from `cache`'s session rows:
+ * only rows not encoded through it before are encoded now (what state.json's writer uses).
  */
-export function encodeStateDocument(doc: object, rows?: RowCache): string {
-  return encodeStruct(doc as Record<string, unknown>, stateGoFields, '  ', '', 'state', rows);
+export function encodeStateDocumentBytes(doc: object, cache: RowCache): Buffer {
+  const sink: RowSink = { cache, parts: [] };
+  const text = encodeStruct(doc as Record<string, unknown>, stateGoFields, '  ', '', 'state', sink);
+  const at = text.indexOf(ROWS_MARK);
+  if (at < 0) return Buffer.from(text, 'utf8');
+  return Buffer.concat([Buffer.from(text.slice(0, at), 'utf8'), ...sink.parts, Buffer.from(text.slice(at + ROWS_MARK.length), 'utf8')]);
 }
 
 /** One transcript line as Go's `json.Marshal(e)` plus "\n". Unknown keys are not written (as Go). */

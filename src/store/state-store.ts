@@ -4,7 +4,7 @@
 // as they were. Readers see only committed documents.
 import path from 'node:path';
 import { DecodeError, decodeStateText } from './go-decode.js';
-import { encodeStateDocument, RowCache, UnsupportedValueError } from './go-json.js';
+import { encodeStateDocumentBytes, RowCache, UnsupportedValueError } from './go-json.js';
 import { CommitQueue } from './commit-queue.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
@@ -166,9 +166,9 @@ export class StateStore {
 }
 
 /** state.json's text, or an invalid-input StoreError for a value Go's Marshal would refuse. */
-function encodeDocument(doc: Doc, rows: RowCache): string {
+function encodeDocument(doc: Doc, rows: RowCache): Buffer {
   try {
-    return encodeStateDocument(doc, rows);
+    return encodeStateDocumentBytes(doc, rows);
   } catch (err) {
     if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
     throw err;

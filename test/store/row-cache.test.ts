@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { encodeStateDocument, RowCache } from '../../src/store/go-json.js';
+import { encodeStateDocument, encodeStateDocumentBytes, RowCache } from '../../src/store/go-json.js';
 import { nodeIo } from '../../src/store/io.js';
 import type { Doc } from '../../src/store/state-document.js';
 import { addSession, emptyDocument, patchSession, removeSession, setHome, setTopField } from '../../src/store/state-document.js';
@@ -34,7 +34,7 @@ test('after any mutation sequence, the cached encoding equals a fresh full encod
       let doc = emptyDocument();
       for (const s of steps) {
         doc = s(doc);
-        assert.equal(encodeStateDocument(doc, cache), encodeStateDocument(doc));
+        assert.equal(encodeStateDocumentBytes(doc, cache).toString('utf8'), encodeStateDocument(doc));
       }
     }),
     { numRuns: 200 },
@@ -45,16 +45,16 @@ test('a replaced row is re-encoded; an unchanged row object is not', () => {
   const cache = new RowCache();
   let doc = emptyDocument();
   for (const n of ['a', 'b']) doc = addSession(doc, { name: n, channelID: '1', type: 'text', cmd: 'c' }).doc;
-  const before = encodeStateDocument(doc, cache);
+  const before = encodeStateDocumentBytes(doc, cache).toString('utf8');
   doc = patchSession(doc, 'a', { resumeToken: 'tok-1' }).doc;
-  const after = encodeStateDocument(doc, cache);
+  const after = encodeStateDocumentBytes(doc, cache).toString('utf8');
   assert.match(after, /"resumeToken": "tok-1"/);
   assert.equal(after, encodeStateDocument(doc));
   // Row b is the same object as before the patch: its text comes from the cache. Changing it in
   // place (which the store never does) shows that: the cached text still has the old command.
   const b = doc.sessions?.[1] as Record<string, unknown>;
   b.cmd = 'changed in place';
-  const reused = encodeStateDocument(doc, cache);
+  const reused = encodeStateDocumentBytes(doc, cache).toString('utf8');
   assert.doesNotMatch(reused, /changed in place/);
   assert.match(encodeStateDocument(doc), /changed in place/);
   assert.notEqual(before, after);
@@ -63,6 +63,7 @@ test('a replaced row is re-encoded; an unchanged row object is not', () => {
 test('a cache refuses a second layout rather than hand out text indented for another', () => {
   const cache = new RowCache();
   cache.get({}, 'x', () => '');
+  assert.equal(cache.get({}, 'x', () => 'new row').toString(), 'new row');
   assert.throws(() => cache.get({}, 'y', () => ''), /two layouts/);
 });
 
