@@ -3,6 +3,7 @@
 // same orderly stop (answer what was received, finish writes, remove the socket and its record,
 // flush logs).
 import type net from 'node:net';
+import type { Logger } from 'pino';
 import path from 'node:path';
 import { StateServer } from '../server/server.js';
 import type { Durability } from '../store/state-store.js';
@@ -14,6 +15,7 @@ import { removeServerRecord, writeServerRecord } from '../transport/server-recor
 import type { UnixSocketListener } from '../transport/socket.js';
 import { assertFolderSafe, listenUnixSocket, SocketError } from '../transport/socket.js';
 import { ensureSocketFolder } from '../transport/socket-folder.js';
+import { MAX_CONNECTIONS } from '../transport/limits.js';
 import { createStdioTransport } from '../transport/stdio.js';
 import type { LogFormat, LogLevel } from './logger.js';
 import { createLogging } from './logger.js';
@@ -108,7 +110,7 @@ export async function serve(o: ServeOptions): Promise<void> {
       // probed it, then sent SIGTERM): stop() awaits `moving`, so it then closes this listener
       // and removes the socket file instead of exiting with it left behind. (A failure to listen
       // is handled by the catch below; `moving` only orders the stop after it.)
-      const listening = listenOn(wanted, accept);
+      const listening = listenOn(wanted, accept, log);
       moving = listening.then(
         () => undefined,
         () => undefined,
@@ -141,7 +143,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     if (stopping || !listener) return;
     let next: UnixSocketListener;
     try {
-      next = await listenOn(serveSocket({ instanceId }), accept);
+      next = await listenOn(serveSocket({ instanceId }), accept, log);
     } catch (err) {
       log.error({ err, socket: listener.path }, 'the instance id changed but its socket cannot be served; staying on the old one');
       return;
@@ -173,9 +175,12 @@ function socketFor(o: ServeOptions, store: Store): FoundSocket {
 }
 
 /** Listens on `at`; the default folder is made (0700) and checked first. */
-async function listenOn(at: FoundSocket, accept: (s: net.Socket) => void): Promise<UnixSocketListener> {
+async function listenOn(at: FoundSocket, accept: (s: net.Socket) => void, log: Logger): Promise<UnixSocketListener> {
   if (at.source === 'default') await ensureSocketFolder(path.dirname(at.path));
-  return listenUnixSocket(at.path, accept);
+  return listenUnixSocket(at.path, accept, {
+    onError: (err) => log.error({ err, socket: at.path }, 'the listening socket failed to accept a connection; it keeps listening'),
+    onDrop: () => log.warn({ socket: at.path, max: MAX_CONNECTIONS }, 'a connection was closed on arrival: the most connections served at once are open'),
+  });
 }
 
 function announce(store: Store, listener: UnixSocketListener | undefined, stdio: boolean): void {

@@ -12,6 +12,7 @@ import { methodList } from '../protocol/table.js';
 import type { Store } from '../store/store.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
+import type { SubscriptionLimits } from './subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
 
 export interface ServerOptions {
@@ -25,6 +26,8 @@ export interface ServerOptions {
   readonly lifecycleOwner?: 'stdio' | 'any';
   /** Where the server listens now (it can move after an instance id change); none for stdio alone. */
   readonly socket?: () => string | undefined;
+  /** Bounds of the change feed (defaults in subscriptions.ts; tests go lower). */
+  readonly feed?: SubscriptionLimits;
 }
 
 /** The names of the params a method accepts: its params object's keys, through optional/default. */
@@ -44,13 +47,14 @@ export class StateServer {
   private discovery: Record<string, unknown> | undefined;
   private readonly startedAt = Date.now();
   private readonly shared: Omit<ServerContext, 'subscribe' | 'unsubscribe'>;
-  readonly subscriptions = new Subscriptions();
+  readonly subscriptions: Subscriptions;
 
   constructor(
     readonly store: Store,
     private readonly log: Logger,
     private readonly options: ServerOptions,
   ) {
+    this.subscriptions = new Subscriptions(options.feed);
     store.watch({
       stateCommitted: (revision, before, after) => this.subscriptions.stateCommitted(revision, before, after),
       transcriptAppended: (name, seq, entry) => this.subscriptions.transcriptAppended(name, seq, entry),

@@ -19,6 +19,15 @@ export const MAX_PENDING_NOTIFICATIONS = 4096;
  * 32 subscriptions share one bound; one notification may pass it (it is already in memory).
  */
 export const MAX_PENDING_BYTES = 16 * 1024 * 1024;
+/**
+ * Encoded bytes unsent on all subscribed connections together past which the feed is crowded:
+ * then a connection holding more than MAX_PENDING_BYTES_WHEN_CROWDED unsent gets watch/overflow
+ * at its next notification, whatever its own bound says. 16 stalled subscribers could otherwise
+ * hold 16 × 16 MiB; with this, the feed holds at most this plus 1 MiB per connection.
+ */
+export const MAX_PENDING_BYTES_IN_TOTAL = 128 * 1024 * 1024;
+/** What one connection may hold unsent while the feed is crowded (a prompt reader holds ~0). */
+export const MAX_PENDING_BYTES_WHEN_CROWDED = 1024 * 1024;
 /** Subscriptions one connection may hold; one more is refused with -32600. */
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 64;
 
@@ -47,10 +56,20 @@ const matches = (f: Subscription['transcripts'], name: string): boolean => f ===
 
 type Params<N extends NotificationName> = z.input<NotificationTable[N]['params']>;
 
+export interface SubscriptionLimits {
+  /** MAX_PENDING_BYTES_IN_TOTAL by default (tests go lower). */
+  readonly pendingBytesInTotal?: number;
+}
+
 export class Subscriptions {
   private readonly subs = new Map<string, Subscription>();
   private readonly bySink = new Map<NotificationSink, Set<string>>();
   private next = 1;
+  private readonly pendingBytesInTotal: number;
+
+  constructor(limits: SubscriptionLimits = {}) {
+    this.pendingBytesInTotal = limits.pendingBytesInTotal ?? MAX_PENDING_BYTES_IN_TOTAL;
+  }
 
   /** Subscribes `sink`; refused (-32600) past MAX_SUBSCRIPTIONS_PER_CONNECTION or once it closed. */
   add(sink: NotificationSink, filter: Filter): string {
@@ -99,22 +118,34 @@ export class Subscriptions {
     if (watchers.length === 0) return;
     const fields = Object.keys({ ...before, ...after }).filter((k) => k !== 'sessions' && !sameField(before[k], after[k]));
     const rowChanges = diffSessions(before.sessions ?? [], after.sessions ?? []);
+    const crowded = this.crowded();
     for (const s of watchers) {
-      for (const c of rowChanges) this.send(s, 'session/didChange', { subscription: s.id, revision, ...c });
-      if (fields.length) this.send(s, 'state/didChange', { subscription: s.id, revision, fields });
+      for (const c of rowChanges) this.send(s, 'session/didChange', { subscription: s.id, revision, ...c }, crowded);
+      if (fields.length) this.send(s, 'state/didChange', { subscription: s.id, revision, fields }, crowded);
     }
   }
 
   transcriptAppended(name: string, seq: number, entry: TranscriptEntry): void {
+    if (this.subs.size === 0) return;
+    const crowded = this.crowded();
     for (const s of this.subs.values()) {
-      if (matches(s.transcripts, name)) this.send(s, 'transcript/didAppend', { subscription: s.id, name, seq, entry });
+      if (matches(s.transcripts, name)) this.send(s, 'transcript/didAppend', { subscription: s.id, name, seq, entry }, crowded);
     }
   }
 
   participantAdded(name: string, userId: string): void {
+    if (this.subs.size === 0) return;
+    const crowded = this.crowded();
     for (const s of this.subs.values()) {
-      if (matches(s.participants, name)) this.send(s, 'participants/didAdd', { subscription: s.id, name, userId });
+      if (matches(s.participants, name)) this.send(s, 'participants/didAdd', { subscription: s.id, name, userId }, crowded);
     }
+  }
+
+  /** Whether the subscribed connections together hold more unsent bytes than the total bound. */
+  private crowded(): boolean {
+    let total = 0;
+    for (const sink of this.bySink.keys()) total += sink.unsentBytes();
+    return total > this.pendingBytesInTotal;
   }
 
   private drop(s: Subscription): void {
@@ -125,13 +156,14 @@ export class Subscriptions {
   }
 
   /** Called from the store's commit events: must never throw into the store. */
-  private send<N extends NotificationName>(s: Subscription, method: N, params: Params<N>): void {
+  private send<N extends NotificationName>(s: Subscription, method: N, params: Params<N>, crowded: boolean): void {
     const sink = s.sink;
     if (sink.isClosed) {
       this.drop(s);
       return;
     }
-    if (sink.unsentBytes() > MAX_PENDING_BYTES || sink.unsentFrames() >= MAX_PENDING_NOTIFICATIONS) {
+    const unsent = sink.unsentBytes();
+    if (unsent > MAX_PENDING_BYTES || sink.unsentFrames() >= MAX_PENDING_NOTIFICATIONS || (crowded && unsent > MAX_PENDING_BYTES_WHEN_CROWDED)) {
       this.drop(s);
       sink.notify('watch/overflow', { subscription: s.id } satisfies Params<'watch/overflow'>);
       return;

@@ -35,3 +35,11 @@ export function quote(text: string): string {
   const short = text.length > MAX_QUOTED_CHARS ? `${text.slice(0, MAX_QUOTED_CHARS)}…` : text;
   return JSON.stringify(short);
 }
+
+/**
+ * Socket connections served at once; one more is closed as it arrives (and logged). Every bound
+ * a connection lives within (unsent replies, its feed, its partial frame) times this is what a
+ * crowd of clients can make the server hold. A host's bridges, an editor and an operator are a
+ * handful; 256 leaves room for many without letting a loop of connects exhaust memory.
+ */
+export const MAX_CONNECTIONS = 256;

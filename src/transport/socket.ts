@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { SocketError } from './socket-error.js';
+import { MAX_CONNECTIONS } from './limits.js';
 import { defaultSocketFolder } from './socket-folder.js';
 import { errnoOf } from '../common/errno.js';
 
@@ -27,6 +28,10 @@ export interface UnixSocketListener {
 export interface ListenOptions {
   /** Errors of the listening socket after it is up (EMFILE on accept…); it keeps listening. */
   onError?: (error: Error) => void;
+  /** Connections open at once; one more is closed as it arrives (default MAX_CONNECTIONS). */
+  maxConnections?: number;
+  /** Told when a connection was closed on arrival because MAX_CONNECTIONS are open. */
+  onDrop?: () => void;
 }
 
 
@@ -95,6 +100,9 @@ export async function listenUnixSocket(
   // allowHalfOpen: a client may shut its write side after its last request (a shell pipe, a Python
   // script) and still read the replies; the server ends the socket once it has answered.
   const server = net.createServer({ allowHalfOpen: true }, onConnection);
+  // The per-connection bounds times this is the total a crowd of clients can make us hold.
+  server.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
+  server.on('drop', () => options.onDrop?.());
   let identity: { dev: number; ino: number };
   try {
     await listen(server, bound);

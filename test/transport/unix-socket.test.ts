@@ -166,3 +166,36 @@ test('the default socket path is in the per-user folder: $XDG_RUNTIME_DIR/herrsc
   assert.equal(defaultSocketPath(undefined, {}), path.join(os.tmpdir(), `herrscher-state-${uid}`, 'herrscher-state.sock'));
   assert.throws(() => defaultSocketPath('../x'), /instance id must be/);
 });
+
+test('past maxConnections open at once, a new connection is closed on arrival and reported; a freed slot serves again', bounded, async () => {
+  const at = path.join(tempDir(), 's.sock');
+  const held: net.Socket[] = [];
+  let drops = 0;
+  const keep = (s: net.Socket): void => {
+    held.push(s);
+    s.on('end', () => s.destroy()); // allowHalfOpen: the server side closes once the client left
+  };
+  const listener = await listenUnixSocket(at, keep, { maxConnections: 2, onDrop: () => drops++ });
+  const open = async (): Promise<net.Socket> => {
+    const c = net.createConnection(at);
+    await once(c, 'connect');
+    return c;
+  };
+  try {
+    const a = await open();
+    const b = await open();
+    while (held.length < 2) await new Promise((r) => setImmediate(r));
+    const c = await open();
+    await once(c, 'close'); // the server closed it without a word
+    assert.equal(drops, 1);
+    assert.equal(held.length, 2, 'the third connection never reached the handler');
+    a.destroy();
+    await once(held[0] as net.Socket, 'close');
+    const d = await open();
+    while (held.length < 3) await new Promise((r) => setImmediate(r));
+    assert.equal(drops, 1, 'a freed slot is used again');
+    for (const s of [b, d, ...held]) s.destroy();
+  } finally {
+    await listener.close();
+  }
+});
