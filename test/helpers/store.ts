@@ -81,3 +81,17 @@ export function snapshot(file: string): { bytes: string; ino: number; mtimeNs: b
 
 /** The text of a file. */
 export const text = (file: string): string => readFileSync(file, 'utf8');
+
+/** Every store method that derives a file path from a name: each must refuse a name that is not one safe file name. */
+export const pathMethods: [string, (s: Store, name: string) => Promise<unknown>][] = [
+  ['appendTranscript', (s, n) => s.appendTranscript(n, { ts: 't', role: 'user', text: 'x' })],
+  ['readTranscript', (s, n) => s.readTranscript(n, 0)],
+  ['lastTranscriptTs', (s, n) => s.lastTranscriptTs(n)],
+  ['readTranscriptPage', (s, n) => s.readTranscriptPage(n, { limit: 1 })],
+  ['transcriptUsage', (s, n) => s.transcriptUsage(n)],
+  ['removeTranscript', (s, n) => s.removeTranscript(n)],
+  ['appendParticipant', (s, n) => s.appendParticipant(n, 'u1')],
+  ['readParticipants', (s, n) => s.readParticipants(n)],
+  ['removeParticipants', (s, n) => s.removeParticipants(n)],
+  ['removeSession with purge', (s, n) => s.removeSession(n, { purge: true })],
+];

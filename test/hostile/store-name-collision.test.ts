@@ -7,24 +7,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import type { Store } from '../../src/store/store.js';
-import { openIn, storeError } from '../helpers/store.js';
+import { openIn, pathMethods, storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const LONE = ['a\ud800', '\udc00', 'x\udbffy', 'a\udfff\ud800'];
 
-const pathMethods: [string, (s: Store, name: string) => Promise<unknown>][] = [
-  ['appendTranscript', (s, n) => s.appendTranscript(n, { ts: 't', role: 'user', text: 'x' })],
-  ['readTranscript', (s, n) => s.readTranscript(n, 0)],
-  ['lastTranscriptTs', (s, n) => s.lastTranscriptTs(n)],
-  ['readTranscriptPage', (s, n) => s.readTranscriptPage(n, { limit: 1 })],
-  ['transcriptUsage', (s, n) => s.transcriptUsage(n)],
-  ['removeTranscript', (s, n) => s.removeTranscript(n)],
-  ['appendParticipant', (s, n) => s.appendParticipant(n, 'u1')],
-  ['readParticipants', (s, n) => s.readParticipants(n)],
-  ['removeParticipants', (s, n) => s.removeParticipants(n)],
-  ['removeSession with purge', (s, n) => s.removeSession(n, { purge: true })],
-];
 
 for (const [method, call] of pathMethods) {
   test(`${method} refuses a name holding a lone surrogate (invalid-name), so it cannot reach the U+FFFD file`, async (t) => {

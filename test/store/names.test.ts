@@ -6,23 +6,11 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import path from 'node:path';
 import { test } from 'node:test';
 import { Store } from '../../src/store/store.js';
-import { newSession, openIn, storeError, text } from '../helpers/store.js';
+import { newSession, openIn, pathMethods, storeError, text } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const UNSAFE = ['', '.', '..', '../evil', '../../evil', 'a/b', '/abs', 'a\\b', '..\\evil', 'a\0b', 'x/../../evil'];
 
-const pathMethods: [string, (s: Store, name: string) => Promise<unknown>][] = [
-  ['appendTranscript', (s, n) => s.appendTranscript(n, { ts: 't', role: 'user', text: 'x' })],
-  ['readTranscript', (s, n) => s.readTranscript(n, 0)],
-  ['lastTranscriptTs', (s, n) => s.lastTranscriptTs(n)],
-  ['readTranscriptPage', (s, n) => s.readTranscriptPage(n, { limit: 1 })],
-  ['transcriptUsage', (s, n) => s.transcriptUsage(n)],
-  ['removeTranscript', (s, n) => s.removeTranscript(n)],
-  ['appendParticipant', (s, n) => s.appendParticipant(n, 'u1')],
-  ['readParticipants', (s, n) => s.readParticipants(n)],
-  ['removeParticipants', (s, n) => s.removeParticipants(n)],
-  ['removeSession with purge', (s, n) => s.removeSession(n, { purge: true })],
-];
 
 /** Every file under `root` with its bytes, to compare before and after. */
 function tree(root: string): Record<string, string> {
