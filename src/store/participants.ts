@@ -1,9 +1,11 @@
 // One session's participants journal, participants/<name>.log: one user id per line, first-seen
 // order. The set is loaded once and kept, so membership is O(1) however long the journal grows.
+import type { FileHandle } from 'node:fs/promises';
 import { AppendFile } from './append-file.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { goTrimSpace } from './go-text.js';
+import { scanLines } from './line-scan.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
@@ -13,19 +15,25 @@ import type { WriteAheadLog } from './wal.js';
 const GO_SCAN_MAX_LINE = 64 * 1024 - 1;
 export const MAX_USER_ID_CHARS = 256;
 
-/** Go's ReadParticipants over a journal's bytes: trimmed, blanks and repeats skipped. */
-export function parseJournal(buf: Buffer): string[] {
+/**
+ * Go's ReadParticipants, streamed (scanLines): trimmed ids in first-seen order, blanks and
+ * repeats skipped, stopping at a line longer than Go's scanner takes. Only `\n`-terminated lines
+ * count: an unterminated tail is a write never acknowledged, dropped before the next append.
+ */
+export async function readJournal(io: Io, fh: FileHandle): Promise<Set<string>> {
   const seen = new Set<string>();
-  let start = 0;
-  while (start < buf.length) {
-    let end = buf.indexOf(0x0a, start);
-    if (end < 0) end = buf.length;
-    if (end - start > GO_SCAN_MAX_LINE) break;
-    const id = goTrimSpace(buf.toString('utf8', start, end));
-    if (id !== '') seen.add(id);
-    start = end + 1;
-  }
-  return [...seen];
+  await scanLines(
+    io,
+    fh,
+    await io.size(fh),
+    (line) => {
+      if (line.length > GO_SCAN_MAX_LINE) return false;
+      const id = goTrimSpace(line.toString('utf8'));
+      if (id !== '') seen.add(id);
+    },
+    { unterminated: false },
+  );
+  return seen;
 }
 
 /**
@@ -129,14 +137,22 @@ export class Participants {
     if (this.ids) return Promise.resolve(this.ids);
     this.loading ??= (async () => {
       const generation = this.generation;
-      let buf: Buffer = Buffer.alloc(0);
+      let ids = new Set<string>();
+      let fh: FileHandle | undefined;
       try {
-        buf = await this.io.readFile(this.file);
+        fh = await this.io.open(this.file, 'r');
       } catch (err) {
-        if (!isErrno(err, 'ENOENT')) throw ioError('read', this.rel, err);
+        if (!isErrno(err, 'ENOENT')) throw ioError('read', this.rel, err); // no journal: no participants (as Go)
       }
-      // Only terminated lines: an unterminated tail is dropped before the next append.
-      const ids = new Set(parseJournal(buf.subarray(0, buf.lastIndexOf(0x0a) + 1)));
+      if (fh) {
+        try {
+          ids = await readJournal(this.io, fh);
+        } catch (err) {
+          throw ioError('read', this.rel, err);
+        } finally {
+          await fh.close();
+        }
+      }
       if (generation === this.generation) this.ids = ids;
       return ids;
     })().finally(() => {

@@ -5,6 +5,7 @@ import type { FileHandle } from 'node:fs/promises';
 import type { TranscriptEntry } from '../protocol/model.js';
 import { decodeTranscriptLine } from './go-decode.js';
 import type { Io } from './io.js';
+import { scanLines } from './line-scan.js';
 import { goTrimSpace } from './go-text.js';
 import { errnoOf } from '../common/errno.js';
 
@@ -34,40 +35,20 @@ export function parseAll(buf: Buffer): Entry[] {
 const STEP = 64 * 1024;
 
 /**
- * Bytes a forward scan hands the parser per read: a few ms of parsing, after which the event
- * loop runs whatever else is waiting. A 200 MB transcript read in one piece blocked it 2.7-7 s.
- */
-export const SCAN_CHUNK = 1024 * 1024;
-
-/**
  * Calls `onEntry` for each entry of the first `size` bytes of `fh`, in file order, as parseAll
- * would return them, reading SCAN_CHUNK bytes at a time: every read returns to the event loop,
- * so no file blocks it for longer than one chunk's parse (one line longer than a chunk is still
- * parsed whole). A line spanning chunks is joined once, so the cost stays linear.
+ * would return them, streamed (scanLines): the last line needs no `\n`, as in Go's reader.
  */
 export async function scanEntries(io: Io, fh: FileHandle, size: number, onEntry: (e: Entry) => void): Promise<void> {
-  let pos = 0;
-  let partial: Buffer[] = []; // the start of a line that continues in the next chunk
-  const emit = (line: Buffer): void => {
-    const e = parseLine(line.toString('utf8'));
-    if (e) onEntry(e);
-  };
-  while (pos < size) {
-    const chunk = Buffer.alloc(Math.min(SCAN_CHUNK, size - pos));
-    const n = await io.read(fh, chunk, pos);
-    if (n === 0) break; // the file is shorter than `size`: what is there is all there is
-    pos += n;
-    const got = chunk.subarray(0, n);
-    let start = 0;
-    for (let nl = got.indexOf(0x0a); nl >= 0; nl = got.indexOf(0x0a, start)) {
-      const piece = got.subarray(start, nl);
-      emit(partial.length === 0 ? piece : Buffer.concat([...partial, piece]));
-      partial = [];
-      start = nl + 1;
-    }
-    if (start < got.length) partial.push(got.subarray(start));
-  }
-  if (partial.length > 0) emit(Buffer.concat(partial));
+  await scanLines(
+    io,
+    fh,
+    size,
+    (line) => {
+      const e = parseLine(line.toString('utf8'));
+      if (e) onEntry(e);
+    },
+    { unterminated: true },
+  );
 }
 
 /** Which part of which version of the file to read. */

@@ -1,4 +1,4 @@
-// Hostile files: a big transcript never blocks the event loop for long. Its first read (the
+// Hostile files: a big transcript or participants journal never blocks the event loop for long. Its first read (the
 // snapshot scan) and its compaction used to read the whole file in one piece and parse it in
 // one synchronous run (200 MB: others stalled 2.7-7 s). Now both stream it in SCAN_CHUNK reads,
 // each followed by that chunk's parse only, so the loop turns at least once per chunk. Checked
@@ -10,7 +10,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { nodeIo, withIo } from '../../src/store/io.js';
-import { SCAN_CHUNK } from '../../src/store/transcript-read.js';
+import { SCAN_CHUNK } from '../../src/store/line-scan.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
 import { openIn } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
@@ -30,7 +30,7 @@ function bigTranscript(entries: number): { dir: string; bytes: number } {
 }
 
 /** An Io that records the bytes each read of the big transcript delivered, and any whole-file read of it. */
-function watchedIo(): { io: ReturnType<typeof withIo>; reads: number[]; wholeReads: string[]; onRead(fn: (n: number) => Promise<void> | void): void } {
+function watchedIo(suffix = 'big.jsonl'): { io: ReturnType<typeof withIo>; reads: number[]; wholeReads: string[]; onRead(fn: (n: number) => Promise<void> | void): void } {
   const handles = new WeakSet<FileHandle>();
   const reads: number[] = [];
   const wholeReads: string[] = [];
@@ -38,7 +38,7 @@ function watchedIo(): { io: ReturnType<typeof withIo>; reads: number[]; wholeRea
   const io = withIo({
     async open(file, flags, mode) {
       const fh = await nodeIo.open(file, flags, mode);
-      if (file.endsWith('big.jsonl')) handles.add(fh);
+      if (file.endsWith(suffix)) handles.add(fh);
       return fh;
     },
     async read(fh, buf, position) {
@@ -50,7 +50,7 @@ function watchedIo(): { io: ReturnType<typeof withIo>; reads: number[]; wholeRea
       return n;
     },
     async readFile(file) {
-      if (file.endsWith('big.jsonl')) wholeReads.push(file);
+      if (file.endsWith(suffix)) wholeReads.push(file);
       return nodeIo.readFile(file);
     },
   });
@@ -98,4 +98,27 @@ test('compaction of a big transcript streams it too and keeps what Go keeps', as
   const after = await store.transcriptUsage('big');
   assert.equal(after.entries, before.entries + 1);
   assert.equal(after.cost, before.cost);
+});
+
+test('the first read of a big participants journal streams it too: first-seen order, trimmed, the unterminated tail dropped', async (t) => {
+  const { dir } = bigTranscript(1);
+  mkdirSync(path.join(dir, 'participants'));
+  const ids = Array.from({ length: 40_000 }, (_, i) => `user-${i}-${'p'.repeat(60)}`);
+  const text = `${ids.map((id, i) => (i % 7 === 0 ? `  ${id}\t` : id)).join('\n')}\n${ids[0]}\n\ntorn-tail-never-acknowledged`;
+  writeFileSync(path.join(dir, 'participants', 'big.log'), text);
+  assert.ok(Buffer.byteLength(text) > 2 * SCAN_CHUNK);
+  const w = watchedIo('big.log');
+  const store = await openIn(dir, { io: w.io });
+  t.after(() => store.close());
+  let otherAnswered = false;
+  w.onRead(async (n) => {
+    if (n === 2) {
+      await store.readParticipants('other');
+      otherAnswered = true;
+    }
+  });
+  assert.deepEqual(await store.readParticipants('big'), ids);
+  assert.equal(otherAnswered, true, 'another request was answered while the journal was read');
+  assert.ok(Math.max(...w.reads) <= SCAN_CHUNK, `largest read: ${Math.max(...w.reads)} bytes`);
+  assert.deepEqual(w.wholeReads, []);
 });

@@ -107,15 +107,15 @@ test('an id appended after a removal is added again, even when the removal raced
   let gate: Promise<void> | undefined;
   let reached: () => void = () => undefined;
   const io = withIo({
-    async readFile(file) {
-      const buf = await nodeIo.readFile(file);
+    async read(fh, buf, position) {
+      const n = await nodeIo.read(fh, buf, position);
       const g = gate;
       gate = undefined;
       if (g) {
         reached();
         await g;
       }
-      return buf;
+      return n;
     },
   });
   const { file, store } = await withJournal(t, 'u1\n', { io });
