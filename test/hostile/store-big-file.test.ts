@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { SCAN_CHUNK } from '../../src/store/line-scan.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import type { Store } from '../../src/store/store.js';
 import { openIn } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
@@ -57,24 +58,31 @@ function watchedIo(suffix = 'big.jsonl'): { io: ReturnType<typeof withIo>; reads
   return { io, reads, wholeReads, onRead: (fn) => { hook = fn; } };
 }
 
+/**
+ * Holds the scan's third read until another request has been answered: with a streamed scan it
+ * is, while the big file is still being read; a one-piece read never gets there.
+ */
+function answerAnotherDuringTheScan(w: ReturnType<typeof watchedIo>, store: Store): { answered: boolean } {
+  const other = { answered: false };
+  w.onRead(async (n) => {
+    if (n === 2) {
+      await store.readParticipants('other');
+      other.answered = true;
+    }
+  });
+  return other;
+}
+
 test('the first read of a big transcript streams it: no read hands the parser more than a chunk, and others are answered meanwhile', async (t) => {
   const { dir, bytes } = bigTranscript(15_000); // ~3 MB: three chunks at least
   const w = watchedIo();
   const store = await openIn(dir, { io: w.io });
   t.after(() => store.close());
-  let otherAnswered = false;
-  // Hold the scan's third read until another request has been answered: with a streamed scan it
-  // is, while the big file is still being read; a one-piece read never gets there.
-  w.onRead(async (n) => {
-    if (n === 2) {
-      await store.readParticipants('other');
-      otherAnswered = true;
-    }
-  });
+  const other = answerAnotherDuringTheScan(w, store);
   const usage = await store.transcriptUsage('big');
   assert.equal(usage.entries, 15_000);
   assert.equal(usage.cost, 7_500);
-  assert.equal(otherAnswered, true, 'another request was answered while the big file was scanned');
+  assert.equal(other.answered, true, 'another request was answered while the big file was scanned');
   assert.ok(w.reads.length >= Math.floor(bytes / SCAN_CHUNK), `reads: ${w.reads.length}`);
   assert.ok(Math.max(...w.reads) <= SCAN_CHUNK, `largest read: ${Math.max(...w.reads)} bytes`);
   assert.deepEqual(w.wholeReads, []);
@@ -110,15 +118,9 @@ test('the first read of a big participants journal streams it too: first-seen or
   const w = watchedIo('big.log');
   const store = await openIn(dir, { io: w.io });
   t.after(() => store.close());
-  let otherAnswered = false;
-  w.onRead(async (n) => {
-    if (n === 2) {
-      await store.readParticipants('other');
-      otherAnswered = true;
-    }
-  });
+  const other = answerAnotherDuringTheScan(w, store);
   assert.deepEqual(await store.readParticipants('big'), ids);
-  assert.equal(otherAnswered, true, 'another request was answered while the journal was read');
+  assert.equal(other.answered, true, 'another request was answered while the journal was read');
   assert.ok(Math.max(...w.reads) <= SCAN_CHUNK, `largest read: ${Math.max(...w.reads)} bytes`);
   assert.deepEqual(w.wholeReads, []);
 });
