@@ -34,5 +34,5 @@ export async function sweepTempFiles(io: Io, dir: string, stateBase: string, log
   const stateTemp = new RegExp(`^${escape(stateBase)}\\.(tmp|\\d+)$`);
   await sweep(io, dir, '', (n) => stateTemp.test(n), log);
   await sweep(io, dir, 'transcripts', (n) => /\.jsonl\.(tmp|compact|\d+)$/.test(n), log);
-  await sweep(io, dir, '.herrscher-state/transcripts', (n) => /\.json\.\d+$/.test(n), log);
+  await sweep(io, dir, '.herrscher-state/transcripts', (n) => /\.(json|summary)\.\d+$/.test(n), log);
 }

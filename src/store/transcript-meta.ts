@@ -164,3 +164,79 @@ export async function removeMeta(io: Io, file: string, rel: string): Promise<voi
     }
   }
 }
+
+// ---- the summary a clean stop leaves (restart in O(sessions)) --------------------------------
+// `<name>.summary`: what the first usage/last/infos after a start would otherwise scan the whole
+// file for. Written when the transcript object closes (a clean stop, an idle eviction), after
+// every append it made is in the file. It is only a shortcut: it is believed only when it names
+// the file exactly (inode, size, checksum of the first bytes); anything else (appended, cut,
+// replaced, damaged, missing) means a scan, as before. So it needs neither a second copy nor a
+// sync: a torn or lost summary fails its checksum or is absent, and costs one scan.
+
+/** The summary's path and relative name beside the meta's (`<name>.json` -> `<name>.summary`). */
+export const summaryBeside = (metaFile: string, metaRelPath: string): [string, string] =>
+  [metaFile.replace(/\.json$/, '.summary'), metaRelPath.replace(/\.json$/, '.summary')];
+
+export interface Summary {
+  /** Inode, size and `head` of the file described. */
+  ino: number;
+  size: number;
+  head: string;
+  /** Entries in the file, the seq of the first, and the ts of the newest a full read returns. */
+  count: number;
+  firstSeq: number;
+  lastTs: string;
+  /** Usage compaction removed, and usage of every entry ever appended. */
+  dropped: UsageSum;
+  total: UsageSum;
+}
+
+/** The summary at `file` if it describes the file with this inode, size and first bytes; undefined otherwise. */
+export async function readSummary(io: Io, file: string, rel: string, ino: number, size: number, prefix: Buffer): Promise<Summary | undefined> {
+  let text: string;
+  try {
+    text = (await io.readFile(file)).toString('utf8');
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return undefined; // never written, or removed: scan
+    throw ioError('read', rel, err);
+  }
+  const json = text.trimEnd();
+  if (!/^[0-9a-f]{8} /.test(json) || checksum(json.slice(9)) !== json.slice(0, 8)) return undefined;
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(json.slice(9)) as Record<string, unknown>;
+  } catch {
+    return undefined; // checksum fits but not JSON: not ours, scan
+  }
+  const ints = ['ino', 'size', 'count', 'firstSeq'] as const;
+  if (!v || typeof v !== 'object' || !ints.every((k) => Number.isSafeInteger(v[k]))) return undefined;
+  if (typeof v.head !== 'string' || typeof v.lastTs !== 'string') return undefined;
+  const dropped = sumFromJson(v.dropped);
+  const total = sumFromJson(v.total);
+  if (!dropped || !total) return undefined;
+  const s: Summary = {
+    ino: v.ino as number, size: v.size as number, head: v.head, count: v.count as number, firstSeq: v.firstSeq as number,
+    lastTs: v.lastTs, dropped, total,
+  };
+  const exact = s.ino === ino && s.size === size && s.head === headOf(prefix) && total.entries === dropped.entries + s.count;
+  return exact ? s : undefined;
+}
+
+/** Writes the summary atomically (not synced: see above). */
+export async function writeSummary(io: Io, file: string, rel: string, s: Summary): Promise<void> {
+  const json = JSON.stringify({ ...s, dropped: sumToJson(s.dropped), total: sumToJson(s.total) });
+  try {
+    await io.mkdir(path.dirname(file), 0o700);
+    await io.writeAtomic(file, `${checksum(json)} ${json}\n`, { mode: 0o600, sync: false });
+  } catch (err) {
+    throw ioError('write', rel, err);
+  }
+}
+
+export async function removeSummary(io: Io, file: string, rel: string): Promise<void> {
+  try {
+    await io.unlink(file);
+  } catch (err) {
+    if (!isErrno(err, 'ENOENT')) throw ioError('remove', rel, err);
+  }
+}

@@ -14,11 +14,11 @@ import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import type { TranscriptMeta } from './transcript-meta.js';
 import type { Generation } from './transcript-meta.js';
-import { findGeneration, HEAD_BYTES, headOf, removeMeta, writeMeta } from './transcript-meta.js';
+import { findGeneration, HEAD_BYTES, headOf, readSummary, removeMeta, removeSummary, summaryBeside, writeMeta, writeSummary } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
 import { parseLine, readNewest, scanEntries } from './transcript-read.js';
 import type { Usage, UsageSum } from './usage.js';
-import { addEntry, concatUsage, toUsage, zeroSum } from './usage.js';
+import { addEntry, concatUsage, sumToJson, toUsage, zeroSum } from './usage.js';
 import type { WriteAheadLog } from './wal.js';
 
 /** Go compacts once an append leaves the file strictly larger than this (transcript.go). */
@@ -109,6 +109,8 @@ export class Transcript {
   private readonly appender: AppendFile<Pending>;
   private snap: Snapshot | undefined;
   private loading: Promise<Snapshot> | undefined;
+  /** Whether the summary on disk describes `snap` already (loaded from it, or written since the last change). */
+  private summaryCurrent = false;
 
   constructor(
     private readonly io: Io,
@@ -210,6 +212,8 @@ export class Transcript {
         removed = false;
       }
       await removeMeta(this.io, this.metaFile, this.metaRelPath);
+      await removeSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath));
+      this.summaryCurrent = false;
       this.snap = emptySnapshot();
       // Seq starts again at 0 for a new transcript: its mark goes too.
       this.mark.reset();
@@ -222,12 +226,45 @@ export class Transcript {
     return this.appender.settled();
   }
 
-  close(): Promise<void> {
-    return this.appender.close();
+  /** Finishes every append, then leaves the summary the next start loads instead of scanning. */
+  async close(): Promise<void> {
+    await this.appender.close();
+    try {
+      await this.saveSummary();
+    } catch (err) {
+      this.log.error(`writing the summary of ${this.rel} failed; the next start scans the file instead`, err);
+    }
+  }
+
+  /** Writes the summary of the file as this object knows it, after checking the file is still that file. */
+  private async saveSummary(): Promise<void> {
+    const snap = this.snap;
+    if (!snap || this.summaryCurrent || snap.ino === 0) return;
+    let fh: FileHandle;
+    try {
+      fh = await this.io.open(this.file, 'r');
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return; // removed behind our back: nothing to describe
+      throw err;
+    }
+    let prefix: Buffer;
+    try {
+      // Someone else wrote it (or an append was cut back differently): say nothing rather than something stale.
+      if (await this.io.inode(fh) !== snap.ino || await this.io.size(fh) !== snap.size) return;
+      prefix = Buffer.alloc(Math.min(snap.size, HEAD_BYTES));
+      await this.io.read(fh, prefix, 0);
+    } finally {
+      await fh.close();
+    }
+    const { ino, size, count, firstSeq, lastTs, dropped, total } = snap;
+    await writeSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath),
+      { ino, size, head: headOf(prefix), count, firstSeq, lastTs, dropped, total });
+    this.summaryCurrent = true;
   }
 
   private written(pending: Pending[], size: number): void {
     const snap = this.snap as Snapshot;
+    this.summaryCurrent = false;
     for (const p of pending) {
       p.seq = snap.firstSeq + snap.count;
       snap.count++;
@@ -266,6 +303,19 @@ export class Transcript {
       const size = await this.io.size(fh);
       const prefix = Buffer.alloc(Math.min(size, HEAD_BYTES));
       await this.io.read(fh, prefix, 0);
+      // A clean stop left what this file holds: believed only if it names this very file (inode, size, first bytes).
+      const known = await readSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), ino, size, prefix);
+      if (known) {
+        // The seq numbering still comes from the meta, as for a scan (its copies checked and repaired,
+        // a loss reported); a summary that disagrees with it is not used.
+        const { firstSeq, dropped } = await this.numbering(ino, prefix, known.count);
+        if (firstSeq === known.firstSeq && sameSum(dropped, known.dropped)) {
+          this.mark.raise(firstSeq + known.count);
+          this.summaryCurrent = true;
+          const { count, lastTs, total } = known;
+          return { ino, size, head: headOf(prefix), count, firstSeq, dropped, total, lastTs, generation: 0 };
+        }
+      }
       // Streamed: only the numbers are kept, and the event loop runs between chunks.
       // A torn tail counts as Go's reader counts it; its repair before the next append keeps that.
       const inFile = zeroSum();
@@ -381,6 +431,7 @@ export class Transcript {
       return;
     }
     // The rename is the commit point: from here the new file is the transcript.
+    this.summaryCurrent = false;
     Object.assign(snap, {
       ino, head: next.head, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
       dropped: next.dropped, generation: snap.generation + 1,
@@ -440,6 +491,8 @@ export class Transcript {
     return { count, lines: window.slice(head), removed };
   }
 }
+
+const sameSum = (a: UsageSum, b: UsageSum): boolean => JSON.stringify(sumToJson(a)) === JSON.stringify(sumToJson(b));
 
 function emptySnapshot(): Snapshot {
   return { ino: 0, size: 0, head: undefined, count: 0, firstSeq: 0, dropped: zeroSum(), total: zeroSum(), lastTs: '', generation: 0 };
