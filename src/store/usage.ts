@@ -68,12 +68,6 @@ export function concatUsage(a: UsageSum, b: UsageSum): UsageSum {
   };
 }
 
-export function usageOf(entries: readonly TranscriptEntry[]): UsageSum {
-  const u = zeroSum();
-  for (const e of entries) addEntry(u, e);
-  return u;
-}
-
 /** The protocol's view of a sum: the cost as a number (the nearest double to the exact total). */
 export function toUsage(u: UsageSum): Usage {
   const { costNanos, ...rest } = u;
