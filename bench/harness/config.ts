@@ -11,6 +11,8 @@ export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  */
 export const CLI = process.env.BENCH_CLI ?? path.join(REPO, 'dist/src/cli.js');
 export const ECHO_SERVER = path.join(REPO, 'bench/fixtures/echo-server.mjs');
+/** The SQLite ceiling, measured by python3's standard-library sqlite3 (no compiler needed). */
+export const SQLITE_CEILING = path.join(REPO, 'bench/fixtures/sqlite-ceiling.py');
 export const LOAD_CLIENT = path.join(REPO, 'bench/fixtures/load-client.ts');
 export const RESULTS_DIR = path.join(REPO, 'bench/results');
 export const PROFILE_DIR = path.join(RESULTS_DIR, 'prof');

@@ -1,15 +1,19 @@
 // The raw ceilings on the bench's own disk, in-process and with the calls our store uses
 // (node:fs/promises FileHandles on libuv's thread pool): what an append or a state.json rewrite
-// could cost with no RPC and no server at all. Every file lives in the bench's temp dir, on the
-// same file system as the server's state dir.
+// could cost with no RPC and no server at all, and SQLite as a user would run it (in a python3
+// child). Every file lives in the bench's temp dir, on the same file system as the server's state dir.
+import { execFile } from 'node:child_process';
 import type { FileHandle } from 'node:fs/promises';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type Database from 'better-sqlite3';
+import { promisify } from 'node:util';
 import type { Bounds } from './config.js';
+import { SQLITE_CEILING } from './config.js';
 import type { Latency, Rate } from './load.js';
 import { awaitEach, eachAwaiting } from './load.js';
 import { nowUs } from './stats.js';
+
+const execFileAsync = promisify(execFile);
 
 /** The line our server appends for the bench's entry, so byte counts match. */
 export const LINE = Buffer.from(
@@ -122,42 +126,33 @@ export async function durableRewriteRate(dir: string, doc: Buffer, b: Bounds): P
   return { rate: count / seconds, count, seconds };
 }
 
-/**
- * better-sqlite3, when installed. It is not a dependency: with no prebuilt binary to fetch, its
- * install compiles SQLite from source (minutes on 2 cores) for this one ceiling. Absent, the
- * SQLite row is skipped and the bench says so: `npm install --no-save better-sqlite3@12.11.1`.
- */
-type SqliteDatabase = typeof Database;
-export const Sqlite: SqliteDatabase | undefined = await import('better-sqlite3').then(
-  (m) => m.default,
-  (err: NodeJS.ErrnoException) => {
-    if (err.code === 'ERR_MODULE_NOT_FOUND') return undefined;
-    throw err;
-  },
-);
+/** Why the SQLite ceiling cannot be measured here, or the versions that will measure it. */
+export type SqliteProbe = { sqlite: string; python: string; skipped?: undefined } | { skipped: string };
 
 /**
- * The alternative a user might pick: SQLite (better-sqlite3, in-process), WAL, synchronous=FULL,
- * one row per transaction (each INSERT autocommits, so each is fsynced before the next).
+ * Asks python3 whether its standard-library sqlite3 is there (SQLITE_CEILING --probe). A missing
+ * python3 or sqlite3 module skips the row with the reason; any other failure is the bench's error.
  */
-export function sqliteRate(Database: SqliteDatabase, dir: string, b: Bounds): Rate {
-  const db = new Database(path.join(dir, 'bench.sqlite'));
+export async function probeSqlite(python = 'python3'): Promise<SqliteProbe> {
+  let stdout: string;
   try {
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.exec('CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, session TEXT NOT NULL, line TEXT NOT NULL)');
-    const insert = db.prepare('INSERT INTO entries (session, line) VALUES (?, ?)');
-    const line = LINE.toString('utf8');
-    const start = nowUs();
-    const end = start + b.maxMs * 1000;
-    let count = 0;
-    while (count < b.maxCount && nowUs() < end) {
-      insert.run('main', line);
-      count++;
-    }
-    const seconds = (nowUs() - start) / 1e6;
-    return { rate: count / seconds, count, seconds };
-  } finally {
-    db.close();
+    ({ stdout } = await execFileAsync(python, [SQLITE_CEILING, '--probe']));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { skipped: `${python} is not on PATH` };
+    throw err;
   }
+  const out = JSON.parse(stdout) as { sqlite: string; python: string } | { unavailable: string };
+  return 'unavailable' in out ? { skipped: out.unavailable } : out;
+}
+
+/**
+ * The alternative a user might pick: SQLite (python3's sqlite3, a native SQLite, in its own
+ * process), WAL, synchronous=FULL, one row of LINE per transaction (each INSERT autocommits, so
+ * each is fsynced before the next), within the same bounds as our runs. The script times only
+ * its inserts; per insert, Python costs a few µs against a ~1 ms fsync (docs/performance.md).
+ */
+export async function sqliteRate(dir: string, b: Bounds): Promise<Rate> {
+  const args = [SQLITE_CEILING, path.join(dir, 'bench.sqlite'), String(b.maxCount), String(b.maxMs), LINE.toString('utf8')];
+  const { stdout } = await execFileAsync('python3', args);
+  return JSON.parse(stdout) as Rate;
 }
