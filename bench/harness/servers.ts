@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { CLI, ECHO_SERVER, PROFILE, PROFILE_DIR, REPO } from './config.js';
 import type { Rpc } from './rpc.js';
 import { rpcOverStdio } from './rpc.js';
@@ -41,10 +42,14 @@ export interface StdioProc extends Proc {
 
 let profileSeq = 0;
 
-/** Node flags for our server: --cpu-prof when BENCH_PROFILE=1, one file per server start. */
+/**
+ * Node flags for our server: --cpu-prof when BENCH_PROFILE=1, one folder per server start. Node
+ * names the files: one per thread (the main thread's has thread id 0 in its name, the writer
+ * thread's another), so the writer thread's profile never overwrites the main thread's.
+ */
 function nodeFlags(name: string): string[] {
   if (!PROFILE) return [];
-  return ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR, '--cpu-prof-name', `${name}.${++profileSeq}.cpuprofile`];
+  return ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, `${name}.${++profileSeq}`)];
 }
 
 function track(name: string, child: ChildProcess, orderly: () => void): Proc {

@@ -11,6 +11,7 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { errnoOf } from '../common/errno.js';
+import { BATCHED_WRITE_MAX, WriterThread } from './writer-thread.js';
 
 export interface Io {
   /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
@@ -92,9 +93,12 @@ async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: 
   }
   try {
     try {
-      await fh.writeFile(data);
+      // One write call for the whole file (writeFile would cut it in 512 KiB calls, each a
+      // thread-pool hop), and fdatasync: the file is new, its size is the only metadata it needs.
+      const buf = typeof data === 'string' ? Buffer.from(data) : data;
+      for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
       await fh.chmod(mode); // the open's mode went through the umask
-      if (sync) await fh.sync();
+      if (sync) await fh.datasync();
     } finally {
       await fh.close();
     }
@@ -111,6 +115,9 @@ async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: 
   }
 }
 
+/** The one writer thread of the process: every store's small writes share its hand-offs. */
+const writer = new WriterThread();
+
 export const nodeIo: Io = {
   writeAtomic,
   async syncDir(dir) {
@@ -122,11 +129,12 @@ export const nodeIo: Io = {
     }
   },
   open: openNoFollow,
-  // Through the thread pool, never write(2) on the main thread: a disk that stalls (full queue,
-  // frozen NFS, a pipe nobody reads) must stall the writers waiting for it, not every connection
-  // (issue 10). The hand-off is paid once per batch per file, since each commit writes its batch
-  // with one call (measured with the append bench: see docs/durability.md).
+  // Never write(2) on the main thread: a disk that stalls (full queue, frozen NFS, a pipe nobody
+  // reads) must stall the writers waiting for it, not every connection (issue 10). Small writes
+  // share one hand-off per turn of the event loop (writer-thread.ts); a big one goes alone through
+  // the thread pool.
   write: async (fh, buf) => {
+    if (buf.length <= BATCHED_WRITE_MAX) return writer.write(fh.fd, buf);
     let off = 0;
     while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
     return off;

@@ -1,0 +1,143 @@
+// Small appends leave the main thread in one hand-off per turn of the event loop. Every append is a
+// write(2) to its own file; through the libuv thread pool each one cost a wake-up of a pool thread
+// and one of the main thread, about half the server's CPU per append at 64 connections (issue 11
+// item 4, docs/performance.md). Here the writes asked for in one turn travel together to one
+// worker thread, which writes them in order and answers once: the hand-off is paid per turn, not
+// per append, and the main thread still never blocks on a disk (a stalled disk stalls the writers
+// waiting for it, not the readers; issue 10).
+//
+// Order: a caller awaits its write before it writes to the same file again (AppendFile, the
+// write-ahead log), and one worker writes its batches in the order they were posted, so a file's
+// bytes land in the order they were asked for. A handle is never closed while its write is out:
+// its owner closes it only after its queue has settled.
+import { Worker } from 'node:worker_threads';
+
+/**
+ * The worker, as source: it runs the same from src/ (tsx), dist/ and the CLI bundle. import()
+ * works whether Node reads it as CommonJS or as a module; the port holds messages until then.
+ */
+const WORKER_SOURCE = `
+Promise.all([import('node:worker_threads'), import('node:fs')]).then(([{ parentPort }, { writeSync }]) => {
+  parentPort.on('message', ({ bytes, plan }) => {
+    const all = Buffer.from(bytes);
+    const out = [];
+    let at = 0;
+    for (let i = 0; i < plan.length; i += 2) {
+      const fd = plan[i];
+      const len = plan[i + 1];
+      let off = 0;
+      try {
+        while (off < len) off += writeSync(fd, all, at + off, len - off);
+        out.push(null);
+      } catch (e) {
+        out.push({ message: String(e && e.message), code: e && e.code, errno: e && e.errno, syscall: e && e.syscall });
+      }
+      at += len;
+    }
+    parentPort.postMessage(out);
+  });
+});
+`;
+
+/** Past this size a write goes to the thread pool alone: the copy into a batch would cost more than the hand-off. */
+export const BATCHED_WRITE_MAX = 64 * 1024;
+
+interface Job {
+  readonly fd: number;
+  readonly buf: Buffer;
+  resolve(n: number): void;
+  reject(err: Error): void;
+}
+
+interface WireError {
+  message: string;
+  code?: string;
+  errno?: number;
+  syscall?: string;
+}
+
+export class WriterThread {
+  private worker: Worker | undefined;
+  private queued: Job[] = [];
+  /**
+   * The batch the worker is writing. One at a time: what is asked for meanwhile waits and goes
+   * with the next one (a group commit), so the worker is woken once per batch, not once per turn.
+   */
+  private out: Job[] | undefined;
+
+  /** Writes all of `buf` to `fd` at its offset; resolves with its length once it is written. */
+  write(fd: number, buf: Buffer): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      if (this.queued.length === 0 && !this.out) setImmediate(() => this.flush());
+      this.queued.push({ fd, buf, resolve, reject });
+    });
+  }
+
+  private flush(): void {
+    const batch = this.queued;
+    this.queued = [];
+    let total = 0;
+    for (const j of batch) total += j.buf.length;
+    // Its own ArrayBuffer (never the shared pool's), so it can be handed over without a copy.
+    const bytes = Buffer.allocUnsafeSlow(total);
+    const plan: number[] = [];
+    let at = 0;
+    for (const j of batch) {
+      at += j.buf.copy(bytes, at);
+      plan.push(j.fd, j.buf.length);
+    }
+    let worker: Worker;
+    try {
+      worker = this.started();
+    } catch (err) {
+      for (const j of batch) j.reject(err as Error);
+      return;
+    }
+    // Referenced only while a batch is out: an idle writer never keeps the process alive, and a
+    // pending write always does.
+    worker.ref();
+    this.out = batch;
+    worker.postMessage({ bytes: bytes.buffer, plan }, [bytes.buffer]);
+  }
+
+  private started(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      // Not the parent's flags (a loader such as tsx, --input-type): it needs none of them.
+      execArgv: [],
+      // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
+      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
+    });
+    worker.unref();
+    worker.on('message', (out: (WireError | null)[]) => this.answered(out));
+    // A worker that fails takes its unanswered batches with it: each caller learns why, and the
+    // next write starts a new worker.
+    worker.on('error', (err) => this.lost(worker, err));
+    worker.on('exit', (code) => this.lost(worker, new Error(`the writer thread exited (code ${code}) with writes unanswered`)));
+    this.worker = worker;
+    return worker;
+  }
+
+  private answered(out: (WireError | null)[]): void {
+    const batch = this.out;
+    this.out = undefined;
+    if (this.queued.length > 0) this.flush();
+    else this.worker?.unref();
+    if (!batch) return;
+    for (const [i, j] of batch.entries()) {
+      const e = out[i];
+      if (e === null) j.resolve(j.buf.length);
+      else j.reject(Object.assign(new Error(e?.message ?? 'write failed'), e ? { code: e.code, errno: e.errno, syscall: e.syscall } : {}));
+    }
+  }
+
+  private lost(worker: Worker, err: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
+    const batch = this.out ?? [];
+    this.out = undefined;
+    for (const j of batch) j.reject(err);
+    if (this.queued.length > 0) setImmediate(() => this.flush());
+  }
+}

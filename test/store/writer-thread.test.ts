@@ -1,0 +1,77 @@
+// The writer thread: writes asked for in one turn share one hand-off, land in order per file, and
+// each caller learns its own outcome.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { errnoOf } from '../../src/common/errno.js';
+import { WriterThread } from '../../src/store/writer-thread.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+test('writes of one turn to many files each land whole, and a file keeps its order across turns', async () => {
+  const dir = tempDir();
+  const writer = new WriterThread();
+  const handles = await Promise.all(Array.from({ length: 20 }, (_, i) => fs.open(path.join(dir, `f${i}`), 'a')));
+  try {
+    const expected = handles.map(() => '');
+    for (let round = 0; round < 5; round++) {
+      // One turn: a write to every file, of different sizes (0 bytes included).
+      const lines = handles.map((_, i) => 'x'.repeat((i * 37 + round) % 300) + `|${i}.${round}\n`);
+      const written = await Promise.all(handles.map((fh, i) => writer.write(fh.fd, Buffer.from(lines[i] as string))));
+      assert.deepEqual(written, lines.map((l) => Buffer.byteLength(l)));
+      lines.forEach((l, i) => (expected[i] += l));
+    }
+    const empty = await writer.write((handles[0] as fs.FileHandle).fd, Buffer.alloc(0));
+    assert.equal(empty, 0);
+    for (const [i, want] of expected.entries()) assert.equal(await fs.readFile(path.join(dir, `f${i}`), 'utf8'), want);
+  } finally {
+    await Promise.all(handles.map((fh) => fh.close()));
+  }
+});
+
+test('a failed write rejects its own caller with the errno; the others of its turn are written', async () => {
+  const dir = tempDir();
+  const writer = new WriterThread();
+  const ok = await fs.open(path.join(dir, 'ok'), 'a');
+  const readOnly = await fs.open(path.join(dir, 'ok'), 'r');
+  const full = existsSync('/dev/full') ? await fs.open('/dev/full', 'w') : undefined;
+  try {
+    const results = await Promise.allSettled([
+      writer.write(ok.fd, Buffer.from('one\n')),
+      writer.write(readOnly.fd, Buffer.from('never\n')),
+      ...(full ? [writer.write(full.fd, Buffer.from('no space\n'))] : []),
+      writer.write(ok.fd, Buffer.from('two\n')),
+    ]);
+    assert.equal(results[0]?.status, 'fulfilled');
+    assert.equal(results[1]?.status, 'rejected');
+    assert.equal(errnoOf((results[1] as PromiseRejectedResult).reason), 'EBADF');
+    assert.match(((results[1] as PromiseRejectedResult).reason as Error).message, /EBADF/);
+    if (full) assert.equal(errnoOf((results[2] as PromiseRejectedResult).reason), 'ENOSPC');
+    assert.equal(results[results.length - 1]?.status, 'fulfilled');
+    assert.equal(await fs.readFile(path.join(dir, 'ok'), 'utf8'), 'one\ntwo\n');
+  } finally {
+    await Promise.all([ok.close(), readOnly.close(), full?.close()]);
+  }
+});
+
+test('a pending write keeps the process alive and an idle writer does not', () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'out');
+  const module = new URL('../../src/store/writer-thread.ts', import.meta.url).href;
+  // Nothing else holds the loop: without the worker's ref the process would exit before the write
+  // answers (exit code 13, "unsettled top-level await"); with an idle worker still referenced it
+  // would never exit (the test's timeout).
+  const script = `
+    import fs from 'node:fs/promises';
+    import { WriterThread } from ${JSON.stringify(module)};
+    const fh = await fs.open(${JSON.stringify(file)}, 'a');
+    const n = await new WriterThread().write(fh.fd, Buffer.from('kept\\n'));
+    await fh.close();
+    process.stdout.write(String(n));
+  `;
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(out, '5');
+  assert.equal(execFileSync('cat', [file], { encoding: 'utf8' }), 'kept\n');
+});
