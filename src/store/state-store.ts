@@ -156,8 +156,15 @@ export class StateStore {
     const sync = this.durability === 'sync';
     const dir = path.dirname(this.file);
     try {
-      await this.io.mkdir(dir, 0o700);
-      await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
+      try {
+        await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
+      } catch (err) {
+        // The dir was removed under us: made again, as Go's SaveState (MkdirAll) would. Only
+        // then, so a commit does not pay a call for a folder that is nearly always there.
+        if (!isErrno(err, 'ENOENT')) throw err;
+        await this.io.mkdir(dir, 0o700);
+        await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
+      }
       if (sync) await this.io.syncDir(dir);
     } catch (err) {
       throw ioError('write', path.basename(this.file), err);

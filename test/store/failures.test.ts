@@ -1,7 +1,7 @@
 // Failed writes, injected through the fs seam: a failure rejects with kind io and the errno, and
 // leaves memory and every file exactly as they were (Go keeps the in-memory change; fixed).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -55,11 +55,24 @@ for (const code of ['ENOSPC', 'EACCES', 'EIO', 'EROFS']) {
   });
 }
 
-test('a failed mkdir of the state dir rejects with kind io and leaves memory unchanged', async (t) => {
+test('a state dir removed under the store is made again by the next commit, as Go\'s MkdirAll', async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  rmSync(dir, { recursive: true });
+  assert.deepEqual(await store.setWorkspace('/ws'), { changed: true });
+  const disk = JSON.parse(text(statePathIn(dir))) as { workspace: string; sessions: { name: string }[] };
+  assert.equal(disk.workspace, '/ws');
+  assert.deepEqual(disk.sessions.map((s) => s.name), ['a']);
+});
+
+test('a failed mkdir of a removed state dir rejects with kind io and leaves memory unchanged', async (t) => {
   const dir = tempDir();
   const { io, arm } = faulty('mkdir', 'EACCES');
   const store = await openIn(dir, { io });
   t.after(() => store.close());
+  rmSync(dir, { recursive: true });
   arm(true);
   await assert.rejects(() => store.setInstanceID('x'), storeError('io', ['write state.json: EACCES'], 'EACCES'));
   assert.equal(store.getState().instanceID, undefined);
