@@ -1,12 +1,14 @@
-// A stalled disk stalls the writers waiting for it, not the event loop: appends are written
-// through the thread pool. A FIFO nobody reads stands in for the stalled disk: a write larger
+// A stalled disk stalls the writers waiting for it, not the event loop: big writes go through the
+// thread pool, small ones through the writer thread (writer-thread.ts). A FIFO nobody reads stands in for the stalled disk: a write larger
 // than its buffer blocks until it is drained, which a write(2) on the main thread would never let
 // happen (the test would hang until its timeout).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { errnoOf } from '../../src/common/errno.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -32,6 +34,44 @@ test('a write the disk holds back leaves the event loop free: the writer waits, 
     while (drained < size) drained += (await reader.read(chunk, 0, chunk.length, null)).bytesRead;
     assert.equal(await pending, size);
   } finally {
+    await writer.close();
+    await reader.close();
+  }
+});
+
+test('a small write the disk holds back (the writer thread) leaves the event loop free too', { timeout: 20_000 }, async () => {
+  const fifo = path.join(tempDir(), 'stalled');
+  execFileSync('mkfifo', [fifo]);
+  const writer = await fs.open(fifo, 'r+');
+  const reader = await fs.open(fifo, 'r+');
+  // The pipe is filled first through a non-blocking handle of its own, up to EAGAIN: full, however
+  // big this kernel makes pipes.
+  const filler = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+  try {
+    let filled = 0;
+    const chunk = Buffer.alloc(4096, 0x78);
+    for (;;) {
+      try {
+        filled += writeSync(filler, chunk);
+      } catch (err) {
+        if (errnoOf(err) === 'EAGAIN') break;
+        throw err;
+      }
+    }
+    let done = false;
+    const small = nodeIo.write(writer, Buffer.from('small\n')).then((n) => {
+      done = true;
+      return n;
+    });
+    await new Promise<void>((r) => setImmediate(r));
+    assert.equal(done, false, 'the small write is still held by the full pipe');
+    let drained = 0;
+    const into = Buffer.alloc(64 * 1024);
+    while (drained < filled + 6) drained += (await reader.read(into, 0, into.length, null)).bytesRead;
+    assert.equal(await small, 6);
+    assert.equal(drained, filled + 6);
+  } finally {
+    closeSync(filler);
     await writer.close();
     await reader.close();
   }
