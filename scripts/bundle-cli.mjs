@@ -5,7 +5,11 @@
 // stays unbundled for importers. Runs after tsc, whose dist/src/cli.js it replaces.
 // External: fs-ext-extra-prebuilt (a native addon that finds its prebuilt binary beside its own
 // files).
-// keepNames and the source map: a stack trace names our functions and points into src/.
+// Names are not minified (only whitespace and syntax), so a stack trace or a log's `err.type` names
+// our functions and classes (a class that refers to itself is named `_Name` by the bundler), and
+// the source map points them into src/. Not keepNames, which gets
+// the same by wrapping every function the code creates in a defineProperty call: ~2 µs of the
+// server's ~28 µs of CPU per append (issue 11 item 4, docs/performance.md).
 import { build } from 'esbuild';
 
 await build({
@@ -19,8 +23,8 @@ await build({
   external: ['fs-ext-extra-prebuilt'],
   // Bundled CommonJS dependencies call require(); an ES module has none of its own.
   banner: { js: "import { createRequire as __hsCreateRequire } from 'node:module'; const require = __hsCreateRequire(import.meta.url);" },
-  minify: true, // less to parse at every start
-  keepNames: true,
+  minifyWhitespace: true, // less to parse at every start
+  minifySyntax: true,
   sourcemap: 'linked',
   sourcesContent: true, // the map stands alone: it needs none of the files it names
   logLevel: 'warning',
