@@ -6,6 +6,7 @@ import { sessionGoFields } from '../protocol/model.js';
 import { keptValueProblem } from './go-decode.js';
 import { encodeSession, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
+import { SessionIndex } from './session-index.js';
 import { StoreError } from './store-error.js';
 
 export type Doc = StateDocument;
@@ -30,8 +31,13 @@ export function fromDecoded(decoded: Record<string, unknown>): Doc {
 
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
+/** What the generators below must avoid: a Set, or a SessionIndex's counts. */
+interface Taken {
+  has(key: string): boolean;
+}
+
 /** `inc_` + 26 base32 characters from a CSPRNG, as Go's `"inc_" + rand.Text()`; never one in `taken`. */
-export function newIncarnation(taken: ReadonlySet<string>): string {
+export function newIncarnation(taken: Taken): string {
   for (;;) {
     const bytes = randomBytes(26);
     let s = 'inc_';
@@ -41,7 +47,7 @@ export function newIncarnation(taken: ReadonlySet<string>): string {
 }
 
 /** Go's newSessionID: `s_<name>`, then `s_<name>_1`, `_2`… while taken. */
-export function newSessionID(name: string, taken: ReadonlySet<string>): string {
+export function newSessionID(name: string, taken: Taken): string {
   const base = `s_${name}`;
   if (!taken.has(base)) return base;
   for (let i = 1; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
@@ -57,6 +63,9 @@ export function backfill(doc: Doc): { doc: Doc; persist: boolean } {
   if (!rows || rows.length === 0) return { doc, persist: false };
   const ids = new Set(rows.map((r) => r.id ?? '').filter((id) => id !== ''));
   const seen = new Set<string>();
+  // A fresh incarnation avoids every incarnation of the file and every one given so far: one set
+  // for the whole walk (a set per row was quadratic in rows to backfill).
+  const taken = new Set(rows.map((x) => x.incarnation ?? ''));
   let persist = false;
   const next = rows.map((row) => {
     let r = row;
@@ -67,7 +76,8 @@ export function backfill(doc: Doc): { doc: Doc; persist: boolean } {
     }
     const inc = r.incarnation ?? '';
     if (inc === '' || seen.has(inc)) {
-      const fresh = newIncarnation(new Set([...seen, ...rows.map((x) => x.incarnation ?? '')]));
+      const fresh = newIncarnation(taken);
+      taken.add(fresh);
       r = { ...reorder(r, 'incarnation', fresh) };
       persist = true;
     }
@@ -137,24 +147,32 @@ export function setHome(doc: Doc, raw: HomeRef): Outcome<{ changed: boolean }> {
 /**
  * Go's AddSession: refuses a taken name, keeps a caller's id (even a duplicate, as Go), else
  * assigns `s_<name>[_N]`; always a fresh incarnation, so a re-created name is a new lifetime.
+ * The name check and both picks ask the rows' SessionIndex, so an add does not walk the rows
+ * (what is left is copying the array of row references, as copy-on-write must).
  */
 export function addSession(doc: Doc, session: NewSession): Outcome<{ session: Session }> {
   assertKeptExactly(session);
   const rows = doc.sessions ?? [];
-  if (rows.some((r) => r.name === session.name)) {
+  const index = SessionIndex.of(rows);
+  if (index.names.has(session.name)) {
     throw new StoreError('exists', `session ${goQuote(session.name)} already exists`);
   }
-  const id = session.id ? session.id : newSessionID(session.name, new Set(rows.map((r) => r.id ?? '')));
-  const incarnation = newIncarnation(new Set(rows.map((r) => r.incarnation ?? '')));
+  const id = session.id ? session.id : newSessionID(session.name, index.ids);
+  const incarnation = newIncarnation(index.incarnations);
   const row = encodable(dropZeroes(wellFormed({ ...session, id, incarnation }) as Row));
-  return { doc: { ...doc, sessions: [...rows, row] }, result: { session: row } };
+  // concat, not a spread: one block copy, about 4 × faster at 20 000 rows.
+  const next = rows.concat([row]);
+  SessionIndex.handOver(rows, next, [], [row]);
+  return { doc: { ...doc, sessions: next }, result: { session: row } };
 }
 
 /** Removes every row with that name; `sessions` becomes [] (not null) once it had rows, as Go. */
 export function removeSession(doc: Doc, name: string): Outcome<{ removed: boolean }> {
   const rows = doc.sessions;
   if (!rows || !rows.some((r) => r.name === name)) return { doc, result: { removed: false } };
-  return { doc: { ...doc, sessions: rows.filter((r) => r.name !== name) }, result: { removed: true } };
+  const next = rows.filter((r) => r.name !== name);
+  SessionIndex.handOver(rows, next, rows.filter((r) => r.name === name), []);
+  return { doc: { ...doc, sessions: next }, result: { removed: true } };
 }
 
 /** The first row with that name, as Go's FindSession. */
@@ -244,7 +262,9 @@ export function patchSession(doc: Doc, name: string, raw: Partial<Session>): Out
   const changed = Object.entries(patch).some(([k, v]) => !sameValue(row[k], v));
   if (!changed) return { doc, result: { found: true, changed: false } };
   const next = [...rows];
-  next[i] = encodable(dropZeroes({ ...row, ...patch } as Row));
+  const patched = encodable(dropZeroes({ ...row, ...patch } as Row));
+  next[i] = patched;
+  SessionIndex.handOver(rows, next, [row], [patched]);
   return { doc: { ...doc, sessions: next }, result: { found: true, changed: true } };
 }
 
