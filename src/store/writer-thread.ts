@@ -114,12 +114,14 @@ export class WriterThread {
       // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
     });
-    worker.unref();
     worker.on('message', (out: (WireError | null)[]) => this.answered(out));
     // A worker that fails takes its unanswered batches with it: each caller learns why, and the
     // next write starts a new worker.
     worker.on('error', (err) => this.lost(worker, err));
     worker.on('exit', (code) => this.lost(worker, new Error(`the writer thread exited (code ${code}) with writes unanswered`)));
+    // After the listeners: adding a 'message' listener refs the worker again (Node 20), so a
+    // worker started by prepare() and never written to kept the process alive for ever.
+    worker.unref();
     this.worker = worker;
     return worker;
   }
