@@ -5,6 +5,11 @@
 // Rules, the same for every user:
 // - Jobs are committed in push order. Jobs pushed while a commit runs form the next batch, so one
 //   write (and one sync) answers all of them; `batchSize` may cut a batch shorter.
+// - With `gatherMs`, a batch about to start with fewer jobs than the callers seen lately (the last
+//   batch and the jobs that came while it ran) waits for the rest, at most `gatherMs(last commit's
+//   duration)`: when a commit costs milliseconds (state.json at thousands of sessions), the
+//   callers the last commit answered come back well within it, and one commit answers them all
+//   instead of every other one. A lone caller never waits; a crowd that shrank waits once.
 // - A batch never crosses an exclusive task: the task runs after every job pushed before it and
 //   before every job pushed after it (a compaction or a removal cannot lose an append).
 // - `commit` throwing rejects every job of its batch with that error; it may instead return one
@@ -16,6 +21,8 @@ export interface CommitQueueOptions<J> {
   commit(batch: J[]): Promise<readonly unknown[] | void>;
   /** How many of the `waiting` jobs (all before the next task; at least one) the next batch takes. */
   batchSize?(waiting: readonly J[]): number;
+  /** How long (ms) the next batch may wait for the callers seen lately, given the last commit's duration (ms); 0: not at all. */
+  gatherMs?(lastCommitMs: number): number;
 }
 
 type Entry<J> =
@@ -25,6 +32,11 @@ type Entry<J> =
 export class CommitQueue<J> {
   private entries: Entry<J>[] = [];
   private running: Promise<void> | undefined;
+  /** How many callers were seen lately: the last batch and the jobs that came while it ran. */
+  private crowd = 0;
+  private lastCommitMs = 0;
+  /** Ends a gathering wait early, once `crowd` jobs are waiting. */
+  private gathered: (() => void) | undefined;
 
   constructor(private readonly options: CommitQueueOptions<J>) {}
 
@@ -33,6 +45,7 @@ export class CommitQueue<J> {
     return new Promise<void>((resolve, reject) => {
       this.entries.push({ kind: 'job', job, resolve, reject });
       this.running ??= this.drain();
+      if (this.gathered && this.entries.length >= this.crowd) this.gathered();
     });
   }
 
@@ -41,6 +54,7 @@ export class CommitQueue<J> {
     return new Promise<T>((resolve, reject) => {
       this.entries.push({ kind: 'task', run, resolve: resolve as (v: unknown) => void, reject });
       this.running ??= this.drain();
+      this.gathered?.(); // a batch never waits across a task
     });
   }
 
@@ -81,7 +95,27 @@ export class CommitQueue<J> {
     }
   }
 
+  /** How long the next batch waits for the callers seen lately: 0 when enough are there. */
+  private gatherBudget(): number {
+    const budget = this.options.gatherMs?.(this.lastCommitMs) ?? 0;
+    if (budget <= 0 || this.entries.length >= this.crowd || this.entries.some((e) => e.kind === 'task')) return 0;
+    return budget;
+  }
+
+  /** Waits until `crowd` jobs wait, a task is queued, or `budget` ms passed. */
+  private async gather(budget: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.gathered = resolve;
+      timer = setTimeout(resolve, budget);
+    });
+    clearTimeout(timer);
+    this.gathered = undefined;
+  }
+
   private async commitNext(): Promise<void> {
+    const budget = this.gatherBudget();
+    if (budget > 0) await this.gather(budget);
     let end = this.entries.findIndex((e) => e.kind === 'task');
     if (end < 0) end = this.entries.length;
     let take = end;
@@ -91,11 +125,15 @@ export class CommitQueue<J> {
     }
     const batch = this.entries.splice(0, take) as Extract<Entry<J>, { kind: 'job' }>[];
     let errors: readonly unknown[] | void;
+    const started = performance.now();
     try {
       errors = await this.options.commit(batch.map((e) => e.job));
     } catch (err) {
       for (const e of batch) e.reject(err);
       return;
+    } finally {
+      this.lastCommitMs = performance.now() - started;
+      this.crowd = batch.length + this.entries.length;
     }
     for (const [i, e] of batch.entries()) {
       const err = errors?.[i];

@@ -146,3 +146,99 @@ test('waiting() lists the jobs queued behind the committing batch', async () => 
   await Promise.all(p);
   assert.deepEqual(seen, [2, 3]);
 });
+
+// ---- gathering (gatherMs) ------------------------------------------------------------------
+
+/**
+ * `callers` callers, each pushing jobs one after another with a round trip (a turn) between an
+ * answer and the next push, as a client over a socket; caller 0, which starts alone, pushes one
+ * more, so every caller ends in the same batch. Returns the batch sizes committed.
+ */
+async function lockstep(callers: number, rounds: number, gatherMs?: () => number): Promise<number[]> {
+  const sizes: number[] = [];
+  const q = new CommitQueue<string>({
+    async commit(batch) {
+      sizes.push(batch.length);
+      await tick(); // the write
+    },
+    ...(gatherMs ? { gatherMs } : {}),
+  });
+  await Promise.all(Array.from({ length: callers }, async (_, c) => {
+    for (let r = 0; r < rounds + (c === 0 ? 1 : 0); r++) {
+      await q.push(`${c}.${r}`);
+      await tick(); // the reply's way back and the next request's way in
+    }
+  }));
+  return sizes;
+}
+
+test('without gathering, callers answered by one commit miss the next: the batches alternate', async () => {
+  const sizes = await lockstep(4, 6);
+  assert.equal(sizes.reduce((a, b) => a + b, 0), 25);
+  assert.ok(sizes.slice(1).some((n) => n < 4), `some batch after the first holds fewer than the 4 callers: ${sizes}`);
+});
+
+test('with gathering, a batch waits for the callers the last one answered: one commit answers all of them', async (t) => {
+  // Timers only move when the test says: a batch that did not wait for its callers (but for the
+  // budget) cannot happen by accident, and one that waited for the budget would hang the test.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const sizes = await lockstep(4, 6, () => 50);
+  assert.deepEqual(sizes, [1, 4, 4, 4, 4, 4, 4], 'the first job starts alone (nobody was seen before it), then all 4 each time');
+});
+
+test('a lone caller never waits, whatever the budget', { timeout: 10_000 }, async () => {
+  const sizes = await lockstep(1, 5, () => 60_000);
+  assert.deepEqual(sizes, [1, 1, 1, 1, 1, 1]);
+});
+
+test('a crowd that shrank is waited for once, up to the budget; then the queue goes by the callers it saw last', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const sizes: number[] = [];
+  const q = new CommitQueue<string>({
+    async commit(batch) {
+      sizes.push(batch.length);
+    },
+    gatherMs: () => 50,
+  });
+  // Four callers once: [a], then b, c, d wait for a fourth that never comes, until the budget.
+  const four = ['a', 'b', 'c', 'd'].map((j) => q.push(j));
+  await four[0];
+  await tick();
+  assert.deepEqual(sizes, [1], 'b, c and d wait for the crowd of 4');
+  t.mock.timers.tick(50);
+  await Promise.all(four);
+  assert.deepEqual(sizes, [1, 3]);
+  // The crowd is now 3: a lone job waits once more, then the queue has seen one caller.
+  const x = q.push('x');
+  await tick();
+  assert.deepEqual(sizes, [1, 3], 'x waits for the crowd of 3');
+  t.mock.timers.tick(50);
+  await x;
+  await q.push('y'); // no tick: it does not wait
+  assert.deepEqual(sizes, [1, 3, 1, 1]);
+});
+
+test('a batch never waits across a task', { timeout: 10_000 }, async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const events: string[] = [];
+  const q = new CommitQueue<string>({
+    async commit(batch) {
+      events.push(`commit ${batch.join(',')}`);
+      await tick();
+    },
+    gatherMs: () => 60_000,
+  });
+  const first = [q.push('a'), q.push('b'), q.push('c')];
+  await first[0];
+  await tick();
+  t.mock.timers.tick(60_000); // b and c waited for a third caller that never came
+  await Promise.all(first);
+  // The crowd is 2 now, so d alone would wait: the task behind it ends the wait at once (no
+  // timer moves from here on).
+  const d = q.push('d');
+  const task = q.exclusive(async () => {
+    events.push('task');
+  });
+  await Promise.all([d, task]);
+  assert.deepEqual(events, ['commit a', 'commit b,c', 'commit d', 'task']);
+});
