@@ -26,5 +26,6 @@ export const TARGETS: Readonly<Record<string, Target>> = {
   'spawn.first-reply': { op: '<=', value: 1.3, on: 'ratio', text: 'spawn to first reply: ≤ 1.3 × the bare server' },
   'feed.stalled.peak-rss': { op: '<=', value: 500, on: 'ours', text: 'issue 12 item 4: 20 000 appends of 4 KiB with a subscriber that never reads: server peak RSS ≤ 500 MB' },
   'feed.stalled.appends': { op: '>=', value: 0.8, on: 'ratio', text: 'issue 12 item 4: a subscriber that never reads leaves writers unaffected: ≥ 0.8 × the rate without it' },
+  'server.rss.load': { op: '<=', value: 150, on: 'ours', text: 'issue 11 item 3: server peak RSS while 64 connections append continuously for 60 s and one subscriber reads slowly: ≤ 150 MB' },
   'server.rss': { op: '<=', value: 150, on: 'ours', text: 'server RSS after the run: ≤ 150 MB' },
 };

@@ -1,0 +1,112 @@
+// Memory that follows the work (issue 11 item 3): the server's RSS while 64 connections append
+// continuously (each awaiting its reply, one session each) for 60 s and one subscriber to every
+// transcript reads its notifications slowly, against a twin in the same run: one connection
+// appending for as long, no subscriber. The target is absolute (≤ 150 MB peak); the twin says
+// how much of the peak is the load's. Every run starts a fresh server, since the peak (VmHWM) is
+// per process. Durability `write` (the Go package's and the busiest: the most appends, so the
+// most garbage, per second); `sync` is measured the same way with BENCH_MEMORY_SYNC=1.
+import path from 'node:path';
+import type { StateClient } from '../src/client/client.js';
+import { QUICK } from './harness/config.js';
+import type { SlowSubscriber } from './harness/feed-load.js';
+import { appendFor, appenders, slowSubscriber } from './harness/feed-load.js';
+import type { RowSpec } from './harness/report.js';
+import { emit, progress, Samples, toRows } from './harness/report.js';
+import type { Durability } from './harness/servers.js';
+import { startServer } from './harness/servers.js';
+import { benchDirs } from './harness/temp-dir.js';
+
+const BENCH = 'memory';
+const CONNECTIONS = 64;
+/** The issue's 60 s; a quick run only smoke-tests the path. */
+const SECONDS = QUICK ? 5 : 60;
+/**
+ * Each run lasts SECONDS, so the usual 1 + 5 repetitions would not fit run.ts's 360 s per bench:
+ * two repetitions (one per order) of both sides, 4 minutes in all.
+ */
+const REPS = QUICK ? 1 : 2;
+/** The subscriber's read rate: ~800 notifications/s, far below what 64 appenders make. */
+const SUBSCRIBER_BYTES_PER_SECOND = 256 * 1024;
+/** How often RSS is sampled while the load runs (VmHWM catches what falls between samples). */
+const SAMPLE_MS = 250;
+const DURABILITY: Durability = process.env.BENCH_MEMORY_SYNC === '1' ? 'sync' : 'write';
+
+type Side = 'load' | 'one';
+const { dir } = benchDirs(BENCH);
+let run = 0;
+const notes: string[] = [];
+
+interface RunResult {
+  peakMB: number;
+  endMB: number;
+  startMB: number;
+  /** Largest VmRSS sampled in the second half of the run (the steady state, past the start). */
+  lateMB: number;
+  rate: number;
+}
+
+async function measure(side: Side): Promise<RunResult> {
+  const name = `${side}-${++run}`;
+  const server = await startServer(name, path.join(dir, `${name}/state.json`), path.join(dir, `${name}.sock`), DURABILITY);
+  let clients: StateClient[] = [];
+  let subscriber: SlowSubscriber | undefined;
+  let sampler: NodeJS.Timeout | undefined;
+  try {
+    const a = await appenders(server.socket, side === 'load' ? CONNECTIONS : 1, 's');
+    clients = a.clients;
+    if (side === 'load') subscriber = await slowSubscriber(server.socket, SUBSCRIBER_BYTES_PER_SECOND);
+    const startMB = server.memory().rssMB;
+    const t0 = Date.now();
+    let lateMB = 0;
+    sampler = setInterval(() => {
+      if (Date.now() - t0 >= (SECONDS * 1000) / 2) lateMB = Math.max(lateMB, server.memory().rssMB);
+    }, SAMPLE_MS);
+    const count = await appendFor(clients, a.names, SECONDS * 1000);
+    const rate = count / ((Date.now() - t0) / 1000);
+    clearInterval(sampler);
+    const { rssMB, hwmMB } = server.memory();
+    if (subscriber) {
+      if (subscriber.notifications === 0) throw new Error('the slow subscriber read no notification');
+      notes.push(`${name}: ${count} appends; the subscriber read ${subscriber.notifications} notifications (${(subscriber.bytes / 1048576).toFixed(1)} MiB), ${subscriber.overflows} watch/overflow.`);
+    } else notes.push(`${name}: ${count} appends.`);
+    return { peakMB: hwmMB, endMB: rssMB, startMB, lateMB: Math.max(lateMB, rssMB), rate };
+  } finally {
+    clearInterval(sampler);
+    subscriber?.close();
+    for (const c of clients) await c.close();
+    await server.stop();
+  }
+}
+
+const samples = new Samples();
+for (let rep = 0; rep < REPS; rep++) {
+  const sides: Side[] = rep % 2 === 0 ? ['load', 'one'] : ['one', 'load'];
+  for (const side of sides) {
+    const r = await measure(side);
+    samples.add(`${side}.peak`, r.peakMB);
+    samples.add(`${side}.end`, r.endMB);
+    samples.add(`${side}.late`, r.lateMB);
+    samples.add(`${side}.start`, r.startMB);
+    samples.add(`${side}.rate`, r.rate);
+    progress(BENCH, `rep ${rep + 1}/${REPS} ${side}: peak ${r.peakMB.toFixed(0)} MB, second half max ${r.lateMB.toFixed(0)} MB, end ${r.endMB.toFixed(0)} MB, start ${r.startMB.toFixed(0)} MB, ${r.rate.toFixed(0)} appends/s`);
+  }
+}
+
+const LOAD = `${CONNECTIONS} conns appending ${SECONDS} s (${DURABILITY}), 1 subscriber reading ${SUBSCRIBER_BYTES_PER_SECOND / 1024} KiB/s`;
+const TWIN = `1 conn appending ${SECONDS} s, no subscriber`;
+const specs: RowSpec[] = [
+  { id: 'server.rss.load', measurement: `server peak RSS, ${LOAD}`, unit: 'MB', ours: 'load.peak', ceiling: 'one.peak', ceilingLabel: TWIN },
+  { id: 'server.rss.load.late', measurement: `server RSS, largest in the second half, ${LOAD}`, unit: 'MB', ours: 'load.late', ceiling: 'one.late', ceilingLabel: TWIN },
+  { id: 'server.rss.load.appends', measurement: `append rate, ${LOAD}`, unit: 'req/s', ours: 'load.rate', ceiling: 'one.rate', ceilingLabel: TWIN },
+];
+progress(BENCH, 'done');
+emit({
+  bench: BENCH,
+  rows: toRows(samples, specs),
+  // The memory table row is about a server after an ordinary run; these peaks are this bench's rows.
+  memory: [],
+  notes: [
+    `every run starts a fresh server; peak = VmHWM from /proc at the end of the load, RSS sampled every ${SAMPLE_MS} ms. ${REPS} repetitions, sides alternating.`,
+    ...notes,
+  ],
+});
