@@ -19,6 +19,7 @@ import { MAX_CONNECTIONS } from '../transport/limits.js';
 import { createStdioTransport } from '../transport/stdio.js';
 import type { LogFormat, LogLevel } from './logger.js';
 import { createLogging } from './logger.js';
+import { applyHeapSettings } from './serve-heap.js';
 import { exitOnStartFailure } from './start-failure.js';
 
 export interface ServeOptions {
@@ -42,6 +43,8 @@ export interface ServeOptions {
 const STOP_GRACE_MS = 5000;
 
 export async function serve(o: ServeOptions): Promise<void> {
+  // First, so the collections that loading the store causes already follow it.
+  const heap = applyHeapSettings();
   const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
   const { log, flush } = logging;
   // A socket that cannot be served is said before the state dir is created or locked.
@@ -165,7 +168,7 @@ export async function serve(o: ServeOptions): Promise<void> {
       },
     });
   }
-  log.info({ state: store.statePath, socket: listener?.path, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd }, 'serving');
+  log.info({ state: store.statePath, socket: listener?.path, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd, heap }, 'serving');
   if (o.announce) announce(store, listener, o.stdio);
 }
 
