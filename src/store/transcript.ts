@@ -5,6 +5,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppendFile } from './append-file.js';
+import { compactionSlots } from './compaction-slots.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
 import { isErrno } from '../common/errno.js';
@@ -390,9 +391,14 @@ export class Transcript {
    * Go's compactTranscript, run inside the file's queue: re-reads the file, keeps the newest
    * entries within 2 MiB (re-encoded, so malformed lines go) and replaces the file. The meta for
    * the new file is written before the rename (see transcript-meta.ts). A failure leaves the file
-   * as it was and is retried after the next append, as Go's is.
+   * as it was and is retried after the next append, as Go's is. At most MAX_CONCURRENT_COMPACTIONS
+   * run at once in the process (compaction-slots.ts).
    */
-  private async compact(): Promise<void> {
+  private compact(): Promise<void> {
+    return compactionSlots.run(() => this.compactNow());
+  }
+
+  private async compactNow(): Promise<void> {
     const snap = this.snap as Snapshot;
     const tmp = `${this.file}.compact`;
     let ino = 0;
