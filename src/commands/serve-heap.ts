@@ -1,45 +1,74 @@
-// The heap setting `serve` applies to itself (issue 11 item 3). Under a steady stream of appends
-// with a subscriber that reads slowly, everything queued for that subscriber lives long enough to
-// be promoted to V8's old space and dies there; V8 lets the old space grow to up to 4 × what
-// survived the last full collection before it collects again (its factor for a 4 GB limit), so
-// RSS climbed to ~190 MB over a live heap of ~25 MB. A smaller growing factor makes it collect
-// at 1.3 × the survivors instead: the peak follows the live data, for a handful of extra
-// incremental collections (a few ms each) per second of full load. See docs/performance.md,
-// "Memory under load (issue 11 item 3)".
+// The heap settings `serve` applies to itself (issue 11 item 3), measured in docs/performance.md,
+// "Memory under load (issue 11 item 3)". Under a steady stream of appends the live heap stays at
+// ~25 MB, yet RSS reached ~185 MB, for two reasons V8 has by default:
+// - the old space grows to up to 4 × what survived the last full collection before it collects
+//   again (its factor for a 4 GB limit), and under load much dies there (whatever was queued for
+//   a slow subscriber, every request in flight during two scavenges): ~75 MB of garbage;
+// - the young generation grows to two 16 MB semi-spaces: 32 MB, most of it empty after each
+//   scavenge, all of it resident.
+// Old space: growing 30 % past the survivors makes it collect at 1.3 ×, for a handful of extra
+// incremental collections (a few ms each) per second of full load. Young generation: it grows
+// by doubling (1, 2, 4, 8, 16 MB semi-spaces); once it reaches YOUNG_SEMI_SPACE_MB its growth
+// factor is set to 1, so it stays there (and may grow back there after V8 shrinks it when idle).
 //
-// Why this tool: the growing factor is read at every full collection, so it can be set from
-// inside the running process (v8.setFlagsFromString, no re-exec, no flag on the command line
-// that a host spawning us would have to pass). A heap cap (--max-old-space-size) would also
-// lower the factor, but it is a limit: live data past it crashes the server instead of using
-// memory, and it can only be set before the heap exists. The young generation's size (16 MB
-// semi-spaces) is fixed once the heap exists and halving it doubles the scavenges, so it stays.
+// Why this tool: both factors are read while the process runs (at each full collection, at each
+// young-generation growth), so `serve` sets them from inside (v8.setFlagsFromString), with no
+// re-exec and no flag that a host spawning us would have to pass. The direct flags are not:
+// --max-semi-space-size and --max-old-space-size only act when given on node's command line,
+// and a heap cap is a limit (live data past it crashes the server instead of using memory).
+// A host that passes any of these flags to node keeps what it passed.
+import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
 
 /** Growth of V8's old space past the survivors of the last full collection before the next one, in %. */
 export const HEAP_GROWING_PERCENT = 30;
-
-const FLAG = '--heap-growing-percent';
+/** The young generation's semi-space size (MB) past which it stops growing (V8's default: 16). */
+export const YOUNG_SEMI_SPACE_MB = 8;
 
 export interface HeapSettings {
-  /** The growing percent in effect: ours, or the one node was started with. */
-  growingPercent: number;
-  /** Who chose it: `serve`, or node's own command line (which we leave alone). */
-  source: 'serve' | 'node-flag';
+  /** The old space's growing percent `serve` set; undefined when node was given its own. */
+  growingPercent?: number;
+  /** The semi-space size (MB) the young generation stops growing at; undefined when node was given its own. */
+  youngSemiSpaceMb?: number;
 }
 
-/** What `serve` should set, given node's command-line flags: nothing when the user chose a value. */
+/** Whether node's command line sets `flag` (either spelling, `--flag=value` or `--flag value`). */
+function hasFlag(execArgv: readonly string[], flag: string): boolean {
+  return execArgv.some((a) => {
+    const arg = a.replaceAll('_', '-');
+    return arg === flag || arg.startsWith(`${flag}=`);
+  });
+}
+
+/** What `serve` should set, given node's command-line flags: nothing a user already chose there. */
 export function heapSettingsFor(execArgv: readonly string[]): HeapSettings {
-  for (let i = 0; i < execArgv.length; i++) {
-    const arg = (execArgv[i] as string).replaceAll('_', '-');
-    if (arg === FLAG && execArgv[i + 1] !== undefined) return { growingPercent: Number(execArgv[i + 1]), source: 'node-flag' };
-    if (arg.startsWith(`${FLAG}=`)) return { growingPercent: Number(arg.slice(FLAG.length + 1)), source: 'node-flag' };
-  }
-  return { growingPercent: HEAP_GROWING_PERCENT, source: 'serve' };
+  const settings: HeapSettings = {};
+  if (!hasFlag(execArgv, '--heap-growing-percent') && !hasFlag(execArgv, '--max-old-space-size')) settings.growingPercent = HEAP_GROWING_PERCENT;
+  if (!hasFlag(execArgv, '--max-semi-space-size') && !hasFlag(execArgv, '--semi-space-growth-factor')) settings.youngSemiSpaceMb = YOUNG_SEMI_SPACE_MB;
+  return settings;
 }
 
-/** Applies the setting to this process (before the store loads) and says what is in effect. */
+/** Applies the settings to this process (first thing in `serve`) and says which are in effect. */
 export function applyHeapSettings(execArgv: readonly string[] = process.execArgv): HeapSettings {
   const settings = heapSettingsFor(execArgv);
-  if (settings.source === 'serve') v8.setFlagsFromString(`${FLAG}=${settings.growingPercent}`);
+  if (settings.growingPercent !== undefined) v8.setFlagsFromString(`--heap-growing-percent=${settings.growingPercent}`);
+  if (settings.youngSemiSpaceMb !== undefined) holdYoungGeneration(settings.youngSemiSpaceMb);
   return settings;
+}
+
+/**
+ * Lets the young generation grow up to two `semiSpaceMb` semi-spaces and no further: after each
+ * collection, its growth factor is 2 below that size and 1 at or above it. (V8 reports the new
+ * space's size as both semi-spaces together.)
+ */
+function holdYoungGeneration(semiSpaceMb: number): void {
+  const cap = 2 * semiSpaceMb * 1024 * 1024;
+  let growing = true;
+  const check = (): void => {
+    const size = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+    if (size < cap === growing) return;
+    growing = size < cap;
+    v8.setFlagsFromString(`--semi-space-growth-factor=${growing ? 2 : 1}`);
+  };
+  new PerformanceObserver(check).observe({ entryTypes: ['gc'] });
 }
