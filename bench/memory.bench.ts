@@ -5,13 +5,22 @@
 // how much of the peak is the load's. Every run starts a fresh server, since the peak (VmHWM) is
 // per process. Durability `write` (the Go package's and the busiest: the most appends, so the
 // most garbage, per second); `sync` is measured the same way with BENCH_MEMORY_SYNC=1.
+//
+// Every transcript starts at PREFILL_BYTES, just under the 4 MiB compaction trigger, so each one
+// compacts during the run whatever the machine's append rate (a quiet machine appends the 4 MiB
+// in 60 s anyway; a loaded one would not): all 64 reach the trigger together, the worst case.
+// The files are written directly (as reads.bench.ts does), then opened once by a server that
+// stops cleanly, leaving the summaries that spare the measured server a scan of each file.
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { StateClient } from '../src/client/client.js';
 import { QUICK } from './harness/config.js';
 import type { SlowSubscriber } from './harness/feed-load.js';
+import { LINE } from './harness/disk.js';
 import { appendFor, appenders, slowSubscriber } from './harness/feed-load.js';
 import type { RowSpec } from './harness/report.js';
 import { emit, progress, Samples, toRows } from './harness/report.js';
+import { connectClient } from './harness/rpc.js';
 import type { Durability } from './harness/servers.js';
 import { startServer } from './harness/servers.js';
 import { benchDirs } from './harness/temp-dir.js';
@@ -29,6 +38,8 @@ const REPS = QUICK ? 1 : 2;
 const SUBSCRIBER_BYTES_PER_SECOND = 256 * 1024;
 /** How often RSS is sampled while the load runs (VmHWM catches what falls between samples). */
 const SAMPLE_MS = 250;
+/** Each transcript's size when the load starts: 0.5 MiB (~2 600 appends) under the trigger; 50 KiB in a quick run. */
+const PREFILL_BYTES = QUICK ? 4 * 1024 * 1024 - 50 * 1024 : 3.5 * 1024 * 1024;
 const DURABILITY: Durability = process.env.BENCH_MEMORY_SYNC === '1' ? 'sync' : 'write';
 
 type Side = 'load' | 'one';
@@ -45,15 +56,44 @@ interface RunResult {
   rate: number;
 }
 
+/** A state dir with `names` as sessions, each transcript PREFILL_BYTES, summaries left by a clean stop. */
+async function prepare(name: string, names: readonly string[]): Promise<{ state: string; socket: string }> {
+  const state = path.join(dir, `${name}/state.json`);
+  const socket = path.join(dir, `${name}.sock`);
+  const setup = await startServer(`${name}-setup`, state, socket, DURABILITY);
+  const admin = await connectClient(socket);
+  for (const n of names) await admin.sessionAdd({ session: { name: n } });
+  await admin.close();
+  await setup.stop();
+  const body = Buffer.concat(Array.from({ length: Math.floor(PREFILL_BYTES / LINE.length) }, () => LINE));
+  mkdirSync(path.join(dir, name, 'transcripts'), { recursive: true });
+  for (const n of names) {
+    const fd = openSync(path.join(dir, name, `transcripts/${n}.jsonl`), 'wx');
+    try {
+      writeSync(fd, body);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  // One scan per file, one file at a time, then the clean stop that writes the summaries.
+  const scan = await startServer(`${name}-scan`, state, socket, DURABILITY);
+  const c = await connectClient(socket);
+  for (const n of names) await c.transcriptUsage({ name: n });
+  await c.close();
+  await scan.stop();
+  return { state, socket };
+}
+
 async function measure(side: Side): Promise<RunResult> {
   const name = `${side}-${++run}`;
-  const server = await startServer(name, path.join(dir, `${name}/state.json`), path.join(dir, `${name}.sock`), DURABILITY);
+  const names = Array.from({ length: side === 'load' ? CONNECTIONS : 1 }, (_, i) => `s${i}`);
+  const { state, socket } = await prepare(name, names);
+  const server = await startServer(name, state, socket, DURABILITY);
   let clients: StateClient[] = [];
   let subscriber: SlowSubscriber | undefined;
   let sampler: NodeJS.Timeout | undefined;
   try {
-    const a = await appenders(server.socket, side === 'load' ? CONNECTIONS : 1, 's');
-    clients = a.clients;
+    clients = await appenders(server.socket, names.length);
     if (side === 'load') subscriber = await slowSubscriber(server.socket, SUBSCRIBER_BYTES_PER_SECOND);
     const startMB = server.memory().rssMB;
     const t0 = Date.now();
@@ -61,7 +101,7 @@ async function measure(side: Side): Promise<RunResult> {
     sampler = setInterval(() => {
       if (Date.now() - t0 >= (SECONDS * 1000) / 2) lateMB = Math.max(lateMB, server.memory().rssMB);
     }, SAMPLE_MS);
-    const count = await appendFor(clients, a.names, SECONDS * 1000);
+    const count = await appendFor(clients, names, SECONDS * 1000);
     const rate = count / ((Date.now() - t0) / 1000);
     clearInterval(sampler);
     const { rssMB, hwmMB } = server.memory();
@@ -106,6 +146,7 @@ emit({
   // The memory table row is about a server after an ordinary run; these peaks are this bench's rows.
   memory: [],
   notes: [
+    `every transcript starts at ${(PREFILL_BYTES / 1048576).toFixed(1)} MiB, so each compacts during the run (all ${CONNECTIONS} together on the load side).`,
     `every run starts a fresh server; peak = VmHWM from /proc at the end of the load, RSS sampled every ${SAMPLE_MS} ms. ${REPS} repetitions, sides alternating.`,
     ...notes,
   ],

@@ -71,13 +71,9 @@ export async function slowSubscriber(socket: string, bytesPerSecond: number): Pr
   };
 }
 
-/** `count` typed clients, connected to `socket`, each with its own session added. */
-export async function appenders(socket: string, count: number, prefix: string): Promise<{ clients: StateClient[]; names: string[] }> {
-  const clients = await Promise.all(Array.from({ length: count }, () => connectClient(socket)));
-  const names = clients.map((_, i) => `${prefix}${i}`);
-  const admin = clients[0] as StateClient;
-  for (const name of names) await admin.sessionAdd({ session: { name } });
-  return { clients, names };
+/** `count` typed clients connected to `socket`. */
+export function appenders(socket: string, count: number): Promise<StateClient[]> {
+  return Promise.all(Array.from({ length: count }, () => connectClient(socket)));
 }
 
 /** Every client appends to its own session, awaiting each reply, until `ms` have passed; returns the appends made. */
