@@ -33,8 +33,6 @@ export interface Io {
   /** The entry itself, a link not followed (folder checks). */
   lstat(file: string): Promise<Stats>;
   realpath(file: string): Promise<string>;
-  /** Starts what the writes will need (the writer thread), so the first append does not wait for it. */
-  prepare?(): void;
 }
 
 const STRING_FLAGS: Record<string, number> = {
@@ -162,7 +160,6 @@ export const nodeIo: Io = {
   readdir: (dir) => fs.readdir(dir),
   lstat: (file) => fs.lstat(file),
   realpath: (file) => fs.realpath(file),
-  prepare: () => writer.prepare(),
 };
 
 /** Copies an Io with some calls replaced: the seam tests use. */

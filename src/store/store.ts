@@ -131,7 +131,6 @@ export class Store {
   static async open(statePath: string, options: StoreOptions = {}): Promise<Store> {
     const given = statePaths(statePath);
     const baseIo = options.io ?? nodeIo;
-    baseIo.prepare?.();
     const durability = options.durability ?? 'sync';
     await baseIo.mkdir(given.dir, 0o700);
     // The dir itself may be reached through a link (a configured path); nothing inside it is.

@@ -75,15 +75,3 @@ test('a pending write keeps the process alive and an idle writer does not', () =
   assert.equal(out, '5');
   assert.equal(execFileSync('cat', [file], { encoding: 'utf8' }), 'kept\n');
 });
-
-test('a writer started ahead (prepare) and never written to does not keep the process alive', () => {
-  const module = new URL('../../src/store/writer-thread.ts', import.meta.url).href;
-  // Store.open calls prepare(); a process that opens a store and writes nothing must still end.
-  const script = `
-    import { WriterThread } from ${JSON.stringify(module)};
-    new WriterThread().prepare();
-    process.stdout.write('started');
-  `;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
-  assert.equal(out, 'started');
-});
