@@ -14,7 +14,7 @@ import { errnoOf } from '../common/errno.js';
 import { BATCHED_WRITE_MAX, WriterThread } from './writer-thread.js';
 
 export interface Io {
-  /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
+  /** Whole-file replace: temp file, write, fdatasync (when `sync`), rename. */
   writeAtomic(file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<void>;
   /** fsync of a directory, so a rename or a new file survives power loss. */
   syncDir(dir: string): Promise<void>;

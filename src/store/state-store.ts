@@ -22,9 +22,9 @@ const GATHER_MAX_MS = 10;
  * How long the next commit may wait for the callers the last one answered: as long as that
  * commit took. A caller that comes back just after a commit started waits for all of it before
  * its own, so waiting up to one commit for it makes it no later, and those already waiting at
- * most one commit later; a rewrite of a big state.json (1.8 MB at 5 000 sessions: ~4 ms, mostly its fdatasync) then
- * answers all of them at once instead of every other one (docs/performance.md, "Mutations at
- * 5 000 sessions").
+ * most one commit later. A rewrite of a big state.json (1.8 MB at 5 000 sessions: ~4 ms, mostly
+ * its fdatasync) then answers all of them at once instead of every other one
+ * (docs/performance.md, "Mutations at 5 000 sessions").
  */
 function gatherMs(lastCommitMs: number): number {
   return lastCommitMs < GATHER_FROM_MS ? 0 : Math.min(GATHER_MAX_MS, lastCommitMs);
