@@ -53,6 +53,22 @@ export function parseHeaderBlock(block: string, maxMessageBytes: number): number
 }
 
 /**
+ * The error for a header line ended by a bare "\n" in `buf[from, to)`, if there is one. Header
+ * lines end with "\r\n"; without this a peer taken for LSP that is not (an NDJSON line starting
+ * with "c") would wait for a "\r\n\r\n" that never comes, its requests never answered.
+ */
+function bareLineFeed(buf: Buffer, from: number, to: number): FramingError | undefined {
+  for (let i = buf.indexOf(0x0a, from); i !== -1 && i < to; i = buf.indexOf(0x0a, i + 1)) {
+    if (i === 0 || buf[i - 1] !== 0x0d) {
+      const start = i === 0 ? 0 : Math.max(from, buf.lastIndexOf(0x0a, i - 1) + 1);
+      const line = buf.toString('latin1', start, i);
+      return tooLarge(`invalid header: a header line must end with "\\r\\n". Got ${quote(line)} and a bare "\\n" (an NDJSON message starts with "{")`);
+    }
+  }
+  return undefined;
+}
+
+/**
  * Cuts LSP frames out of a byte stream, holding at most MAX_HEADER_BYTES of header and one body
  * of at most maxMessageBytes, taken from the shared partial-frame budget; a body that arrives
  * whole inside a chunk is not copied (nor counted: it is never held).
@@ -129,6 +145,11 @@ export class LspDecoder implements FrameDecoder {
   private readHeader(chunk: Buffer, pos: number): number {
     if (this.headerLength === 0) {
       const end = chunk.indexOf(HEADER_END, pos);
+      const bare = bareLineFeed(chunk, pos, end === -1 ? chunk.length : end);
+      if (bare !== undefined) {
+        this.fail(bare);
+        return chunk.length;
+      }
       if (end !== -1 && end - pos <= MAX_HEADER_BYTES) {
         this.headerDone(chunk.toString('latin1', pos, end));
         return end + HEADER_END.length;
@@ -147,6 +168,11 @@ export class LspDecoder implements FrameDecoder {
     this.headerLength += n;
     // The terminator may straddle the chunk boundary: look from 3 bytes before the new ones.
     const end = this.header.subarray(0, this.headerLength).indexOf(HEADER_END, Math.max(0, before - 3));
+    const bare = bareLineFeed(this.header, Math.max(0, before - 1), end === -1 ? this.headerLength : end);
+    if (bare !== undefined) {
+      this.fail(bare);
+      return chunk.length;
+    }
     if (end === -1) {
       if (this.headerLength === this.header.length) this.fail(this.headerTooLong());
       return pos + n;

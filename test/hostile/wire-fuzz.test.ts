@@ -70,6 +70,14 @@ function snapshot(dir: string): Map<string, string> {
   return out;
 }
 
+/** `body` as an NDJSON line of garbage: no newline, and no "c"/"C" where the framing is chosen. */
+function ndjsonGarbage(body: Buffer): Buffer {
+  const line = Buffer.from(body.filter((b) => b !== 0x0a));
+  const first = line.findIndex((b) => b !== 0x20 && b !== 0x09 && b !== 0x0d);
+  if (first !== -1 && (line[first] === 0x63 || line[first] === 0x43)) line[first] = 0x3f; // ?
+  return line;
+}
+
 const A_FILE = path.join('transcripts', 'a.jsonl');
 const lines = (bytes: string | undefined): number => (bytes ?? '').split('\n').filter(Boolean).length;
 
@@ -98,9 +106,11 @@ test('fuzzed frames in both framings: one answer per request, no crash, files ch
           const id = ids[ids.length - 1 - step.back] ?? 0;
           bytes.push(frame(framing, JSON.stringify({ jsonrpc: '2.0', method: '$/cancelRequest', params: { id } })));
         } else if (step.kind === 'raw') {
-          // Garbage inside a well-delimited frame: an NDJSON line has no newline of its own.
+          // Garbage inside a well-delimited frame: an NDJSON line has no newline of its own, and
+          // does not start with "c" or "C" (after whitespace): as a connection's first bytes that
+          // is how an LSP client starts (Content-Length), and the server reads it so.
           const body = Buffer.from(step.body);
-          bytes.push(frame(framing, framing === 'ndjson' ? Buffer.from(body.filter((b) => b !== 0x0a)) : body));
+          bytes.push(frame(framing, framing === 'ndjson' ? ndjsonGarbage(body) : body));
         } else {
           const json = JSON.stringify(step.value) ?? 'null';
           bytes.push(frame(framing, json));

@@ -87,3 +87,22 @@ test('parseHeaderBlock states the rule and the value seen', bounded, () => {
   }
   assert.equal(parseHeaderBlock('Content-Length: 12 ', 1000), 12);
 });
+
+test('a header line ended by a bare "\\n" is refused at once, whatever the chunks (an NDJSON line taken for LSP never waits)', bounded, () => {
+  const input = Buffer.from('c\n{"jsonrpc":"2.0","id":1,"method":"session/list"}\n');
+  for (const size of [input.length, 1, 2, 5]) {
+    const errors: FramingError[] = [];
+    const decoder = new LspDecoder(1000, { body: () => assert.fail('no body'), fatal: (e) => errors.push(e) });
+    for (let i = 0; i < input.length; i += size) decoder.push(input.subarray(i, i + size));
+    assert.equal(errors.length, 1, `chunks of ${size}: one fatal error, before any more input`);
+    assert.match((errors[0] as FramingError).message, /a header line must end with "\\r\\n"\. Got "c" and a bare "\\n"/);
+  }
+  // "\r\n" line ends still frame as before, across any cut.
+  const good = Buffer.from(lsp('{}'));
+  for (const size of [1, 2, 3]) {
+    const bodies: string[] = [];
+    const decoder = new LspDecoder(1000, { body: (b) => bodies.push(b.toString()), fatal: (e) => assert.fail(e.message) });
+    for (let i = 0; i < good.length; i += size) decoder.push(good.subarray(i, i + size));
+    assert.deepEqual(bodies, ['{}']);
+  }
+});
