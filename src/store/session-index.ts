@@ -1,6 +1,7 @@
 // The names, ids and incarnations a document's session rows hold, so that adding a session checks
 // its name and picks an id and an incarnation in O(1) instead of building sets of every row on
-// each add (5 000 adds were quadratic: seconds; issue 11).
+// each add (5 000 adds were quadratic: seconds; issue 11), and finding a row by name (every
+// append asks) does not walk the rows.
 //
 // Documents are immutable and copy-on-write, the index is mutable: it describes exactly one
 // `sessions` array, its owner, and a mutation that derives the next array from the owner hands
@@ -21,6 +22,10 @@ class Counts {
     return this.counts.has(key);
   }
 
+  count(key: string): number {
+    return this.counts.get(key) ?? 0;
+  }
+
   add(key: string): void {
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
   }
@@ -38,6 +43,11 @@ export class SessionIndex {
   readonly ids = new Counts();
   /** Every row's incarnation, `''` for a row without one. */
   readonly incarnations = new Counts();
+  /**
+   * The row of each name held by exactly one row (filled lazily where a removal left one of two);
+   * a name two rows share is found by a scan, as Go's FindSession finds the first.
+   */
+  private readonly byName = new Map<string, Row>();
 
   private constructor(private owner: readonly Row[]) {
     for (const r of owner) this.add(r);
@@ -65,13 +75,29 @@ export class SessionIndex {
     byOwner.set(to, index);
   }
 
+  /** The first row named `name`, as a scan of the rows would find it: O(1) unless two rows share it. */
+  find(name: string): Row | undefined {
+    const n = this.names.count(name);
+    if (n === 0) return undefined;
+    if (n > 1) return this.owner.find((r) => r.name === name);
+    let row = this.byName.get(name);
+    if (!row) {
+      row = this.owner.find((r) => r.name === name);
+      if (row) this.byName.set(name, row);
+    }
+    return row;
+  }
+
   private add(r: Row): void {
+    if (this.names.has(r.name)) this.byName.delete(r.name);
+    else this.byName.set(r.name, r);
     this.names.add(r.name);
     this.ids.add(r.id ?? '');
     this.incarnations.add(r.incarnation ?? '');
   }
 
   private remove(r: Row): void {
+    if (this.byName.get(r.name) === r) this.byName.delete(r.name);
     this.names.delete(r.name);
     this.ids.delete(r.id ?? '');
     this.incarnations.delete(r.incarnation ?? '');

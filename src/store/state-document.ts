@@ -177,7 +177,7 @@ export function removeSession(doc: Doc, name: string): Outcome<{ removed: boolea
 
 /** The first row with that name, as Go's FindSession. */
 export function findSession(doc: Doc, name: string): Session | undefined {
-  return doc.sessions?.find((r) => r.name === name);
+  return doc.sessions ? SessionIndex.of(doc.sessions).find(name) : undefined;
 }
 
 /** Throws a conflict when `expected` is given and is not the named row's incarnation. */

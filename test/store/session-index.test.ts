@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import type { NewSession, Session } from '../../src/protocol/model.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Doc } from '../../src/store/state-document.js';
-import { addSession, emptyDocument, patchSession, removeSession, setTopField } from '../../src/store/state-document.js';
+import { addSession, emptyDocument, findSession, patchSession, removeSession, setTopField } from '../../src/store/state-document.js';
+import { SessionIndex } from '../../src/store/session-index.js';
 import { StoreError } from '../../src/store/store-error.js';
 import { errno, newSession, openIn, reopen, storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
@@ -79,8 +80,45 @@ for (const seed of [1, 2, 3]) {
       assert.equal(new Set(after.map((r) => r.name)).size, after.length, `step ${step}: names unique`);
       assert.equal(new Set(after.map((r) => r.incarnation)).size, after.length, `step ${step}: incarnations unique`);
       if (next !== doc) history.push(next);
+      assertFindsAsAScan([doc, next], names, `step ${step}`);
     }
     assert.ok(adds > 300 && refusals > 300, `both paths taken: ${adds} adds, ${refusals} refusals`);
+  });
+}
+
+/** findSession answers, for every name, the very row a scan of that document's rows finds first. */
+function assertFindsAsAScan(docs: readonly Doc[], names: readonly string[], at: string): void {
+  for (const d of docs) {
+    for (const name of [...names, 'absent']) {
+      assert.equal(findSession(d, name), (d.sessions ?? []).find((r) => r.name === name), `${at}: findSession(${name})`);
+    }
+  }
+}
+
+for (const seed of [4, 5]) {
+  test(`a file's rows sharing a name: findSession answers the first row of that name through patches, removals and adds (seed ${seed})`, () => {
+    const rnd = random(seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+    const names = ['x', 'y', 'z', 'w'];
+    const inc = (i: number) => `inc_${String.fromCharCode(65 + (i % 26)).repeat(26)}`;
+    // Go keeps rows that share a name (GO-BEHAVIOUR.md §1.3): three x, two y, one z.
+    const file: Session[] = ['x', 'y', 'x', 'z', 'x', 'y'].map((name, i) => ({ name, id: `s_${name}${i}`, incarnation: inc(i) }) as Session);
+    const history: Doc[] = [{ ...emptyDocument(), sessions: file }];
+    for (let step = 0; step < 1500; step++) {
+      const doc = rnd() < 0.7 ? (history.at(-1) as Doc) : pick(history);
+      const op = rnd();
+      let next = doc;
+      if (op < 0.45) next = patchSession(doc, pick(names), { resumeToken: `t${step}` }).doc;
+      else if (op < 0.55) next = removeSession(doc, pick(names)).doc;
+      else if (op < 0.7) {
+        const name = pick(names);
+        if (!(doc.sessions ?? []).some((r) => r.name === name)) next = addSession(doc, newSession(name)).doc;
+      } else if (op < 0.8) next = setTopField(doc, 'workspace', `/w${step}`).doc;
+      // else: only look again at an older document
+      if (next !== doc) history.push(next);
+      assertFindsAsAScan([doc, next], names, `step ${step}`);
+    }
+    assert.ok(history.some((d) => (d.sessions ?? []).filter((r) => r.name === 'x').length > 1), 'shared names were looked up');
   });
 }
 
@@ -132,4 +170,19 @@ test('after a failed write, queued adds are re-applied on the committed rows: th
   const rows = store.listSessions();
   assert.deepEqual(rows.map((r) => [r.name, r.id]), [['a', 's_a'], ['z', 's_z'], ['n', 's_n']]);
   assert.equal(new Set(rows.map((r) => r.incarnation)).size, 3);
+});
+
+test('an index handed over with one of two rows of a name removed finds the row left', () => {
+  const a1 = { name: 'a', id: 's_a1' } as Session;
+  const a2 = { name: 'a', id: 's_a2' } as Session;
+  const b = { name: 'b', id: 's_b' } as Session;
+  for (const [gone, left] of [[a1, a2], [a2, a1]] as const) {
+    const rows = [a1, b, a2];
+    assert.equal(SessionIndex.of(rows).find('a'), a1);
+    const next = rows.filter((r) => r !== gone);
+    SessionIndex.handOver(rows, next, [gone], []);
+    assert.equal(SessionIndex.of(next).find('a'), left);
+    assert.equal(SessionIndex.of(next).find('b'), b);
+    assert.equal(SessionIndex.of(rows).find('a'), a1, 'the old array gets its own index again');
+  }
 });
