@@ -17,36 +17,50 @@ import { Worker } from 'node:worker_threads';
  * works whether Node reads it as CommonJS or as a module; the port holds messages until then.
  */
 const WORKER_SOURCE = `
-Promise.all([import('node:worker_threads'), import('node:fs')]).then(([{ parentPort }, { writeSync }]) => {
-  parentPort.on('message', ({ bytes, plan }) => {
-    const all = Buffer.from(bytes);
-    const out = [];
+Promise.all([import('node:worker_threads'), import('node:fs')]).then(([{ parentPort, workerData }, { writeSync }]) => {
+  const bytes = Buffer.from(workerData.bytes);
+  const plan = new Int32Array(workerData.plan);
+  parentPort.on('message', (jobs) => {
+    let failed;
     let at = 0;
-    for (let i = 0; i < plan.length; i += 2) {
-      const fd = plan[i];
-      const len = plan[i + 1];
+    for (let i = 0; i < jobs; i++) {
+      const fd = plan[2 * i];
+      const len = plan[2 * i + 1];
       let off = 0;
       try {
-        while (off < len) off += writeSync(fd, all, at + off, len - off);
-        out.push(null);
+        while (off < len) off += writeSync(fd, bytes, at + off, len - off);
       } catch (e) {
-        out.push({ message: String(e && e.message), code: e && e.code, errno: e && e.errno, syscall: e && e.syscall });
+        failed ??= new Array(jobs).fill(null);
+        failed[i] = { message: String(e && e.message), code: e && e.code, errno: e && e.errno, syscall: e && e.syscall };
       }
       at += len;
     }
-    parentPort.postMessage(out);
+    parentPort.postMessage(failed ?? null);
   });
 });
 `;
 
 /** Past this size a write goes to the thread pool alone: the copy into a batch would cost more than the hand-off. */
 export const BATCHED_WRITE_MAX = 64 * 1024;
+/**
+ * The bytes of one batch, shared with the worker: a batch is copied in and announced with its job
+ * count, nothing is allocated or transferred per hand-off (a transferred buffer per batch cost
+ * more than the message itself). Only one batch is out at a time, so one region suffices.
+ */
+const BATCH_BYTES = 1024 * 1024;
+/** Jobs one batch may hold (each one fd and one length in the shared plan). */
+const BATCH_JOBS = 4096;
 
 interface Job {
   readonly fd: number;
   readonly buf: Buffer;
   resolve(n: number): void;
   reject(err: Error): void;
+}
+
+interface Shared {
+  readonly bytes: Buffer;
+  readonly plan: Int32Array;
 }
 
 interface WireError {
@@ -64,6 +78,8 @@ export class WriterThread {
    * with the next one (a group commit), so the worker is woken once per batch, not once per turn.
    */
   private out: Job[] | undefined;
+  /** The worker's view of a batch: its bytes, and one fd and one length per job. */
+  private shared: Shared | undefined;
 
   /** Writes all of `buf` to `fd` at its offset; resolves with its length once it is written. */
   write(fd: number, buf: Buffer): Promise<number> {
@@ -74,42 +90,49 @@ export class WriterThread {
   }
 
   private flush(): void {
-    const batch = this.queued;
-    this.queued = [];
-    let total = 0;
-    for (const j of batch) total += j.buf.length;
-    // Its own ArrayBuffer (never the shared pool's), so it can be handed over without a copy.
-    const bytes = Buffer.allocUnsafeSlow(total);
-    const plan: number[] = [];
-    let at = 0;
-    for (const j of batch) {
-      at += j.buf.copy(bytes, at);
-      plan.push(j.fd, j.buf.length);
-    }
     let worker: Worker;
+    let shared: Shared;
     try {
-      worker = this.started();
+      ({ worker, shared } = this.started());
     } catch (err) {
+      const batch = this.queued;
+      this.queued = [];
       for (const j of batch) j.reject(err as Error);
       return;
     }
+    // What fits goes now (a write is at most BATCHED_WRITE_MAX, so the first always fits); the
+    // rest goes with the next batch, in order.
+    let take = 0;
+    let at = 0;
+    for (const j of this.queued) {
+      if (take === BATCH_JOBS || at + j.buf.length > BATCH_BYTES) break;
+      at += j.buf.copy(shared.bytes, at);
+      shared.plan[2 * take] = j.fd;
+      shared.plan[2 * take + 1] = j.buf.length;
+      take++;
+    }
+    const batch = take === this.queued.length ? this.queued : this.queued.slice(0, take);
+    this.queued = take === this.queued.length ? [] : this.queued.slice(take);
     // Referenced only while a batch is out: an idle writer never keeps the process alive, and a
     // pending write always does.
     worker.ref();
     this.out = batch;
-    worker.postMessage({ bytes: bytes.buffer, plan }, [bytes.buffer]);
+    worker.postMessage(take);
   }
 
-  private started(): Worker {
-    if (this.worker) return this.worker;
+  private started(): { worker: Worker; shared: Shared } {
+    if (this.worker && this.shared) return { worker: this.worker, shared: this.shared };
+    const bytes = new SharedArrayBuffer(BATCH_BYTES);
+    const plan = new SharedArrayBuffer(BATCH_JOBS * 2 * Int32Array.BYTES_PER_ELEMENT);
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
+      workerData: { bytes, plan },
       // Not the parent's flags (a loader such as tsx, --input-type): it needs none of them.
       execArgv: [],
       // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
     });
-    worker.on('message', (out: (WireError | null)[]) => this.answered(out));
+    worker.on('message', (failed: (WireError | null)[] | null) => this.answered(failed));
     // A worker that fails takes its unanswered batches with it: each caller learns why, and the
     // next write starts a new worker.
     worker.on('error', (err) => this.lost(worker, err));
@@ -119,17 +142,19 @@ export class WriterThread {
     // ~13 ms (1.61 × → 1.79 × the bare server), and the first append pays its 30–80 ms once.
     worker.unref();
     this.worker = worker;
-    return worker;
+    this.shared = { bytes: Buffer.from(bytes), plan: new Int32Array(plan) };
+    return { worker, shared: this.shared };
   }
 
-  private answered(out: (WireError | null)[]): void {
+  /** `failed`: null when every write of the batch succeeded, else each one's error or null. */
+  private answered(failed: (WireError | null)[] | null): void {
     const batch = this.out;
     this.out = undefined;
     if (this.queued.length > 0) this.flush();
     else this.worker?.unref();
     if (!batch) return;
     for (const [i, j] of batch.entries()) {
-      const e = out[i];
+      const e = failed?.[i] ?? null;
       if (e === null) j.resolve(j.buf.length);
       else j.reject(Object.assign(new Error(e?.message ?? 'write failed'), e ? { code: e.code, errno: e.errno, syscall: e.syscall } : {}));
     }
@@ -138,6 +163,7 @@ export class WriterThread {
   private lost(worker: Worker, err: Error): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
+    this.shared = undefined;
     const batch = this.out ?? [];
     this.out = undefined;
     for (const j of batch) j.reject(err);

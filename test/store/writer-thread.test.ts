@@ -75,3 +75,31 @@ test('a pending write keeps the process alive and an idle writer does not', () =
   assert.equal(out, '5');
   assert.equal(execFileSync('cat', [file], { encoding: 'utf8' }), 'kept\n');
 });
+
+test('a turn asking for more than one batch holds (bytes or jobs) is written whole, in order, over several batches', async () => {
+  const dir = tempDir();
+  const writer = new WriterThread();
+  const handles = await Promise.all(Array.from({ length: 10 }, (_, i) => fs.open(path.join(dir, `f${i}`), 'a')));
+  try {
+    const expected = handles.map(() => '');
+    const writes: Promise<number>[] = [];
+    // 5 000 small writes (more jobs than one batch takes) and 24 of 64 KiB (more bytes).
+    for (let n = 0; n < 5000; n++) {
+      const i = n % handles.length;
+      const line = `${n}\n`;
+      expected[i] += line;
+      writes.push(writer.write((handles[i] as fs.FileHandle).fd, Buffer.from(line)));
+    }
+    for (let n = 0; n < 24; n++) {
+      const i = n % handles.length;
+      const block = `${String.fromCharCode(97 + (n % 26)).repeat(64 * 1024 - 1)}\n`;
+      expected[i] += block;
+      writes.push(writer.write((handles[i] as fs.FileHandle).fd, Buffer.from(block)));
+    }
+    const written = await Promise.all(writes);
+    assert.equal(written.reduce((a, b) => a + b, 0), expected.reduce((a, s) => a + Buffer.byteLength(s), 0));
+    for (const [i, want] of expected.entries()) assert.equal(await fs.readFile(path.join(dir, `f${i}`), 'utf8'), want);
+  } finally {
+    await Promise.all(handles.map((fh) => fh.close()));
+  }
+});
