@@ -86,12 +86,11 @@ export class ServerConnection implements NotificationSink {
     const countingWriter: MessageWriter = {
       onError: writer.onError,
       onClose: writer.onClose,
-      write: async (msg) => {
-        try {
-          await writer.write(msg);
-        } finally {
-          if (isResponse(msg)) this.answered();
-        }
+      write: (msg) => {
+        const written = writer.write(msg);
+        // Counted as soon as the write settles, either way; the caller gets the write's own outcome.
+        if (isResponse(msg)) void written.then(this.countAnswer, this.countAnswer);
+        return written;
       },
       end: () => writer.end(),
       dispose: () => writer.dispose(),
@@ -152,6 +151,8 @@ export class ServerConnection implements NotificationSink {
   dispose(): void {
     this.connection.dispose();
   }
+
+  private readonly countAnswer = (): void => this.answered();
 
   private answered(): void {
     this.unanswered--;

@@ -113,11 +113,13 @@ export class AppendFile<T = undefined> {
   }
 
   private async writeBatch(jobs: AppendJob<T>[]): Promise<void> {
-    let fh: FileHandle;
-    try {
-      fh = await this.openForAppend();
-    } catch (err) {
-      throw ioError('append to', this.rel, err);
+    let fh = this.fh;
+    if (!fh) {
+      try {
+        fh = await this.openForAppend();
+      } catch (err) {
+        throw ioError('append to', this.rel, err);
+      }
     }
     const buf = jobs.length === 1 ? (jobs[0] as AppendJob<T>).buf : Buffer.concat(jobs.map((j) => j.buf));
     const before = this.size;

@@ -119,7 +119,7 @@ export class CommitQueue<J> {
     let end = this.entries.findIndex((e) => e.kind === 'task');
     if (end < 0) end = this.entries.length;
     let take = end;
-    if (this.options.batchSize) {
+    if (this.options.batchSize && end > 1) {
       const waiting = this.entries.slice(0, end).map((e) => (e as { job: J }).job);
       take = Math.min(end, Math.max(1, this.options.batchSize(waiting)));
     }

@@ -133,12 +133,7 @@ export const nodeIo: Io = {
   // reads) must stall the writers waiting for it, not every connection (issue 10). Small writes
   // share one hand-off per turn of the event loop (writer-thread.ts); a big one goes alone through
   // the thread pool.
-  write: async (fh, buf) => {
-    if (buf.length <= BATCHED_WRITE_MAX) return writer.write(fh.fd, buf);
-    let off = 0;
-    while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
-    return off;
-  },
+  write: (fh, buf) => (buf.length <= BATCHED_WRITE_MAX ? writer.write(fh.fd, buf) : writeAll(fh, buf)),
   datasync: (fh) => fh.datasync(),
   truncate: (fh, len) => fh.truncate(len),
   async readFile(file) {
@@ -161,6 +156,12 @@ export const nodeIo: Io = {
   lstat: (file) => fs.lstat(file),
   realpath: (file) => fs.realpath(file),
 };
+
+async function writeAll(fh: fs.FileHandle, buf: Buffer): Promise<number> {
+  let off = 0;
+  while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
+  return off;
+}
 
 /** Copies an Io with some calls replaced: the seam tests use. */
 export function withIo(overrides: Partial<Io>): Io {

@@ -50,11 +50,15 @@ export class NameCache<T extends { close(): Promise<void>; settled(): Promise<vo
       out = Promise.reject(err);
     }
     const s = slot;
-    return out.finally(() => {
+    const release = (): void => {
       s.busy--;
       if (s.busy === 0 && !this.worthKeeping(name)) this.evict(name, s);
       this.trim();
-    });
+    };
+    // Beside the caller's promise, not in front of it: the caller is answered without waiting a
+    // turn for the bookkeeping (and its rejection still reaches the caller, handled or not).
+    out.then(release, release);
+    return out;
   }
 
   /** Resolves when every object's queued work is done. */

@@ -311,7 +311,8 @@ export class Store {
 
   /** Appends one entry to a session's transcript (refused without a session row); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<number> {
-    return this.forAppend(name, guard, () => this.withTranscript(name, (t) => t.append(entry)));
+    // forAppend has checked the name (withTranscript would check it again).
+    return this.forAppend(name, guard, () => this.transcripts.use(name, (t) => t.append(entry)));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
