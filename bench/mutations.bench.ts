@@ -1,9 +1,10 @@
 // Does a state.json mutation cost the change or the whole document? (issue 11 item 1.) Durable
 // session/setResumeToken from 32 connections on a server holding 10 sessions and on one holding
 // 5 000, measured back to back in each repetition; the row's ratio is the rate at 5 000 over the
-// rate at 10.
+// rate at 10. The same two servers then take appends to 10 transcripts: an append finds its
+// session row by name, which must not cost more with more rows.
 import path from 'node:path';
-import { RATE } from './harness/config.js';
+import { ENTRY, RATE } from './harness/config.js';
 import type { Call } from './harness/load.js';
 import { eachAwaiting, prime } from './harness/load.js';
 import type { RowSpec } from './harness/report.js';
@@ -25,6 +26,8 @@ interface Side {
   server: SocketProc;
   conns: Rpc[];
   calls: Call[];
+  /** Connection k appends to the k mod 10-th of the last 10 sessions (the end of the rows). */
+  appends: Call[];
   startRssMB: number;
 }
 
@@ -51,7 +54,10 @@ async function side(count: number): Promise<Side> {
   const calls: Call[] = conns.map((rpc, k) => () =>
     rpc.request('session/setResumeToken', { name: `s${k % count}`, resumeToken: `3f0c2a9e-0b1d-4c8e-9f7a-${String(++token).padStart(12, '0')}` }),
   );
-  return { server, conns, calls, startRssMB };
+  const appends: Call[] = conns.map((rpc, k) => () =>
+    rpc.request('transcript/append', { name: `s${count - 1 - (k % 10)}`, entry: ENTRY }),
+  );
+  return { server, conns, calls, appends, startRssMB };
 }
 
 progress(BENCH, `setting up ${SMALL} and ${BIG} sessions`);
@@ -73,10 +79,25 @@ const samples = await repeat(BENCH, [
       record('big.rate', (await eachAwaiting(big.calls, RATE)).rate);
     },
   },
+  {
+    name: `transcript/append, ${CONNECTIONS} connections on 10 transcripts, ${SMALL} sessions`,
+    run: async (record) => {
+      await prime(small.appends);
+      record('small.append.rate', (await eachAwaiting(small.appends, RATE)).rate);
+    },
+  },
+  {
+    name: `transcript/append, ${CONNECTIONS} connections on 10 transcripts, ${BIG} sessions`,
+    run: async (record) => {
+      await prime(big.appends);
+      record('big.append.rate', (await eachAwaiting(big.appends, RATE)).rate);
+    },
+  },
 ]);
 
 const specs: RowSpec[] = [
   { id: 'session.setResumeToken.5000-sessions', measurement: `session/setResumeToken (sync), ${CONNECTIONS} conns, ${BIG} sessions`, unit: 'req/s', ours: 'big.rate', ceiling: 'small.rate', ceilingLabel: `the same with ${SMALL} sessions` },
+  { id: 'transcript.append.5000-sessions', measurement: `transcript/append (sync), ${CONNECTIONS} conns on 10 transcripts, ${BIG} sessions`, unit: 'req/s', ours: 'big.append.rate', ceiling: 'small.append.rate', ceilingLabel: `the same with ${SMALL} sessions` },
 ];
 
 const memory = [small, big].map((s) => ({ server: s.server.name, ...s.server.memory(), startRssMB: s.startRssMB }));
@@ -92,5 +113,6 @@ emit({
   memory,
   notes: [
     `${CONNECTIONS} connections each await their own session/setResumeToken (a new token every call) on a durable server with ${SMALL} and with ${BIG} sessions (rows as a bridge creates them); the ratio is the rate at ${BIG} over the rate at ${SMALL}, per repetition.`,
+    `Then the same connections append (durable) to 10 transcripts on each server, the last 10 sessions of its rows; 6 repetitions append at most ~2 MB to each, below the 4 MiB compaction trigger.`,
   ],
 });
