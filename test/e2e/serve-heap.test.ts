@@ -30,7 +30,7 @@ test('a heap flag given to node, in any spelling, leaves the setting it concerns
 });
 
 /** The largest new space (both semi-spaces) a churning process saw, with serve's settings or V8's. */
-async function largestNewSpace(which: 'serve' | 'default'): Promise<number> {
+async function largestNewSpace(which: 'serve' | 'serve-worker' | 'default'): Promise<number> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'test/fixtures/young-generation.ts'), which], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
   const out: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -44,6 +44,11 @@ test('the young generation stops growing at two semi-spaces of YOUNG_SEMI_SPACE_
   const [ours, v8s] = await Promise.all([largestNewSpace('serve'), largestNewSpace('default')]);
   assert.equal(ours, cap, 'grown to the cap and no further');
   assert.ok(v8s > cap, `V8's own growth passes it under the same churn (${v8s} bytes)`);
+});
+
+test('the hold outlives a Worker started once the young generation is at the cap (a new isolate resets V8\'s growth factor)', { timeout: TIMEOUT }, async () => {
+  const cap = 2 * YOUNG_SEMI_SPACE_MB * 1024 * 1024;
+  assert.equal(await largestNewSpace('serve-worker'), cap);
 });
 
 /** The heap settings the "serving" JSON log line of `c` reports. */
