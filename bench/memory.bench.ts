@@ -53,6 +53,9 @@ interface RunResult {
   startMB: number;
   /** Largest VmRSS sampled in the second half of the run (the steady state, past the start). */
   lateMB: number;
+  /** Largest RssAnon and RssFile sampled during the run: the process's own memory, and mapped files' pages. */
+  anonMB: number;
+  fileMB: number;
   rate: number;
 }
 
@@ -98,18 +101,23 @@ async function measure(side: Side): Promise<RunResult> {
     const startMB = server.memory().rssMB;
     const t0 = Date.now();
     let lateMB = 0;
+    let anonMB = 0;
+    let fileMB = 0;
     sampler = setInterval(() => {
-      if (Date.now() - t0 >= (SECONDS * 1000) / 2) lateMB = Math.max(lateMB, server.memory().rssMB);
+      const m = server.memory();
+      anonMB = Math.max(anonMB, m.anonMB);
+      fileMB = Math.max(fileMB, m.fileMB);
+      if (Date.now() - t0 >= (SECONDS * 1000) / 2) lateMB = Math.max(lateMB, m.rssMB);
     }, SAMPLE_MS);
     const count = await appendFor(clients, names, SECONDS * 1000);
     const rate = count / ((Date.now() - t0) / 1000);
     clearInterval(sampler);
-    const { rssMB, hwmMB } = server.memory();
+    const { rssMB, hwmMB, anonMB: endAnon, fileMB: endFile } = server.memory();
     if (subscriber) {
       if (subscriber.notifications === 0) throw new Error('the slow subscriber read no notification');
       notes.push(`${name}: ${count} appends; the subscriber read ${subscriber.notifications} notifications (${(subscriber.bytes / 1048576).toFixed(1)} MiB), ${subscriber.overflows} watch/overflow.`);
     } else notes.push(`${name}: ${count} appends.`);
-    return { peakMB: hwmMB, endMB: rssMB, startMB, lateMB: Math.max(lateMB, rssMB), rate };
+    return { peakMB: hwmMB, endMB: rssMB, startMB, lateMB: Math.max(lateMB, rssMB), anonMB: Math.max(anonMB, endAnon), fileMB: Math.max(fileMB, endFile), rate };
   } finally {
     clearInterval(sampler);
     subscriber?.close();
@@ -128,7 +136,9 @@ for (let rep = 0; rep < REPS; rep++) {
     samples.add(`${side}.late`, r.lateMB);
     samples.add(`${side}.start`, r.startMB);
     samples.add(`${side}.rate`, r.rate);
-    progress(BENCH, `rep ${rep + 1}/${REPS} ${side}: peak ${r.peakMB.toFixed(0)} MB, second half max ${r.lateMB.toFixed(0)} MB, end ${r.endMB.toFixed(0)} MB, start ${r.startMB.toFixed(0)} MB, ${r.rate.toFixed(0)} appends/s`);
+    samples.add(`${side}.anon`, r.anonMB);
+    samples.add(`${side}.file`, r.fileMB);
+    progress(BENCH, `rep ${rep + 1}/${REPS} ${side}: peak ${r.peakMB.toFixed(0)} MB, second half max ${r.lateMB.toFixed(0)} MB, end ${r.endMB.toFixed(0)} MB, start ${r.startMB.toFixed(0)} MB (largest anon ${r.anonMB.toFixed(0)} MB, file ${r.fileMB.toFixed(0)} MB), ${r.rate.toFixed(0)} appends/s`);
   }
 }
 
@@ -138,6 +148,8 @@ const specs: RowSpec[] = [
   { id: 'server.rss.load', measurement: `server peak RSS, ${LOAD}`, unit: 'MB', ours: 'load.peak', ceiling: 'one.peak', ceilingLabel: TWIN },
   { id: 'server.rss.load.late', measurement: `server RSS, largest in the second half, ${LOAD}`, unit: 'MB', ours: 'load.late', ceiling: 'one.late', ceilingLabel: TWIN },
   { id: 'server.rss.load.appends', measurement: `append rate, ${LOAD}`, unit: 'req/s', ours: 'load.rate', ceiling: 'one.rate', ceilingLabel: TWIN },
+  { id: 'server.rss.load.anon', measurement: `server RssAnon (its own memory), largest sampled, ${LOAD}`, unit: 'MB', ours: 'load.anon', ceiling: 'one.anon', ceilingLabel: TWIN },
+  { id: 'server.rss.load.file', measurement: `server RssFile (mapped files: node's binary), largest sampled, ${LOAD}`, unit: 'MB', ours: 'load.file', ceiling: 'one.file', ceilingLabel: TWIN },
 ];
 progress(BENCH, 'done');
 emit({

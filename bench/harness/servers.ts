@@ -24,8 +24,12 @@ export interface Proc {
   readonly pid: number;
   readonly child: ChildProcess;
   stderr(): string;
-  /** VmRSS and VmHWM (peak) in MB, read from /proc; what the RSS target is about. */
-  memory(): { rssMB: number; hwmMB: number };
+  /**
+   * VmRSS and VmHWM (peak) in MB, read from /proc; what the RSS target is about. VmRSS is anonMB
+   * (the process's own memory) plus fileMB (pages of mapped files, mostly node's binary, shared
+   * with every node process and dropped or kept by the kernel's page reclaim, not by us).
+   */
+  memory(): { rssMB: number; hwmMB: number; anonMB: number; fileMB: number };
   /** User + system CPU seconds the process has used so far. */
   cpuSeconds(): number;
   /** Orderly stop (SIGTERM or stdin EOF), SIGKILL after 10 s; resolves once it has exited. */
@@ -76,7 +80,7 @@ function track(name: string, child: ChildProcess, orderly: () => void): Proc {
     memory: () => {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-      return { rssMB: kb('VmRSS') / 1024, hwmMB: kb('VmHWM') / 1024 };
+      return { rssMB: kb('VmRSS') / 1024, hwmMB: kb('VmHWM') / 1024, anonMB: kb('RssAnon') / 1024, fileMB: kb('RssFile') / 1024 };
     },
     cpuSeconds: () => {
       // Fields after the ")" that ends comm; utime and stime are fields 14 and 15 of the line.
