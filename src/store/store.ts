@@ -311,7 +311,6 @@ export class Store {
 
   /** Appends one entry to a session's transcript (refused without a session row); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<number> {
-    // forAppend has checked the name (withTranscript would check it again).
     return this.forAppend(name, guard, () => this.transcripts.use(name, (t) => t.append(entry)));
   }
 
@@ -354,7 +353,7 @@ export class Store {
 
   /** Adds a user id to a session's journal; `added` is false when it was there already. */
   appendParticipant(name: string, userId: string, guard: Guard = {}): Promise<boolean> {
-    return this.forAppend(name, guard, () => this.withJournal(name, (j) => j.append(userId)));
+    return this.forAppend(name, guard, () => this.journals.use(name, (j) => j.append(userId)));
   }
 
   async readParticipants(name: string): Promise<string[]> {
@@ -389,7 +388,8 @@ export class Store {
    * Runs `enqueue` once the session row allows it. When the row is committed, synchronously,
    * so appends keep the order in which they were called. A row added but not yet committed is
    * waited for (a transcript never reaches the disk before its session does), and the checks
-   * are repeated right before `enqueue`.
+   * are repeated right before `enqueue`. The checks include the name's, so `enqueue` may use the
+   * name caches directly.
    */
   private forAppend<T>(name: string, guard: Guard, enqueue: () => Promise<T>): Promise<T> {
     const check = (d: Doc): void => {

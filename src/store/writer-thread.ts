@@ -58,7 +58,9 @@ interface Job {
   reject(err: Error): void;
 }
 
-interface Shared {
+/** A running worker and its view of a batch: the bytes, and one fd and one length per job. */
+interface Thread {
+  readonly worker: Worker;
   readonly bytes: Buffer;
   readonly plan: Int32Array;
 }
@@ -71,15 +73,13 @@ interface WireError {
 }
 
 export class WriterThread {
-  private worker: Worker | undefined;
+  private thread: Thread | undefined;
   private queued: Job[] = [];
   /**
    * The batch the worker is writing. One at a time: what is asked for meanwhile waits and goes
    * with the next one (a group commit), so the worker is woken once per batch, not once per turn.
    */
   private out: Job[] | undefined;
-  /** The worker's view of a batch: its bytes, and one fd and one length per job. */
-  private shared: Shared | undefined;
 
   /** Writes all of `buf` to `fd` at its offset; resolves with its length once it is written. */
   write(fd: number, buf: Buffer): Promise<number> {
@@ -90,10 +90,9 @@ export class WriterThread {
   }
 
   private flush(): void {
-    let worker: Worker;
-    let shared: Shared;
+    let thread: Thread;
     try {
-      ({ worker, shared } = this.started());
+      thread = this.started();
     } catch (err) {
       const batch = this.queued;
       this.queued = [];
@@ -106,22 +105,22 @@ export class WriterThread {
     let at = 0;
     for (const j of this.queued) {
       if (take === BATCH_JOBS || at + j.buf.length > BATCH_BYTES) break;
-      at += j.buf.copy(shared.bytes, at);
-      shared.plan[2 * take] = j.fd;
-      shared.plan[2 * take + 1] = j.buf.length;
+      at += j.buf.copy(thread.bytes, at);
+      thread.plan[2 * take] = j.fd;
+      thread.plan[2 * take + 1] = j.buf.length;
       take++;
     }
     const batch = take === this.queued.length ? this.queued : this.queued.slice(0, take);
     this.queued = take === this.queued.length ? [] : this.queued.slice(take);
     // Referenced only while a batch is out: an idle writer never keeps the process alive, and a
     // pending write always does.
-    worker.ref();
+    thread.worker.ref();
     this.out = batch;
-    worker.postMessage(take);
+    thread.worker.postMessage(take);
   }
 
-  private started(): { worker: Worker; shared: Shared } {
-    if (this.worker && this.shared) return { worker: this.worker, shared: this.shared };
+  private started(): Thread {
+    if (this.thread) return this.thread;
     const bytes = new SharedArrayBuffer(BATCH_BYTES);
     const plan = new SharedArrayBuffer(BATCH_JOBS * 2 * Int32Array.BYTES_PER_ELEMENT);
     const worker = new Worker(WORKER_SOURCE, {
@@ -141,9 +140,8 @@ export class WriterThread {
     // started by the first write, not ahead: starting it with the store cost spawn-to-first-reply
     // ~13 ms (1.61 × → 1.79 × the bare server), and the first append pays its 30–80 ms once.
     worker.unref();
-    this.worker = worker;
-    this.shared = { bytes: Buffer.from(bytes), plan: new Int32Array(plan) };
-    return { worker, shared: this.shared };
+    this.thread = { worker, bytes: Buffer.from(bytes), plan: new Int32Array(plan) };
+    return this.thread;
   }
 
   /** `failed`: null when every write of the batch succeeded, else each one's error or null. */
@@ -151,19 +149,18 @@ export class WriterThread {
     const batch = this.out;
     this.out = undefined;
     if (this.queued.length > 0) this.flush();
-    else this.worker?.unref();
+    else this.thread?.worker.unref();
     if (!batch) return;
     for (const [i, j] of batch.entries()) {
-      const e = failed?.[i] ?? null;
-      if (e === null) j.resolve(j.buf.length);
-      else j.reject(Object.assign(new Error(e?.message ?? 'write failed'), e ? { code: e.code, errno: e.errno, syscall: e.syscall } : {}));
+      const e = failed?.[i];
+      if (!e) j.resolve(j.buf.length);
+      else j.reject(Object.assign(new Error(e.message), { code: e.code, errno: e.errno, syscall: e.syscall }));
     }
   }
 
   private lost(worker: Worker, err: Error): void {
-    if (this.worker !== worker) return;
-    this.worker = undefined;
-    this.shared = undefined;
+    if (this.thread?.worker !== worker) return;
+    this.thread = undefined;
     const batch = this.out ?? [];
     this.out = undefined;
     for (const j of batch) j.reject(err);
