@@ -44,6 +44,14 @@ export interface StdioProc extends Proc {
   readonly rpc: Rpc;
 }
 
+/** User + system CPU seconds from a /proc stat file: a process's (/proc/PID/stat) or one thread's (/proc/PID/task/TID/stat). */
+export function cpuSecondsOf(statFile: string): number {
+  // Fields after the ")" that ends comm; utime and stime are fields 14 and 15 of the line.
+  const stat = readFileSync(statFile, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
 let profileSeq = 0;
 
 /**
@@ -82,12 +90,7 @@ function track(name: string, child: ChildProcess, orderly: () => void): Proc {
       const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
       return { rssMB: kb('VmRSS') / 1024, hwmMB: kb('VmHWM') / 1024, anonMB: kb('RssAnon') / 1024, fileMB: kb('RssFile') / 1024 };
     },
-    cpuSeconds: () => {
-      // Fields after the ")" that ends comm; utime and stime are fields 14 and 15 of the line.
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-    },
+    cpuSeconds: () => cpuSecondsOf(`/proc/${pid}/stat`),
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       orderly();
@@ -125,11 +128,20 @@ function assertBuilt(): void {
 
 export type Durability = 'sync' | 'write';
 
-/** `serve --socket` on `state`, at --log-level warn so logging costs what it costs in production. */
-export async function startServer(name: string, state: string, socket: string, durability: Durability): Promise<SocketProc> {
+/**
+ * `serve --socket` on `state`, at --log-level warn so logging costs what it costs in production.
+ * `cli` runs another bundle than the build (bench/bounds.ts), with `env` added to the bench's.
+ */
+export async function startServer(
+  name: string,
+  state: string,
+  socket: string,
+  durability: Durability,
+  { cli = CLI, env }: { cli?: string; env?: Record<string, string> } = {},
+): Promise<SocketProc> {
   assertBuilt();
-  const args = [...nodeFlags(name), CLI, 'serve', '--state', state, '--socket', socket, '--durability', durability, '--log-level', 'warn'];
-  const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = [...nodeFlags(name), cli, 'serve', '--state', state, '--socket', socket, '--durability', durability, '--log-level', 'warn'];
+  const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   const proc = track(name, child, () => child.kill('SIGTERM'));
   await waitForSocket(socket, proc);
   return Object.assign(proc, { socket });

@@ -1,0 +1,81 @@
+// Copies of the built CLI bundle with one part of an append's work taken out, for bench/bounds.ts:
+// each copy tells how fast appends could be without that part, so what bounds the non-durable
+// append rate against the bare echo (issue 11 item 4) is measured, not guessed. They skip the
+// contract's validation or the store, so they are only ever written to a temp dir and run there.
+//
+// A copy is the bundle's text with exact substrings replaced. When the bundle no longer holds one
+// (the code it names changed), making that copy throws, and test/bench/bound-builds.test.ts fails
+// on the bundle `npm test` builds: a stale bound never measures something else unnoticed.
+
+export interface Patch {
+  /** Text the bundle holds exactly once. */
+  readonly find: string;
+  readonly replace: string;
+}
+
+export interface BoundBuild {
+  readonly name: string;
+  /** What the copy leaves out of `transcript/append`, said in the printed table. */
+  readonly leavesOut: string;
+  readonly patches: readonly Patch[];
+  /** Names the replacements use from the bundle's own scope: each must be declared in it. */
+  readonly uses: readonly string[];
+}
+
+/** The append handler as built: validated params in, the store's seq out. */
+const APPEND_HANDLER = '"transcript/append":async(p,{store})=>({seq:await store.appendTranscript(p.name,p.entry,guard(p))})';
+/** dispatch's validation of every call's params against the method's schema. */
+const VALIDATION = 'let parsed=methods[method].params.safeParse(rawParams)';
+
+const noValidation: Patch = {
+  find: VALIDATION,
+  replace: `let parsed=method==="transcript/append"?{success:true,data:rawParams}:methods[method].params.safeParse(rawParams)`,
+};
+
+/**
+ * The least an append must do: encode the line and write it to the session's file through the
+ * writer thread before answering. No row check, name cache, commit queue, seq file or change feed;
+ * one descriptor per name, kept open, in the folder HS_BOUND_DIR names.
+ */
+const minimalStoreWith = (write: string): Patch => ({
+  find: APPEND_HANDLER,
+  replace:
+    '"transcript/append":async(p)=>{const b=globalThis.__hsBound??={files:new Map(),seq:0};let fd=b.files.get(p.name);' +
+    'if(fd===undefined){fd=require("node:fs").openSync(require("node:path").join(process.env.HS_BOUND_DIR,p.name+".jsonl"),"a");b.files.set(p.name,fd)}' +
+    `const line=Buffer.from(encodeTranscriptLine(p.entry));${write};return{seq:b.seq++}}`,
+});
+const minimalStore = minimalStoreWith('await writer.write(fd,line)');
+/** The same with write(2) on the event loop, which the server must not do (issue 10): it bounds what the hand-off costs. */
+const minimalStoreBlocking = minimalStoreWith('require("node:fs").writeSync(fd,line)');
+
+const noStore: Patch = { find: APPEND_HANDLER, replace: '"transcript/append":async()=>({seq:0})' };
+
+export const BOUND_BUILDS: readonly BoundBuild[] = [
+  { name: 'as built', leavesOut: 'nothing', patches: [], uses: [] },
+  { name: 'no validation', leavesOut: 'the params\' validation (zod)', patches: [noValidation], uses: [] },
+  { name: 'minimal store', leavesOut: 'the store, but for encoding the line and writing it through the writer thread', patches: [minimalStore], uses: ['writer', 'encodeTranscriptLine', 'require'] },
+  { name: 'minimal store, no validation', leavesOut: 'both of the above', patches: [minimalStore, noValidation], uses: ['writer', 'encodeTranscriptLine', 'require'] },
+  { name: 'minimal store, no validation, write(2) on the event loop', leavesOut: 'both, and the hand-off to the writer thread (blocking, so never shipped)', patches: [minimalStoreBlocking, noValidation], uses: ['encodeTranscriptLine', 'require'] },
+  { name: 'no store, no validation', leavesOut: 'validation and all of the store: it answers {seq: 0}', patches: [noStore, noValidation], uses: [] },
+];
+
+/** Whether the bundle declares `name` at its top level (esbuild renames on a clash: writer2). */
+function declares(bundle: string, name: string): boolean {
+  return new RegExp(`(?:^|[^\\w$.])(?:var|let|const|function)\\s+${name}\\b`, 'm').test(bundle);
+}
+
+/** The bundle's text for `build`; throws naming what the bundle no longer holds. */
+export function boundBundle(bundle: string, build: BoundBuild): string {
+  let out = bundle;
+  for (const p of build.patches) {
+    const at = out.indexOf(p.find);
+    if (at < 0 || out.indexOf(p.find, at + 1) >= 0) {
+      throw new Error(`bound build "${build.name}": the bundle holds ${at < 0 ? 'no' : 'more than one'} ${JSON.stringify(p.find.slice(0, 60))}…; update bench/harness/bound-builds.ts`);
+    }
+    out = out.slice(0, at) + p.replace + out.slice(at + p.find.length);
+  }
+  for (const name of build.uses) {
+    if (!declares(bundle, name)) throw new Error(`bound build "${build.name}": the bundle no longer declares ${name}; update bench/harness/bound-builds.ts`);
+  }
+  return out;
+}
