@@ -2,9 +2,10 @@
 // rate at 64 connections against the bare echo (issue 11 item 4, docs/performance.md "What bounds
 // the ratio"). Runs the build, copies of its bundle with part of an append's work taken out
 // (bench/harness/bound-builds.ts) and the echo server side by side, 64 connections each, in rounds
-// that alternate their order (after one discarded round); prints per build the median and range of the per-round ratios to the
-// echo, and the server's CPU per append, its main thread's apart. Not part of `npm run bench`: the
-// copies skip validation or the store, so this diagnoses, it does not measure the product.
+// that alternate their order (after one discarded round); prints per build the median and range
+// of the per-round ratios to the echo, and the server's CPU per append, its main thread's apart.
+// Not part of `npm run bench`: the copies skip validation or the store, so this diagnoses, it does
+// not measure the product.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { boundBundle, BOUND_BUILDS } from './harness/bound-builds.js';

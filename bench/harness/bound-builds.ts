@@ -1,7 +1,8 @@
 // Copies of the built CLI bundle with one part of an append's work taken out, for bench/bounds.ts:
 // each copy tells how fast appends could be without that part, so what bounds the non-durable
 // append rate against the bare echo (issue 11 item 4) is measured, not guessed. They skip the
-// contract's validation or the store, so they are only ever written to a temp dir and run there.
+// contract's validation or the store, so they are only ever written beside the build (dist/bounds,
+// removed when bench/bounds.ts exits) and run from there, never shipped.
 //
 // A copy is the bundle's text with exact substrings replaced. When the bundle no longer holds one
 // (the code it names changed), making that copy throws, and test/bench/bound-builds.test.ts fails
