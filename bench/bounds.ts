@@ -86,7 +86,7 @@ for (const s of sides) {
 }
 
 const echoSamples = samples.get(sides[sides.length - 1] as Side) as Sample[];
-const fmt = (n: number, d = 0): string => n.toFixed(d);
+const fmt = (n: number, digits: number): string => n.toFixed(digits);
 const lines = [
   `${CONNECTIONS} connections each awaiting its own transcript/append (write), ${rounds} rounds of up to ${RATE.maxCount} calls or ${RATE.maxMs} ms per build, order alternating; medians.`,
   'build | leaves out | rate | vs echo, median (range) | CPU/append | main thread',
