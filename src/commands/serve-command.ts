@@ -50,6 +50,10 @@ export const serveCommand = defineCommand({
       help: 'pretty: one human line per event; json: one JSON object per line;\nauto: pretty when stderr is a terminal, else json',
     },
     announce: { type: 'boolean', help: 'print where the server listens and a call line to try' },
+    'exit-with-parent': {
+      type: 'boolean',
+      help: 'stop in order once the process that started it is gone, even if it died\nwithout a signal to pass on (`npm start` uses it)',
+    },
   },
   examples: [
     { command: 'herrscher-state serve --stdio', says: "a host's sidecar: JSON-RPC on stdin/stdout, the default state dir, and the default socket for its bridges" },
@@ -83,6 +87,7 @@ export const serveCommand = defineCommand({
       logFile: v['log-file'],
       logFormat: format,
       announce: v.announce ?? false,
+      exitWithParent: v['exit-with-parent'] ?? false,
       version: version(),
     });
     // serve() returns once listening; the process lives on until a stop calls process.exit(code).

@@ -36,20 +36,26 @@ export interface ServeOptions {
   logFile?: string;
   logFormat?: LogFormat;
   announce: boolean;
+  /** Stop once the parent process is gone (npm forwards SIGINT/SIGTERM but dies of SIGHUP alone). */
+  exitWithParent?: boolean;
   version: string;
 }
 
 /** How long a stop waits for in-flight requests before it closes connections anyway. */
 const STOP_GRACE_MS = 5000;
+/** How often --exit-with-parent looks whether the parent is still there. */
+const PARENT_POLL_MS = 500;
 
 export async function serve(o: ServeOptions): Promise<void> {
   // First, so the collections that loading the store causes already follow it.
   const heap = applyHeapSettings();
   const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
   const { log, flush } = logging;
-  // A socket that cannot be served is said before the state dir is created or locked.
+  // A socket that cannot be served is said before the state dir is created or locked. A socket
+  // in the state dir itself (`npm start`'s) is checked when it listens: opening the store makes
+  // that folder, so on a first start it does not exist yet.
   const named = o.noSocket ? undefined : serveSocket({ socket: o.socket });
-  if (named && named.source !== 'default') {
+  if (named && named.source !== 'default' && path.dirname(named.path) !== path.dirname(path.resolve(o.state))) {
     await assertFolderSafe(path.dirname(named.path)).catch((err: unknown) => exitOnStartFailure(logging, 'socket', named.path, err));
   }
   let store: Store;
@@ -92,6 +98,13 @@ export async function serve(o: ServeOptions): Promise<void> {
   process.once('SIGINT', () => void stop(0, 'SIGINT'));
   // A closed terminal or a supervisor's reload signal: the same orderly stop, not death by 129.
   process.once('SIGHUP', () => void stop(0, 'SIGHUP'));
+  if (o.exitWithParent) {
+    // Node has no parent-death signal: an orphan is re-parented, so a changed ppid means the parent died.
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) void stop(0, 'parent process gone');
+    }, PARENT_POLL_MS).unref();
+  }
 
   const accept = (socket: net.Socket): void => {
     const t = createFramedTransport(socket, socket, {
