@@ -6,14 +6,14 @@
 // listens, what the CLI finds) is the subject, so the built CLI is spawned.
 import assert from 'node:assert/strict';
 import { spawn as spawnChild } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import { connect } from '../../src/client/client.js';
 import { SocketError } from '../../src/transport/socket.js';
 import type { Child, Ctx } from '../helpers/cli.js';
-import { CLI, runCli, runToEnd, waitForSocket } from '../helpers/cli.js';
+import { CLI, REPO, runCli, runToEnd, waitForSocket } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const TIMEOUT = 30_000;
@@ -187,9 +187,26 @@ test('a socket of ours in a folder others may write to is refused by connect()',
   assert.equal(trap.received(), 0);
 });
 
+/**
+ * The CLI where nobody can read it: the bundle and its one external module copied into a folder
+ * of mode 0755, since the checkout itself may sit under a folder only its owner may traverse
+ * (a clone in `mktemp -d`).
+ */
+let nobodysCli: string | undefined;
+function cliForNobody(): string {
+  if (nobodysCli) return nobodysCli;
+  const root = tempDir();
+  chmodSync(root, 0o755);
+  const cli = path.join(root, 'dist/src/cli.js');
+  cpSync(CLI, cli);
+  cpSync(path.join(REPO, 'node_modules/fs-ext-extra-prebuilt'), path.join(root, 'node_modules/fs-ext-extra-prebuilt'), { recursive: true });
+  cpSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
+  return (nobodysCli = cli);
+}
+
 /** Runs the CLI as nobody (setpriv), with `env`. */
 function asNobody(t: Ctx, args: string[], env: NodeJS.ProcessEnv): Child {
-  const child = spawnChild('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawnChild('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, cliForNobody(), ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
