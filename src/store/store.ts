@@ -311,7 +311,7 @@ export class Store {
 
   /** Appends one entry to a session's transcript (refused without a session row); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<number> {
-    return this.forAppend(name, guard, () => this.transcripts.use(name, (t) => t.append(entry)));
+    return this.noted(this.forAppend(name, guard, () => this.transcripts.use(name, (t) => t.append(entry))));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
@@ -346,14 +346,14 @@ export class Store {
 
   async removeTranscript(name: string): Promise<boolean> {
     this.assertOpen();
-    return this.withTranscript(name, (t) => t.remove());
+    return this.noted(this.withTranscript(name, (t) => t.remove()));
   }
 
   // ---- participants ----------------------------------------------------------------------
 
   /** Adds a user id to a session's journal; `added` is false when it was there already. */
   appendParticipant(name: string, userId: string, guard: Guard = {}): Promise<boolean> {
-    return this.forAppend(name, guard, () => this.journals.use(name, (j) => j.append(userId)));
+    return this.noted(this.forAppend(name, guard, () => this.journals.use(name, (j) => j.append(userId))));
   }
 
   async readParticipants(name: string): Promise<string[]> {
@@ -362,7 +362,7 @@ export class Store {
 
   async removeParticipants(name: string): Promise<boolean> {
     this.assertOpen();
-    return this.withJournal(name, (j) => j.remove());
+    return this.noted(this.withJournal(name, (j) => j.remove()));
   }
 
   // ---- internals -------------------------------------------------------------------------
@@ -370,7 +370,20 @@ export class Store {
   // async so a refusal (closed, bad name) rejects, never throws; the body still enqueues synchronously.
   private async mutate<R>(apply: (d: Doc) => docs.Outcome<R>): Promise<R> {
     this.assertOpen();
-    return this.state.mutate(apply);
+    return this.noted(this.state.mutate(apply));
+  }
+
+  /**
+   * `write` as is; a refusal by the file system (ENOSPC, EIO, EMFILE…) is also recorded in the
+   * storage health, so `status` is unhealthy for a minute after any refused write, not only after
+   * the failures nobody else hears of. The caller still gets the error; nothing is logged (the
+   * caller was told, and a full disk would log once per append).
+   */
+  private noted<T>(write: Promise<T>): Promise<T> {
+    write.catch((err: unknown) => {
+      if (err instanceof StoreError && err.kind === 'io') this.health.recordError('a write was refused', err);
+    });
+    return write;
   }
 
   private patch(name: string, patch: SessionPatch, guard: Guard): Promise<{ found: boolean; changed: boolean }> {

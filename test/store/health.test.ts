@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RECENT_ERROR_MS, StorageHealth } from '../../src/store/health.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
-import { errno, newSession, openIn } from '../helpers/store.js';
+import type { Store } from '../../src/store/store.js';
+import { errno, newSession, openIn, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('a fresh tracker is healthy with no storage error', () => {
@@ -62,3 +63,35 @@ test('a warning the store reports with an error (a failed compaction) reaches st
   assert.equal(snap.lastStorageError?.code, 'EIO');
   assert.ok(snap.lastStorageError?.message.includes('compaction of transcripts/s.jsonl failed'), snap.lastStorageError?.message);
 });
+
+// A refused write has a caller who hears of it, but `status` must say so too: a full disk that
+// refuses every append while `status` answers healthy is a disk nobody looks at.
+const writes: [string, (s: Store) => Promise<unknown>][] = [
+  ['a transcript append', (s) => s.appendTranscript('s', { ts: 't1', role: 'user', text: 'refused' })],
+  ['a participant append', (s) => s.appendParticipant('s', 'u1')],
+  ['a state.json write', (s) => s.setWorkspace('/ws')],
+];
+for (const code of ['ENOSPC', 'EIO', 'EMFILE']) {
+  for (const [what, write] of writes) {
+    test(`${what} refused with ${code} makes store.health unhealthy for a minute, with that code`, async (t) => {
+      let armed = false;
+      const io = withIo({
+        write: (fh, buf) => (armed ? Promise.reject(errno(code, 'write')) : nodeIo.write(fh, buf)),
+        open: (file, flags, mode) => (armed ? Promise.reject(errno(code, 'open')) : nodeIo.open(file, flags, mode)),
+        writeAtomic: (file, data, opts) => (armed ? Promise.reject(errno(code, 'write')) : nodeIo.writeAtomic(file, data, opts)),
+      });
+      const store = await openIn(tempDir(), { io, durability: 'write' });
+      t.after(() => store.close());
+      await store.addSession(newSession('s'));
+      await store.appendTranscript('s', { ts: 't0', role: 'user', text: 'fine' });
+      assert.equal(store.health.snapshot().healthy, true);
+      armed = true;
+      await assert.rejects(() => write(store), storeError('io', [], code));
+      armed = false;
+      const snap = store.health.snapshot();
+      assert.equal(snap.healthy, false, 'unhealthy after a refused write');
+      assert.equal(snap.lastStorageError?.code, code);
+      assert.equal(store.health.snapshot(Date.now() + RECENT_ERROR_MS + 1000).healthy, true, 'healthy again a minute later');
+    });
+  }
+}
