@@ -48,18 +48,61 @@ const encodeRecord = (r: WalRecord): Buffer => {
   return Buffer.from(`${crc32(json).toString(16).padStart(8, '0')} ${json}\n`);
 };
 
-/** The records of a log's bytes, up to the first torn or corrupt one (a crash mid-write). */
-export function parseWal(buf: Buffer): WalRecord[] {
-  const out: WalRecord[] = [];
+/** A log's records, and the complete lines that are not records (damaged: skipped, never guessed at). */
+export interface WalScan {
+  records: WalRecord[];
+  /** 1-based line numbers of the damaged lines, and why each is. */
+  damaged: { line: number; why: string }[];
+}
+
+/**
+ * Every record of a log's bytes. A complete line whose checksum fails or whose record is not of
+ * the shape this server writes is damaged: it is skipped and reported, and the records after it
+ * are still read (one bad sector must not drop every acknowledged append behind it). Bytes after
+ * the last newline are a torn write of a batch never acknowledged: ignored.
+ */
+export function scanWal(buf: Buffer): WalScan {
+  const out: WalScan = { records: [], damaged: [] };
   let start = 0;
+  let line = 0;
   for (let end = buf.indexOf(0x0a, start); end >= 0; end = buf.indexOf(0x0a, start)) {
-    const line = buf.toString('utf8', start, end);
+    const text = buf.toString('utf8', start, end);
     start = end + 1;
-    const json = line.slice(9);
-    if (line[8] !== ' ' || crc32(json).toString(16).padStart(8, '0') !== line.slice(0, 8)) break;
-    out.push(JSON.parse(json) as WalRecord);
+    line++;
+    const json = text.slice(9);
+    if (text[8] !== ' ' || crc32(json).toString(16).padStart(8, '0') !== text.slice(0, 8)) {
+      out.damaged.push({ line, why: 'checksum mismatch' });
+      continue;
+    }
+    let v: unknown;
+    try {
+      v = JSON.parse(json);
+    } catch {
+      out.damaged.push({ line, why: 'not JSON' });
+      continue;
+    }
+    const why = recordProblem(v);
+    if (why) out.damaged.push({ line, why });
+    else out.records.push(v as WalRecord);
   }
   return out;
+}
+
+/** The records of a log's bytes (damaged lines skipped: see scanWal). */
+export const parseWal = (buf: Buffer): WalRecord[] => scanWal(buf).records;
+
+const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
+
+/** Why `v` is not a record this server writes (undefined when it is one): a checksum can be forged. */
+function recordProblem(v: unknown): string | undefined {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return 'not an object';
+  const r = v as Record<string, unknown>;
+  if (typeof r.f !== 'string') return 'f is not a string';
+  if (!isCount(r.i)) return 'i is not an inode number';
+  if (!isCount(r.o)) return 'o is not an offset (a whole number ≥ 0)';
+  if (typeof r.d !== 'string') return 'd is not a string';
+  if (r.s !== undefined && !isCount(r.s)) return 's is not a seq (a whole number ≥ 0)';
+  return undefined;
 }
 
 export class WriteAheadLog {
@@ -279,9 +322,15 @@ export async function replayWal(
   }
   const files = new Map<string, ReplayFile>();
   const seqs = new Map<string, number>();
+  const { records, damaged } = scanWal(buf);
+  if (damaged.length) {
+    const lines = damaged.slice(0, 10).map((d) => `line ${d.line} (${d.why})`).join(', ');
+    log.error(`wal: ${damaged.length} damaged record(s) in ${WAL_REL} skipped: ${lines}${damaged.length > 10 ? ', …' : ''}; ` +
+      `the ${records.length} valid record(s) around them are replayed; an append whose record was damaged is put back only if its file kept it`);
+  }
   let failure: unknown;
   try {
-    for (const r of parseWal(buf)) {
+    for (const r of records) {
       if (typeof r.s === 'number' && r.s > (seqs.get(r.f) ?? 0)) seqs.set(r.f, r.s);
       if (!isStoreFile(r.f)) {
         log.error(`wal: record for ${JSON.stringify(r.f)} ignored: not a file this store writes`);

@@ -4,9 +4,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { crc32 } from 'node:zlib';
 import { withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
-import { parseWal, WAL_REL } from '../../src/store/wal.js';
+import { parseWal, scanWal, WAL_REL } from '../../src/store/wal.js';
 import { errno, newSession, storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
@@ -86,9 +87,12 @@ test('a torn last record of the log (a crash while writing it) is ignored, the r
   assert.equal(readFileSync(path.join(dir, 'transcripts/s.jsonl'), 'utf8'), line('t1') + line('t2'));
 });
 
-test('a record whose checksum does not match ends the replay there', () => {
+test('a record whose checksum does not match is skipped, and the valid record after it is still read', () => {
   const good = '{"f":"transcripts/s.jsonl","i":1,"o":0,"d":"x\\n"}';
-  assert.equal(parseWal(Buffer.from(`00000000 ${good}\n`)).length, 0);
+  const sum = crc32(good).toString(16).padStart(8, '0');
+  const scan = scanWal(Buffer.from(`00000000 ${good}\n${sum} ${good}\n`));
+  assert.equal(scan.records.length, 1);
+  assert.deepEqual(scan.damaged, [{ line: 1, why: 'checksum mismatch' }]);
 });
 
 test('a clean close checkpoints: every file synced and the log empty', async () => {
