@@ -171,7 +171,8 @@ class Generator {
       case 'string':
         return 'string';
       case 'boolean':
-        return 'bool';
+        // A flag whose default is true must be able to say false: a pointer, as optional numbers.
+        return opt.optional && opt.param && s.default === true ? '*bool' : 'bool';
       case 'integer': {
         const t = typeof s['x-go-type'] === 'string' ? (s['x-go-type'] as string) : 'int';
         return opt.optional && opt.param ? `*${t}` : t;

@@ -24,7 +24,7 @@ export interface BoundBuild {
 }
 
 /** The append handler as built: validated params in, the store's seq out. */
-const APPEND_HANDLER = '"transcript/append":async(p,{store})=>({seq:await store.appendTranscript(p.name,p.entry,guard(p))})';
+const APPEND_HANDLER = '"transcript/append":async(p,{store})=>({seq:await store.appendTranscript(p.name,p.entry,appendOptions(p))})';
 /** dispatch's validation of every call's params against the method's schema. */
 const VALIDATION = 'let parsed=methods[method].params.safeParse(rawParams)';
 

@@ -35,7 +35,8 @@ var ErrShuttingDown = &ErrorCode{Code: -32030, Name: "ShuttingDown"}
 // invalid.
 var ErrMessageTooLarge = &ErrorCode{Code: -32040, Name: "MessageTooLarge"}
 
-// ErrConflict is error -32050: The incarnation given is not the current one; data.incarnation is.
+// ErrConflict is error -32050: The incarnation (state/save: the revision) given is not the current
+// one; data.incarnation (data.revision) is.
 var ErrConflict = &ErrorCode{Code: -32050, Name: "Conflict"}
 
 // ErrRequestCancelled is error -32800: A read cancelled by $/cancelRequest before it was answered

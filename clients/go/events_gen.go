@@ -8,8 +8,9 @@ import "encoding/json"
 // removed.
 func (*SessionDidChangeParams) isEvent() {}
 
-// StateDidChangeParams is a state/didChange event: Top-level fields of state.json changed
-// (sessions are reported by session/didChange).
+// StateDidChangeParams is a state/didChange event: Top-level fields of state.json changed (rows
+// are reported by session/didChange; "sessions" is listed when the rows changed in a way those
+// cannot tell, e.g. a state/save that reordered them: read state/get).
 func (*StateDidChangeParams) isEvent() {}
 
 // TranscriptDidAppendParams is a transcript/didAppend event: An entry was appended (and is in the

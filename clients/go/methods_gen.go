@@ -76,13 +76,47 @@ func (c *Client) Status(ctx context.Context) (StatusResult, error) {
 	return r, err
 }
 
+type stateParams struct {
+	Persisted bool `json:"persisted,omitempty"`
+}
+
+// StateOptions holds the optional params of State; the zero value sends none.
+type StateOptions struct {
+	// true: exactly what state.json holds, without the defaults overlay (what a replica rebuilds
+	// from).
+	Persisted bool `json:"persisted,omitempty"`
+}
+
 // State calls state/get: The state document as committed, with config defaults
-// (state/applyDefaults) overlaid.
+// (state/applyDefaults) overlaid unless persisted is true.
 //
 // Wire method state/get. Errors: ErrInvalidParams.
-func (c *Client) State(ctx context.Context) (StateResult, error) {
+func (c *Client) State(ctx context.Context, opts ...StateOptions) (StateResult, error) {
+	var p stateParams
+	for _, o := range opts {
+		p.Persisted = o.Persisted
+	}
 	var r StateResult
-	err := c.call(ctx, "state/get", struct{}{}, &r)
+	err := c.call(ctx, "state/get", &p, &r)
+	return r, err
+}
+
+type stateSaveParams struct {
+	State    StateDocument `json:"state"`
+	Revision int           `json:"revision"`
+}
+
+// StateSave replaces the whole document as Go's Save writes it (row order, every field, unknown
+// fields), if revision is still the current one; else -32050 with data.revision.
+//
+// Wire method state/save. Errors: ErrInvalidParams, ErrConflict, ErrStorageFailure,
+// ErrShuttingDown.
+func (c *Client) StateSave(ctx context.Context, state StateDocument, revision int) (StateSaveResult, error) {
+	var p stateSaveParams
+	p.State = state
+	p.Revision = revision
+	var r StateSaveResult
+	err := c.call(ctx, "state/save", &p, &r)
 	return r, err
 }
 
@@ -517,9 +551,10 @@ func (c *Client) Infos(ctx context.Context) ([]SessionInfo, error) {
 }
 
 type appendTranscriptParams struct {
-	Name        string          `json:"name"`
-	Entry       TranscriptEntry `json:"entry"`
-	Incarnation string          `json:"incarnation,omitempty"`
+	Name           string          `json:"name"`
+	Entry          TranscriptEntry `json:"entry"`
+	Incarnation    string          `json:"incarnation,omitempty"`
+	RequireSession *bool           `json:"requireSession,omitempty"`
 }
 
 // AppendTranscriptOptions holds the optional params of AppendTranscript; the zero value sends
@@ -527,6 +562,9 @@ type appendTranscriptParams struct {
 type AppendTranscriptOptions struct {
 	// When given, refuse with -32050 unless it is the session's current incarnation.
 	Incarnation string `json:"incarnation,omitempty"`
+	// false: Go's rule, the file is written for any valid name and no session row is made. Default
+	// true: -32011 when the name has no session row.
+	RequireSession *bool `json:"requireSession,omitempty"`
 }
 
 type appendTranscriptResult struct {
@@ -534,7 +572,7 @@ type appendTranscriptResult struct {
 }
 
 // AppendTranscript appends one entry; answered once the line is in the file. The session row must
-// exist.
+// exist unless requireSession is false.
 //
 // Wire method transcript/append. Errors: ErrInvalidParams, ErrUnknownSession, ErrConflict,
 // ErrStorageFailure, ErrShuttingDown.
@@ -544,6 +582,7 @@ func (c *Client) AppendTranscript(ctx context.Context, name string, entry Transc
 	p.Entry = entry
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
+		p.RequireSession = o.RequireSession
 	}
 	var r appendTranscriptResult
 	err := c.call(ctx, "transcript/append", &p, &r)
@@ -635,9 +674,10 @@ func (c *Client) RemoveTranscript(ctx context.Context, name string) (bool, error
 }
 
 type appendParticipantParams struct {
-	Name        string `json:"name"`
-	UserID      string `json:"userId"`
-	Incarnation string `json:"incarnation,omitempty"`
+	Name           string `json:"name"`
+	UserID         string `json:"userId"`
+	Incarnation    string `json:"incarnation,omitempty"`
+	RequireSession *bool  `json:"requireSession,omitempty"`
 }
 
 // AppendParticipantOptions holds the optional params of AppendParticipant; the zero value sends
@@ -645,6 +685,9 @@ type appendParticipantParams struct {
 type AppendParticipantOptions struct {
 	// When given, refuse with -32050 unless it is the session's current incarnation.
 	Incarnation string `json:"incarnation,omitempty"`
+	// false: Go's rule, the file is written for any valid name and no session row is made. Default
+	// true: -32011 when the name has no session row.
+	RequireSession *bool `json:"requireSession,omitempty"`
 }
 
 type appendParticipantResult struct {
@@ -652,7 +695,7 @@ type appendParticipantResult struct {
 }
 
 // AppendParticipant adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless
-// present.
+// present. The session row must exist unless requireSession is false.
 //
 // Wire method participants/append. Errors: ErrInvalidParams, ErrUnknownSession, ErrConflict,
 // ErrStorageFailure, ErrShuttingDown.
@@ -662,6 +705,7 @@ func (c *Client) AppendParticipant(ctx context.Context, name string, userID stri
 	p.UserID = userID
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
+		p.RequireSession = o.RequireSession
 	}
 	var r appendParticipantResult
 	err := c.call(ctx, "participants/append", &p, &r)

@@ -86,6 +86,23 @@ func exerciseAll(t *testing.T, c *Client, statePath string) map[string]bool {
 	if st.State.Home.ID != "987" || len(st.State.Sessions) != 1 || st.State.InstanceID != "alice" || st.Revision <= 0 {
 		t.Fatalf("state: %+v", st)
 	}
+	call("StateSave")
+	persisted := must(c.State(ctx, StateOptions{Persisted: true}))(t)
+	if persisted.State.Workspace != "/w" || persisted.Revision != st.Revision {
+		t.Fatalf("state persisted: %+v", persisted)
+	}
+	var stale ConflictData
+	var e *Error
+	if _, err := c.StateSave(ctx, persisted.State, persisted.Revision-1); !errors.As(err, &e) || !errors.Is(err, ErrConflict) || e.DecodeData(&stale) != nil || stale.Revision != persisted.Revision {
+		t.Fatalf("a stale save: %v (data %+v)", err, stale)
+	}
+	persisted.State.Source = "/src2"
+	if r := must(c.StateSave(ctx, persisted.State, persisted.Revision))(t); !r.Changed || r.Revision != persisted.Revision+1 {
+		t.Fatalf("stateSave: %+v", r)
+	}
+	if got := must(c.SourceDir(ctx))(t); got != "/src2" {
+		t.Fatalf("sourceDir after a save %q", got)
+	}
 	call("SetResumeToken")
 	if r := must(c.SetResumeToken(ctx, "main", "sid-1", SetResumeTokenOptions{Incarnation: s.Incarnation}))(t); !r.Found || !r.Changed {
 		t.Fatalf("setResumeToken: %+v", r)
@@ -113,6 +130,15 @@ func exerciseAll(t *testing.T, c *Client, statePath string) map[string]bool {
 	}
 	if seq := must(c.AppendTranscript(ctx, "main", e1, AppendTranscriptOptions{Incarnation: s.Incarnation}))(t); seq != 1 {
 		t.Fatalf("second seq %d", seq)
+	}
+	if _, err := c.AppendTranscript(ctx, "loose", e0, AppendTranscriptOptions{RequireSession: Bool(true)}); !errors.Is(err, ErrUnknownSession) {
+		t.Fatalf("append without a row, requireSession true: %v", err)
+	}
+	if seq := must(c.AppendTranscript(ctx, "loose", e0, AppendTranscriptOptions{RequireSession: Bool(false)}))(t); seq != 0 {
+		t.Fatalf("append without a row under Go's rule: seq %d", seq)
+	}
+	if !must(c.AppendParticipant(ctx, "loose", "u9", AppendParticipantOptions{RequireSession: Bool(false)}))(t) {
+		t.Fatal("appendParticipant without a row under Go's rule added nothing")
 	}
 	call("ReadTranscript")
 	if got := must(c.ReadTranscript(ctx, "main", 0))(t); !reflect.DeepEqual(got, []TranscriptEntry{e0, e1}) {

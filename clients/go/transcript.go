@@ -16,3 +16,7 @@ func (c *Client) ReadTranscript(ctx context.Context, name string, limit int) ([]
 
 // Int returns a pointer to v, for optional integer params (ReadPageOptions.Before).
 func Int(v int) *int { return &v }
+
+// Bool returns a pointer to v, for optional flags whose default is true
+// (AppendTranscriptOptions.RequireSession: Bool(false) asks for Go's rule).
+func Bool(v bool) *bool { return &v }

@@ -4,8 +4,10 @@ package stateclient
 
 // ConflictData is a part of a message.
 type ConflictData struct {
-	// the current incarnation; null when the row is gone
-	Incarnation *string `json:"incarnation"`
+	// the current incarnation; null when the row is gone (absent for state/save)
+	Incarnation *string `json:"incarnation,omitempty"`
+	// state/save: the current state revision (absent for an incarnation conflict)
+	Revision int `json:"revision,omitempty"`
 }
 
 // FoundChanged: What a session setter did.
@@ -246,6 +248,14 @@ type StateResult struct {
 	State StateDocument `json:"state"`
 	// Increases with every committed state change.
 	Revision int `json:"revision"`
+}
+
+// StateSaveResult is a part of a message.
+type StateSaveResult struct {
+	// The revision now: the save's own commit, or unchanged when nothing changed.
+	Revision int `json:"revision"`
+	// false when the document was already exactly this: nothing was written
+	Changed bool `json:"changed"`
 }
 
 // subscribeResult is a part of a message.

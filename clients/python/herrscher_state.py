@@ -115,7 +115,7 @@ class MessageTooLarge(StateError):
 
 
 class Conflict(StateError):
-    """-32050: The incarnation given is not the current one; data.incarnation is."""
+    """-32050: The incarnation (state/save: the revision) given is not the current one; data.incarnation (data.revision) is."""
     code = -32050
 
 
@@ -387,9 +387,13 @@ class Client:
         """The server's identity, load and storage health; `healthy` is false while a checkpoint is failing or after a storage error in the last minute. (status)"""
         return self.call("status")
 
-    def state(self) -> Any:
-        """The state document as committed, with config defaults (state/applyDefaults) overlaid. (state/get)"""
-        return self.call("state/get")
+    def state(self, persisted=None) -> Any:
+        """The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true. (state/get)"""
+        return self.call("state/get", persisted=persisted)
+
+    def state_save(self, state, revision) -> Any:
+        """Replaces the whole document as Go's Save writes it (row order, every field, unknown fields), if revision is still the current one; else -32050 with data.revision. (state/save)"""
+        return self.call("state/save", state=state, revision=revision)
 
     def apply_defaults(self, home=None, workspace=None, source=None) -> Any:
         """Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json. (state/applyDefaults; returns its state)"""
@@ -467,9 +471,9 @@ class Client:
         """Every session with its last activity and usage, in one call, from memory (what a session list needs). (session/infos; returns its sessions)"""
         return self.call("session/infos")["sessions"]
 
-    def append_transcript(self, name, entry, incarnation=None) -> Any:
-        """Appends one entry; answered once the line is in the file. The session row must exist. (transcript/append; returns its seq)"""
-        return self.call("transcript/append", name=name, entry=entry, incarnation=incarnation)["seq"]
+    def append_transcript(self, name, entry, incarnation=None, requireSession=None) -> Any:
+        """Appends one entry; answered once the line is in the file. The session row must exist unless requireSession is false. (transcript/append; returns its seq)"""
+        return self.call("transcript/append", name=name, entry=entry, incarnation=incarnation, requireSession=requireSession)["seq"]
 
     def read_page(self, name, limit=None, before=None) -> Any:
         """The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq. (transcript/read)"""
@@ -487,9 +491,9 @@ class Client:
         """Deletes the transcript file; removed is false when there was none. (transcript/remove; returns its removed)"""
         return self.call("transcript/remove", name=name)["removed"]
 
-    def append_participant(self, name, userId, incarnation=None) -> Any:
-        """Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present. (participants/append; returns its added)"""
-        return self.call("participants/append", name=name, userId=userId, incarnation=incarnation)["added"]
+    def append_participant(self, name, userId, incarnation=None, requireSession=None) -> Any:
+        """Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present. The session row must exist unless requireSession is false. (participants/append; returns its added)"""
+        return self.call("participants/append", name=name, userId=userId, incarnation=incarnation, requireSession=requireSession)["added"]
 
     def read_participants(self, name) -> Any:
         """Every user id, in first-seen order. (participants/read; returns its userIds)"""

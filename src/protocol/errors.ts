@@ -39,7 +39,10 @@ export const ErrorData = {
     .meta({ id: 'InvalidParamsData' }),
   StorageFailure: z.object({ code: z.string().describe('errno name, e.g. ENOSPC') }).meta({ id: 'StorageFailureData' }),
   Conflict: z
-    .object({ incarnation: z.string().nullable().describe('the current incarnation; null when the row is gone') })
+    .object({
+      incarnation: z.string().nullable().optional().describe('the current incarnation; null when the row is gone (absent for state/save)'),
+      revision: z.number().int().optional().describe('state/save: the current state revision (absent for an incarnation conflict)'),
+    })
     .meta({ id: 'ConflictData' }),
 } satisfies Partial<Record<ErrorName, z.ZodType>>;
 
@@ -54,6 +57,6 @@ export const ErrorDescriptions: Record<ErrorName, string> = {
   StorageFailure: 'The file system refused the write; data.code is the errno name.',
   ShuttingDown: 'The server is shutting down and accepts no more writes.',
   MessageTooLarge: 'The message exceeds the size limit or its Content-Length is invalid.',
-  Conflict: 'The incarnation given is not the current one; data.incarnation is.',
+  Conflict: 'The incarnation (state/save: the revision) given is not the current one; data.incarnation (data.revision) is.',
   RequestCancelled: 'A read cancelled by $/cancelRequest before it was answered (writes are never cancelled).',
 };

@@ -1,15 +1,16 @@
 // participants/*: participants/<name>.log, one user id per line in first-seen order.
 import { z } from 'zod';
 import { defineMethod } from './define.js';
-import { IncarnationGuard, SessionName as Name } from './fields.js';
+import { IncarnationGuard, RequireSession, SessionName as Name } from './fields.js';
 
 export const participantsAppend = defineMethod({
   method: 'participants/append',
-  summary: 'Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present.',
+  summary: 'Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present. The session row must exist unless requireSession is false.',
   params: z.strictObject({
     name: Name,
     userId: z.string().describe('Trimmed before it is stored or compared.'),
     incarnation: IncarnationGuard,
+    requireSession: RequireSession,
   }),
   result: z.object({ added: z.boolean().describe('false when the id was already there') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],

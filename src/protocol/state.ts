@@ -7,13 +7,38 @@ import { HomeRef, StateDocument } from './model.js';
 const Changed = z.object({ changed: z.boolean().describe('false when the value was already set: nothing was written') });
 const NoParams = z.strictObject({}).default({});
 
+const Revision = z.number().int().describe('Increases with every committed state change.');
+
 export const stateGet = defineMethod({
   method: 'state/get',
-  summary: 'The state document as committed, with config defaults (state/applyDefaults) overlaid.',
-  params: NoParams,
-  result: z.object({ state: StateDocument, revision: z.number().int().describe('Increases with every committed state change.') }),
+  summary: 'The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true.',
+  params: z
+    .strictObject({
+      persisted: z.boolean().optional().describe('true: exactly what state.json holds, without the defaults overlay (what a replica rebuilds from).'),
+    })
+    .default({}),
+  result: z.object({ state: StateDocument, revision: Revision }),
   errors: [],
   example: { params: {}, result: { state: { home: { id: '987', type: 'category' }, sessions: [] }, revision: 7 } },
+});
+
+export const stateSave = defineMethod({
+  method: 'state/save',
+  summary: 'Replaces the whole document as Go\'s Save writes it (row order, every field, unknown fields), if revision is still the current one; else -32050 with data.revision.',
+  params: z.strictObject({
+    state: StateDocument.describe('The whole document. A row without an incarnation (or repeating an earlier one) gets a fresh one, as Go\'s Save; ids are written as given.'),
+    revision: Revision.describe('The revision the document was read at (state/get, watch/subscribe or the feed).'),
+  }),
+  result: z.object({
+    revision: Revision.describe('The revision now: the save\'s own commit, or unchanged when nothing changed.'),
+    changed: z.boolean().describe('false when the document was already exactly this: nothing was written'),
+  }),
+  errors: ['Conflict', 'StorageFailure', 'ShuttingDown'],
+  mutates: true,
+  example: {
+    params: { state: { home: { id: '987', type: 'category' }, sessions: [{ id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude' }] }, revision: 7 },
+    result: { revision: 8, changed: true },
+  },
 });
 
 export const stateApplyDefaults = defineMethod({

@@ -10,7 +10,7 @@ import * as watch from './watch.js';
 
 const defs = [
   lifecycle.initialize, lifecycle.shutdown, lifecycle.exit, lifecycle.rpcDiscover, status.status,
-  state.stateGet, state.stateApplyDefaults, state.stateSetHome, state.stateSetWorkspace, state.stateSetSource,
+  state.stateGet, state.stateSave, state.stateApplyDefaults, state.stateSetHome, state.stateSetWorkspace, state.stateSetSource,
   state.stateSetStatusMessageID, state.stateSetInstanceID, state.stateWorkspaceRoot, state.stateSourceDir,
   state.stateQualifiedName,
   session.sessionAdd, session.sessionRemove, session.sessionFind, session.sessionList,

@@ -1,16 +1,17 @@
 // transcript/*: transcripts/<name>.jsonl, one entry per line.
 import { z } from 'zod';
 import { defineMethod } from './define.js';
-import { IncarnationGuard, SessionName as Name, Seq } from './fields.js';
+import { IncarnationGuard, RequireSession, SessionName as Name, Seq } from './fields.js';
 import { TranscriptEntry, TranscriptUsage } from './model.js';
 
 export const transcriptAppend = defineMethod({
   method: 'transcript/append',
-  summary: 'Appends one entry; answered once the line is in the file. The session row must exist.',
+  summary: 'Appends one entry; answered once the line is in the file. The session row must exist unless requireSession is false.',
   params: z.strictObject({
     name: Name,
     entry: TranscriptEntry,
     incarnation: IncarnationGuard,
+    requireSession: RequireSession,
   }),
   result: z.object({ seq: Seq.describe('The entry\'s sequence number.') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],

@@ -48,7 +48,7 @@ export const sessionDidChange = defineNotification({
 
 export const stateDidChange = defineNotification({
   method: 'state/didChange',
-  summary: 'Top-level fields of state.json changed (sessions are reported by session/didChange).',
+  summary: 'Top-level fields of state.json changed (rows are reported by session/didChange; "sessions" is listed when the rows changed in a way those cannot tell, e.g. a state/save that reordered them: read state/get).',
   params: z
     .object({ subscription: z.string(), revision: z.number().int(), fields: z.array(z.string()) })
     .meta({ id: 'StateDidChangeParams' }),

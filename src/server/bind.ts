@@ -26,6 +26,8 @@ export type Handler<M extends MethodName> = (
 export type Handlers = { [M in MethodName]: Handler<M> };
 
 const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.incarnation });
+const appendOptions = (p: { incarnation?: string | undefined; requireSession?: boolean | undefined }) =>
+  ({ incarnation: p.incarnation, requireSession: p.requireSession });
 
 export const handlers: Handlers = {
   initialize: (_p, ctx) => ctx.initialize(),
@@ -40,7 +42,8 @@ export const handlers: Handlers = {
   'rpc.discover': (_p, ctx) => ctx.discover(),
   status: (_p, ctx) => ctx.status(),
 
-  'state/get': (_p, { store }) => ({ state: store.getState(), revision: store.revision }),
+  'state/get': (p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision }),
+  'state/save': (p, { store }) => store.saveState(p.state, p.revision),
   'state/applyDefaults': (p, { store }) => ({ state: store.applyDefaults(p) }),
   'state/setHome': (p, { store }) => store.setHome(p.home),
   'state/setWorkspace': (p, { store }) => store.setWorkspace(p.workspace),
@@ -62,13 +65,13 @@ export const handlers: Handlers = {
   'session/setArchived': (p, { store }) => store.setArchived(p.name, p.archived, guard(p)),
   'session/infos': async (_p, { store }) => ({ sessions: await store.sessionInfos() }),
 
-  'transcript/append': async (p, { store }) => ({ seq: await store.appendTranscript(p.name, p.entry, guard(p)) }),
+  'transcript/append': async (p, { store }) => ({ seq: await store.appendTranscript(p.name, p.entry, appendOptions(p)) }),
   'transcript/read': (p, { store }) => store.readTranscriptPage(p.name, { limit: p.limit ?? 0, before: p.before }),
   'transcript/last': async (p, { store }) => ({ ts: await store.lastTranscriptTs(p.name) }),
   'transcript/usage': (p, { store }) => store.transcriptUsage(p.name),
   'transcript/remove': async (p, { store }) => ({ removed: await store.removeTranscript(p.name) }),
 
-  'participants/append': async (p, { store }) => ({ added: await store.appendParticipant(p.name, p.userId, guard(p)) }),
+  'participants/append': async (p, { store }) => ({ added: await store.appendParticipant(p.name, p.userId, appendOptions(p)) }),
   'participants/read': async (p, { store }) => ({ userIds: await store.readParticipants(p.name) }),
   'participants/remove': async (p, { store }) => ({ removed: await store.removeParticipants(p.name) }),
 

@@ -118,6 +118,9 @@ export class Subscriptions {
     if (watchers.length === 0) return;
     const fields = Object.keys({ ...before, ...after }).filter((k) => k !== 'sessions' && !sameField(before[k], after[k]));
     const rowChanges = diffSessions(before.sessions ?? [], after.sessions ?? []);
+    // A whole-document save can reorder rows or change a name's second row: then the per-name
+    // events do not rebuild the rows, and "sessions" tells a replica to read them again.
+    if (!rowsFollow(before.sessions, after.sessions, rowChanges)) fields.push('sessions');
     const crowded = this.crowded();
     for (const s of watchers) {
       for (const c of rowChanges) this.send(s, 'session/didChange', { subscription: s.id, revision, ...c }, crowded);
@@ -196,4 +199,37 @@ function diffSessions(before: readonly Session[], after: readonly Session[]): Ro
   }
   for (const name of b.keys()) if (!a.has(name)) out.push({ kind: 'removed', name });
   return out;
+}
+
+/**
+ * Whether `changes` applied to `before` (removed names dropped, a name's first row replaced,
+ * added rows appended, as the session methods do) give exactly `after`, row for row. O(rows),
+ * as the diff before it.
+ */
+function rowsFollow(before: readonly Session[] | null, after: readonly Session[] | null, changes: readonly RowChange[]): boolean {
+  // null and [] are written differently ("sessions": null / []); no row event tells them apart.
+  if (before !== null && after === null) return false;
+  if (before === null && after !== null && after.length === 0) return false;
+  const removed = new Set<string>();
+  const updated = new Map<string, Session | undefined>();
+  const added: Session[] = [];
+  for (const c of changes) {
+    if (c.kind === 'removed') removed.add(c.name);
+    else if (c.kind === 'updated') updated.set(c.name, c.session);
+    else if (c.session) added.push(c.session);
+  }
+  const rows = after ?? [];
+  let i = 0;
+  const replaced = new Set<string>();
+  for (const r of before ?? []) {
+    if (removed.has(r.name)) continue;
+    let expected: Session | undefined = r;
+    if (updated.has(r.name) && !replaced.has(r.name)) {
+      expected = updated.get(r.name);
+      replaced.add(r.name);
+    }
+    if (rows[i++] !== expected) return false;
+  }
+  for (const r of added) if (rows[i++] !== r) return false;
+  return i === rows.length;
 }

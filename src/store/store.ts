@@ -69,6 +69,12 @@ export interface Guard {
   incarnation?: string;
 }
 
+/** What an append accepts beyond the guard. */
+export interface AppendOptions extends Guard {
+  /** false: Go's rule, the file is written for any valid name and no row is made (default true). */
+  requireSession?: boolean;
+}
+
 type SessionPatch = Partial<Pick<Session, 'resumeToken' | 'paused_reason' | 'archived' | 'vendor' | 'cmd' | 'modelId'
   | 'cost_cap' | 'token_cap' | 'cohort_cost_cap' | 'cohort_token_cap'>>;
 
@@ -204,6 +210,36 @@ export class Store {
     return docs.withDefaults(this.state.document, this.defaults);
   }
 
+  /** The committed document exactly as state.json holds it, without the defaults overlay. */
+  getPersistedState(): Doc {
+    return this.state.document;
+  }
+
+  /**
+   * Go's Save of a whole in-memory document (docs.replaceDocument), if the state is still at
+   * `revision`; else a conflict carrying the current one. Compared once no other state mutation
+   * is in flight: one accepted but not yet committed would give the state a revision the caller
+   * has not seen. Resolves with the save's own revision (unchanged when nothing changed).
+   */
+  async saveState(doc: Doc, revision: number): Promise<{ revision: number; changed: boolean }> {
+    this.assertOpen();
+    while (this.state.pendingDocument !== this.state.document) {
+      await this.state.settled();
+      this.assertOpen();
+    }
+    const base = this.state.document;
+    const stale = (): StoreError => new StoreError('conflict',
+      `the state is at revision ${this.revisionCount}, not ${revision}; read it again (state/get) and save on top of it`,
+      { revision: this.revisionCount });
+    if (revision !== this.revisionCount) throw stale();
+    const { changed } = await this.mutate((d) => {
+      // Re-applied onto another document only after a failed write before it: no longer the same base.
+      if (d !== base) throw stale();
+      return docs.replaceDocument(d, doc);
+    });
+    return { revision: this.revisionCount, changed };
+  }
+
   /** Go's ApplyDefaults as a read-time overlay: fills only what the file leaves empty. */
   applyDefaults(d: Defaults): Doc {
     this.defaults = docs.mergeDefaults(this.defaults, d);
@@ -309,9 +345,9 @@ export class Store {
 
   // ---- transcripts -----------------------------------------------------------------------
 
-  /** Appends one entry to a session's transcript (refused without a session row); resolves with its seq. */
-  appendTranscript(name: string, entry: Entry, guard: Guard = {}): Promise<number> {
-    return this.noted(this.forAppend(name, guard, () => this.transcripts.use(name, (t) => t.append(entry))));
+  /** Appends one entry to a session's transcript (refused without a session row unless asked); resolves with its seq. */
+  appendTranscript(name: string, entry: Entry, opts: AppendOptions = {}): Promise<number> {
+    return this.noted(this.forAppend(name, opts, () => this.transcripts.use(name, (t) => t.append(entry))));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
@@ -352,8 +388,8 @@ export class Store {
   // ---- participants ----------------------------------------------------------------------
 
   /** Adds a user id to a session's journal; `added` is false when it was there already. */
-  appendParticipant(name: string, userId: string, guard: Guard = {}): Promise<boolean> {
-    return this.noted(this.forAppend(name, guard, () => this.journals.use(name, (j) => j.append(userId))));
+  appendParticipant(name: string, userId: string, opts: AppendOptions = {}): Promise<boolean> {
+    return this.noted(this.forAppend(name, opts, () => this.journals.use(name, (j) => j.append(userId))));
   }
 
   async readParticipants(name: string): Promise<string[]> {
@@ -402,15 +438,16 @@ export class Store {
    * so appends keep the order in which they were called. A row added but not yet committed is
    * waited for (a transcript never reaches the disk before its session does), and the checks
    * are repeated right before `enqueue`. The checks include the name's, so `enqueue` may use the
-   * name caches directly.
+   * name caches directly. With `requireSession: false` (Go's rule) a name without any row, even
+   * a pending one, is appended at once.
    */
-  private forAppend<T>(name: string, guard: Guard, enqueue: () => Promise<T>): Promise<T> {
+  private forAppend<T>(name: string, opts: AppendOptions, enqueue: () => Promise<T>): Promise<T> {
     const check = (d: Doc): void => {
       this.assertOpen();
       assertPathComponent(name);
       // A guard speaks of a lifetime: its row being gone is a conflict (data.incarnation null).
-      docs.checkIncarnation(d, name, guard.incarnation);
-      if (!docs.findSession(d, name)) {
+      docs.checkIncarnation(d, name, opts.incarnation);
+      if (opts.requireSession !== false && !docs.findSession(d, name)) {
         throw new StoreError('unknown-session', `no session named ${JSON.stringify(name)}`);
       }
     };
@@ -419,7 +456,7 @@ export class Store {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (docs.findSession(this.state.document, name)) return enqueue();
+    if (docs.findSession(this.state.document, name) || !docs.findSession(this.state.pendingDocument, name)) return enqueue();
     return this.state.settled().then(() => {
       check(this.state.pendingDocument);
       return enqueue();
