@@ -54,11 +54,17 @@ export const serveCommand = defineCommand({
       type: 'boolean',
       help: 'stop in order once the process that started it is gone, even if it died\nwithout a signal to pass on (`npm start` uses it)',
     },
+    'exit-when-idle': {
+      type: 'string',
+      value: 'MS',
+      help: 'stop in order (as on SIGTERM) once no connection has been open and no\nrequest in flight for MS milliseconds, releasing the lock',
+    },
   },
   examples: [
     { command: 'herrscher-state serve --stdio', says: "a host's sidecar: JSON-RPC on stdin/stdout, the default state dir, and the default socket for its bridges" },
     { command: 'herrscher-state serve --stdio --state ~/.config/herrscher/state.json --lock-fd 3', says: 'spawned by a host that holds the flock and passes its lock file as fd 3' },
     { command: 'herrscher-state serve --state ./dev/state.json --socket ./dev/s.sock --announce', says: 'a scratch state dir for trying things, served on a socket in it' },
+    { command: 'herrscher-state serve --exit-when-idle 300', says: 'started for a process that does not hold the lock: stops and releases it once unused for 300 ms' },
   ],
   async run(v, positionals) {
     if (positionals.length) throw new UsageError(`serve takes no positional arguments, got ${JSON.stringify(positionals)}`);
@@ -72,6 +78,10 @@ export const serveCommand = defineCommand({
     const lockFd = v['lock-fd'] === undefined ? undefined : Number(v['lock-fd']);
     if (lockFd !== undefined && (!Number.isSafeInteger(lockFd) || lockFd < 3)) {
       throw new UsageError(`--lock-fd must be a descriptor number >= 3 (0-2 are stdio), got ${JSON.stringify(v['lock-fd'])}`);
+    }
+    const idleMs = v['exit-when-idle'] === undefined ? undefined : Number(v['exit-when-idle']);
+    if (idleMs !== undefined && (!Number.isSafeInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1)) {
+      throw new UsageError(`--exit-when-idle must be a whole number of milliseconds from 1 to 2147483647, got ${JSON.stringify(v['exit-when-idle'])}`);
     }
     const format = v['log-format'] as LogFormat;
     if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(format)}`);
@@ -88,6 +98,7 @@ export const serveCommand = defineCommand({
       logFormat: format,
       announce: v.announce ?? false,
       exitWithParent: v['exit-with-parent'] ?? false,
+      ...(idleMs !== undefined ? { exitWhenIdleMs: idleMs } : {}),
       version: version(),
     });
     // serve() returns once listening; the process lives on until a stop calls process.exit(code).

@@ -5,6 +5,7 @@
 import type net from 'node:net';
 import type { Logger } from 'pino';
 import path from 'node:path';
+import { IdleWatch } from '../server/idle-watch.js';
 import { StateServer } from '../server/server.js';
 import type { Durability } from '../store/state-store.js';
 import { Store } from '../store/store.js';
@@ -38,6 +39,8 @@ export interface ServeOptions {
   announce: boolean;
   /** Stop once the parent process is gone (npm forwards SIGINT/SIGTERM but dies of SIGHUP alone). */
   exitWithParent?: boolean;
+  /** Stop once no connection has been open and no request in flight for this many ms. */
+  exitWhenIdleMs?: number;
   version: string;
 }
 
@@ -73,8 +76,11 @@ export async function serve(o: ServeOptions): Promise<void> {
   let stopping: Promise<void> | undefined;
   let listener: UnixSocketListener | undefined;
   let moving: Promise<void> = Promise.resolve();
+  const idle = o.exitWhenIdleMs === undefined ? undefined
+    : new IdleWatch(o.exitWhenIdleMs, () => void stop(0, `unused for ${o.exitWhenIdleMs} ms (--exit-when-idle)`));
   const stop = (code: number, why: string): Promise<void> =>
     (stopping ??= (async () => {
+      idle?.stop();
       log.info({ why }, 'stopping');
       await moving;
       await listener?.close().catch((err: unknown) => log.error({ err }, 'closing the socket failed'));
@@ -93,6 +99,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     // The host that spawned us owns our lifecycle; a bridge on the socket must not end it for everyone.
     lifecycleOwner: o.stdio ? 'stdio' : 'any',
     socket: () => listener?.path,
+    ...(idle ? { presence: idle } : {}),
   });
   process.once('SIGTERM', () => void stop(0, 'SIGTERM'));
   process.once('SIGINT', () => void stop(0, 'SIGINT'));
@@ -181,7 +188,8 @@ export async function serve(o: ServeOptions): Promise<void> {
       },
     });
   }
-  log.info({ state: store.statePath, socket: listener?.path, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd, heap }, 'serving');
+  idle?.start();
+  log.info({ state: store.statePath, socket: listener?.path, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd, exitWhenIdleMs: o.exitWhenIdleMs, heap }, 'serving');
   if (o.announce) announce(store, listener, o.stdio);
 }
 

@@ -28,6 +28,8 @@ export interface ServerOptions {
   readonly socket?: () => string | undefined;
   /** Bounds of the change feed (defaults in subscriptions.ts; tests go lower). */
   readonly feed?: SubscriptionLimits;
+  /** Told when a connection opens, and when one has closed and answered all it received. */
+  readonly presence?: { enter(): void; leave(): void };
 }
 
 /** The names of the params a method accepts: its params object's keys, through optional/default. */
@@ -95,10 +97,13 @@ export class StateServer {
     };
     const conn: ServerConnection = new ServerConnection(reader, writer, ctx, this.log.child({ conn: this.nextId++, transport }));
     this.connections.add(conn);
+    const presence = this.options.presence;
+    presence?.enter();
     conn.onClose(() => {
       subs.removeAll(conn);
       this.connections.delete(conn);
       conn.log.debug('connection closed');
+      if (presence) void conn.idle().then(() => presence.leave());
     });
     conn.listen();
     conn.log.debug('connection opened');

@@ -66,6 +66,8 @@ export interface StartOptions {
   version?: string;
   /** Told of every connection the server accepts (after the server's own listeners are on it). */
   onConnection?: (conn: ServerConnection) => void;
+  /** ServerOptions.presence, as `serve --exit-when-idle` passes its IdleWatch. */
+  presence?: ServerOptions['presence'];
 }
 
 export interface InProcessServer {
@@ -131,6 +133,7 @@ export async function startServer(t: Ctx, options: StartOptions = {}): Promise<I
     version: options.version ?? 'test',
     onExit: (code) => void stop(code, 'exit notification'),
     lifecycleOwner: options.lifecycleOwner,
+    ...(options.presence ? { presence: options.presence } : {}),
   });
   try {
     listener = await listenUnixSocket(`${dir}/s.sock`, (socket) => {
