@@ -1,0 +1,67 @@
+// Package state is Herrscher's Go state package over herrscher-state: the same exported API
+// (types, fields, JSON tags, functions, methods), so Herrscher adopts the server by changing
+// one import. Every change goes to the server of the state dir, which alone reads and writes
+// state.json, transcripts and participant journals; the package never touches a served
+// directory's files itself.
+//
+// # Reads and writes
+//
+// A *State holds a copy of the served document in its exported fields, which callers read as
+// plain fields (st.Home, st.InstanceID). The package refreshes them only inside its own
+// methods, under the State's mutex: a change another process made shows in the fields after
+// the next method call on this value (FindSession, SnapshotSessions, WorkspaceRoot, SourceDir,
+// QualifiedName and every mutator begin by catching up with the change feed; with no change
+// announced they answer from memory). After a mutator returns, every read in this process
+// sees its change.
+//
+// Mutators change the document as Go's do and save it whole (state/save), with
+// compare-and-set on the revision it was built on. Direct edits of the exported fields are
+// saved with the next save of that value, as in Go. A save that meets another writer's
+// commit is rebuilt on the newer document and retried: each top-level field edited here
+// replaces the served one, the rest is taken from the server, and the session list, when
+// edited in place here, replaces the served list whole. So a daemon and an operator command
+// no longer undo each other's changes (Go's package loses one of them).
+//
+// ApplyDefaults seeds only the fields of the State it is called on; no save writes the
+// seeded values, and no other State or process sees them.
+//
+// NewState binds to path without asking the server; at its first method call it joins the
+// served document: fields it left empty show what the server holds (Go's NewState would
+// overwrite the file with an empty document at its first save).
+//
+// # Finding the server
+//
+// A state path, or a transcript or journal path in its dir's layout (dir/transcripts/
+// <name>.jsonl, dir/participants/<name>.log), leads to the state dir's server:
+//   - a live server that recorded itself for that state file is used;
+//   - when this process holds the state's lock (Herrscher's LockState flocks
+//     <dir>/.<base>.lock before LoadState), the descriptor is found among the process's open
+//     files (same device and inode, and a non-blocking exclusive flock through it succeeds)
+//     and handed to `herrscher-state serve --stdio --lock-fd 3`, which serves under that lock,
+//     listens on a socket for the process's bridges and operator commands, and stops when
+//     this process ends;
+//   - otherwise the package starts `herrscher-state serve --exit-when-idle 1000` on a socket
+//     other processes share. The package closes its connection after 250 ms without calls
+//     and the server stops one second after its last client left, so the lock is released
+//     about 1.25 s after the last use; a daemon started meanwhile is refused by its own
+//     LockState until then. Such a server never outlives the processes using it.
+//
+// The executable is $HERRSCHER_STATE_BIN (a path; one ending in .js is run with node), else
+// herrscher-state from PATH. $HERRSCHER_STATE_DURABILITY (sync or write) is passed to the
+// servers the package starts; unset, the server's default (sync) applies. Sockets of
+// started servers live in the per-user socket folder, named by a hash of the state path.
+//
+// # Where it differs from Go's package
+//
+//   - A transcript or journal path outside any state dir's layout is no served file: the
+//     package reads and writes it itself, exactly as Go's functions do.
+//   - Names the server refuses as file names (the transcript and journal functions) return
+//     its error; Go writes any name. A user id with a line break is refused likewise; a
+//     blank user id is reported added without a write (Go writes a blank line every read
+//     skips). User ids are trimmed by the server before they are stored and compared.
+//   - A NaN or infinite cost is refused before anything is sent: no empty file is created.
+//   - Reads that cannot reach the server answer from the State's last copy (they have no
+//     error to return); the transcript and journal readers answer as for a missing file.
+//   - Errors of LoadState and of saves are the server's (or of starting it), not Go's raw
+//     file-system errors; conflicts never surface (they are retried).
+package state

@@ -1,0 +1,66 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	stateclient "github.com/herrscher/herrscher-state/clients/go"
+)
+
+// TranscriptPath returns the transcript path for session name under dir
+// (dir/transcripts/<name>.jsonl), beside participants/<name>.log.
+func TranscriptPath(dir, name string) string {
+	return filepath.Join(dir, "transcripts", name+".jsonl")
+}
+
+// ParticipantsPath returns the journal path for session name under dir
+// (dir/participants/<name>.log).
+func ParticipantsPath(dir, name string) string {
+	return filepath.Join(dir, "participants", name+".log")
+}
+
+// served maps a transcript or journal path to the server of its state dir and the session
+// name: path must be <dir>/<sub>/<name><ext>. ok is false for a path of no state dir's
+// layout (the package then does what Go's does, on that file itself).
+func served(path, sub, ext string) (srv *server, name string, ok bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", false
+	}
+	parent := filepath.Dir(abs)
+	base := filepath.Base(abs)
+	if filepath.Base(parent) != sub || !strings.HasSuffix(base, ext) || len(base) == len(ext) {
+		return nil, "", false
+	}
+	return serverFor(stateFileIn(filepath.Dir(parent))), strings.TrimSuffix(base, ext), true
+}
+
+// stateFileIn is the state file whose dir is dir: one this process already uses, else one
+// whose server recorded itself there (any base name), else dir/state.json.
+func stateFileIn(dir string) string {
+	if p := knownStateIn(dir); p != "" {
+		return p
+	}
+	records, _ := filepath.Glob(filepath.Join(dir, ".herrscher-state", "*.serving.json"))
+	for _, r := range records {
+		p := filepath.Join(dir, strings.TrimSuffix(filepath.Base(r), ".serving.json"))
+		if rec, err := stateclient.ReadServerRecord(p); err == nil && rec != nil {
+			return p
+		}
+	}
+	if entries, err := os.ReadDir(dir); err == nil {
+		// A lock this process holds names its state file (Herrscher locks before it loads).
+		for _, e := range entries {
+			n := e.Name()
+			if strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".lock") && len(n) > len("..lock") {
+				p := filepath.Join(dir, n[1:len(n)-len(".lock")])
+				if f := heldLockFile(filepath.Join(dir, n)); f != nil {
+					f.Close()
+					return p
+				}
+			}
+		}
+	}
+	return filepath.Join(dir, "state.json")
+}

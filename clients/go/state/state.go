@@ -1,0 +1,367 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	stateclient "github.com/herrscher/herrscher-state/clients/go"
+)
+
+// NewState returns an empty state bound to path (not yet written).
+//
+// Nothing is asked of the server until the first method call; from then on the value joins
+// the served document (fields left empty here show what the server holds).
+func NewState(path string) *State {
+	s := &State{path: path}
+	if abs, err := filepath.Abs(path); err == nil && path != "" {
+		s.path = abs
+	}
+	return s
+}
+
+// LoadState reads state from path; a missing file yields an empty state.
+//
+// The server of path (found, or started: see the package doc) reads the file; a legacy file
+// gets its ids and incarnations there, persisted as Go's LoadState persists them.
+func LoadState(path string) (*State, error) {
+	s := NewState(path)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.syncLocked(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+var errNoPath = errors.New("state: no state file path")
+
+// syncLocked brings the exported fields up to the served document, keeping this value's
+// own unsaved edits (a three-way merge against the document they were made on).
+func (s *State) syncLocked() error {
+	if s.path == "" {
+		return errNoPath
+	}
+	if s.srv == nil {
+		s.srv = serverFor(s.path)
+	}
+	remote, rev, epoch, same, err := s.srv.current(s.baseEpoch, s.baseRev)
+	if err != nil || same {
+		return err
+	}
+	cur := merge(s.base, s.fields(), remote)
+	s.base, s.baseRev, s.baseEpoch = remote, rev, epoch
+	s.show(cur)
+	return nil
+}
+
+// read syncs for a reader: a reader has no error to return, so when the server cannot be
+// reached it answers from the fields as they are.
+func (s *State) read() {
+	_ = s.syncLocked()
+}
+
+type saveParams struct {
+	State    document `json:"state"`
+	Revision int      `json:"revision"`
+}
+
+type saveResult struct {
+	Revision int  `json:"revision"`
+	Changed  bool `json:"changed"`
+}
+
+// maxSaveAttempts bounds the retries of a save that keeps meeting other writers' commits.
+const maxSaveAttempts = 50
+
+// mutate applies op to the current document as Go's mutators do to memory, and saves the
+// result when op says so, with compare-and-set on the revision it was built on: a save that
+// lost a race is rebuilt on the newer document and tried again, so two processes' changes
+// both land (Go's package would lose one).
+func (s *State) mutate(op func(d *document) (save bool, err error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for attempt := 0; attempt < maxSaveAttempts; attempt++ {
+		if err := s.syncLocked(); err != nil {
+			return err
+		}
+		next := s.fields()
+		save, err := op(&next)
+		if err != nil || !save {
+			return err
+		}
+		var r saveResult
+		epoch := s.baseEpoch
+		err = s.srv.call(func(ctx context.Context, c *stateclient.Client) error {
+			return c.Call(ctx, "state/save", saveParams{State: next, Revision: s.baseRev}, &r)
+		})
+		var rpcErr *stateclient.Error
+		if errors.Is(err, stateclient.ErrConflict) && errors.As(err, &rpcErr) {
+			var data struct {
+				Revision int `json:"revision"`
+			}
+			_ = rpcErr.DecodeData(&data)
+			s.srv.stale(epoch, data.Revision)
+			continue
+		}
+		if err != nil {
+			// As Go's save: the change stays in memory (and is saved with the next save).
+			s.show(next)
+			return err
+		}
+		s.srv.saved(epoch, next, r.Revision, needsFill(next))
+		s.base, s.baseRev, s.baseEpoch = next.clone(), r.Revision, epoch
+		s.show(next)
+		if needsFill(next) {
+			_ = s.syncLocked()
+		}
+		return nil
+	}
+	return fmt.Errorf("state: save %s: other writers kept changing it (%d attempts)", s.path, maxSaveAttempts)
+}
+
+// needsFill: a row without an id or incarnation, which the server fills in as it saves.
+func needsFill(d document) bool {
+	for _, r := range d.Sessions {
+		if r.ID == "" || r.Incarnation == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Save atomically writes state to its path.
+func (s *State) Save() error {
+	return s.mutate(func(*document) (bool, error) { return true, nil })
+}
+
+// ApplyDefaults seeds declarative config.json values into the in-memory state for any field
+// not already set, WITHOUT persisting: the seeded values show in this value's fields only,
+// and no save (of this value or any other) writes them.
+func (s *State) ApplyDefaults(home *HomeRef, workspace, source string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Home.ID == "" && home != nil && home.ID != "" {
+		h := *home
+		s.defaults.home = &h
+		s.Home = h
+	}
+	if s.Workspace == "" && workspace != "" {
+		s.defaults.workspace, s.defaults.hasWorkspace = workspace, true
+		s.Workspace = workspace
+	}
+	if s.Source == "" && source != "" {
+		s.defaults.source, s.defaults.hasSrc = source, true
+		s.Source = source
+	}
+}
+
+// FindSession returns the session with name (and whether it exists).
+func (s *State) FindSession(name string) (Session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read()
+	for _, sess := range s.Sessions {
+		if sess.Name == name {
+			return sess, true
+		}
+	}
+	return Session{}, false
+}
+
+// SnapshotSessions returns a copy of the current sessions.
+func (s *State) SnapshotSessions() []Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read()
+	return append([]Session(nil), s.Sessions...)
+}
+
+// WorkspaceRoot returns the configured workspace, else the legacy Repo, else "".
+func (s *State) WorkspaceRoot() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read()
+	if s.Workspace != "" {
+		return s.Workspace
+	}
+	return s.Repo
+}
+
+// SourceDir returns the configured herrscher source checkout, else "".
+func (s *State) SourceDir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read()
+	return s.Source
+}
+
+// QualifiedName maps a logical session name to the name used on global resources (channel
+// title): "<InstanceID>__<name>". In legacy mode (empty InstanceID) it returns the bare
+// logical name.
+func (s *State) QualifiedName(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read()
+	if s.InstanceID == "" {
+		return name
+	}
+	return s.InstanceID + "__" + name
+}
+
+// AddSession adds a session, erroring if the name is taken, and persists.
+func (s *State) AddSession(sess Session) error {
+	return s.mutate(func(d *document) (bool, error) {
+		seen := map[string]bool{}
+		for _, e := range d.Sessions {
+			if e.Name == sess.Name {
+				return false, fmt.Errorf("session %q already exists", sess.Name)
+			}
+			if e.ID != "" {
+				seen[e.ID] = true
+			}
+		}
+		row := copySession(sess)
+		if row.ID == "" {
+			row.ID = newSessionID(row.Name, seen)
+		}
+		row.Incarnation = "" // a fresh one is assigned as it is saved
+		d.Sessions = append(d.Sessions, row)
+		return true, nil
+	})
+}
+
+// newSessionID is Go's: s_<name>, else s_<name>_1, _2… the first not taken.
+func newSessionID(name string, seen map[string]bool) string {
+	base := "s_" + name
+	if !seen[base] {
+		return base
+	}
+	for i := 1; ; i++ {
+		id := fmt.Sprintf("%s_%d", base, i)
+		if !seen[id] {
+			return id
+		}
+	}
+}
+
+// RemoveSession drops the session named name and persists.
+func (s *State) RemoveSession(name string) error {
+	return s.mutate(func(d *document) (bool, error) {
+		if d.Sessions != nil {
+			out := d.Sessions[:0]
+			for _, e := range d.Sessions {
+				if e.Name != name {
+					out = append(out, e)
+				}
+			}
+			d.Sessions = out
+		}
+		return true, nil
+	})
+}
+
+// row is the first session named name in d, or nil.
+func row(d *document, name string) *Session {
+	for i := range d.Sessions {
+		if d.Sessions[i].Name == name {
+			return &d.Sessions[i]
+		}
+	}
+	return nil
+}
+
+// SetResumeToken records the backend resume token for the named session, persisting only
+// when it changes. A missing session or an unchanged token is a no-op.
+func (s *State) SetResumeToken(name, token string) error {
+	return s.mutate(func(d *document) (bool, error) {
+		r := row(d, name)
+		if r == nil || r.ResumeToken == token {
+			return false, nil
+		}
+		r.ResumeToken = token
+		return true, nil
+	})
+}
+
+// SetPausedReason records why a session halted on a budget cap ("" clears it, resuming the
+// session). A missing session or an unchanged reason is a no-op.
+func (s *State) SetPausedReason(name, reason string) error {
+	return s.mutate(func(d *document) (bool, error) {
+		r := row(d, name)
+		if r == nil || r.PausedReason == reason {
+			return false, nil
+		}
+		r.PausedReason = reason
+		return true, nil
+	})
+}
+
+// SetArchived sets a session's archived flag and persists only on change. An unknown name
+// is a no-op.
+func (s *State) SetArchived(name string, archived bool) error {
+	return s.mutate(func(d *document) (bool, error) {
+		r := row(d, name)
+		if r == nil || r.Archived == archived {
+			return false, nil
+		}
+		r.Archived = archived
+		return true, nil
+	})
+}
+
+// SetBudget persists the budget caps and paused reason for the named session in one write.
+// A missing session is a no-op.
+func (s *State) SetBudget(name string, costCap float64, tokenCap uint64, cohortCostCap float64, cohortTokenCap uint64, pausedReason string) error {
+	return s.mutate(func(d *document) (bool, error) {
+		r := row(d, name)
+		if r == nil {
+			return false, nil
+		}
+		r.CostCap, r.TokenCap, r.CohortCostCap, r.CohortTokenCap, r.PausedReason = costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason
+		return true, nil
+	})
+}
+
+// SetBackendTarget re-points a live session's backend: it rewrites Vendor, Cmd and ModelID
+// and clears the resume token. Returns false when no session matches name (a failed save is
+// not reported, as in Go).
+func (s *State) SetBackendTarget(name, vendor, cmd, modelID string) bool {
+	found := false
+	_ = s.mutate(func(d *document) (bool, error) {
+		r := row(d, name)
+		found = r != nil
+		if r == nil {
+			return false, nil
+		}
+		r.Vendor, r.Cmd, r.ModelID, r.ResumeToken = vendor, cmd, modelID, ""
+		return true, nil
+	})
+	return found
+}
+
+// SetHome records the home ref and persists.
+func (s *State) SetHome(h HomeRef) error {
+	return s.mutate(func(d *document) (bool, error) { d.Home = h; return true, nil })
+}
+
+// SetWorkspace records the workspace root and persists.
+func (s *State) SetWorkspace(path string) error {
+	return s.mutate(func(d *document) (bool, error) { d.Workspace = path; return true, nil })
+}
+
+// SetSource records the herrscher source-checkout path and persists.
+func (s *State) SetSource(path string) error {
+	return s.mutate(func(d *document) (bool, error) { d.Source = path; return true, nil })
+}
+
+// SetStatusMessageID caches the status embed's message id and persists.
+func (s *State) SetStatusMessageID(id string) error {
+	return s.mutate(func(d *document) (bool, error) { d.StatusMessageID = id; return true, nil })
+}
+
+// SetInstanceID records the per-daemon instance id and persists.
+func (s *State) SetInstanceID(id string) error {
+	return s.mutate(func(d *document) (bool, error) { d.InstanceID = id; return true, nil })
+}
