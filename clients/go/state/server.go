@@ -276,7 +276,7 @@ func (srv *server) saved(epoch int, d document, rev int, refetch bool) {
 	}
 	if rev > srv.remoteRev {
 		srv.remote, srv.remoteRev = d.clone(), rev
-		if refetch && srv.seenRev < rev+1 {
+		if refetch {
 			// The server filled in what the document left out (incarnations): read it back.
 			srv.loaded = false
 		}
@@ -296,6 +296,32 @@ func (srv *server) stale(epoch, rev int) {
 		}
 		if rev <= srv.remoteRev {
 			srv.loaded = false
+		}
+	}
+}
+
+// reload makes the next read of the replica ask the server.
+func (srv *server) reload() {
+	srv.mu.Lock()
+	srv.loaded = false
+	srv.mu.Unlock()
+}
+
+// closeAll ends every connection of this process (tests: the servers may then stop).
+func closeAll() {
+	serversMu.Lock()
+	all := make([]*server, 0, len(servers))
+	for _, s := range servers {
+		all = append(all, s)
+	}
+	serversMu.Unlock()
+	for _, srv := range all {
+		srv.mu.Lock()
+		c := srv.client
+		srv.client, srv.owned = nil, false
+		srv.mu.Unlock()
+		if c != nil {
+			_ = c.Close()
 		}
 	}
 }

@@ -29,6 +29,13 @@ func LoadState(path string) (*State, error) {
 	s := NewState(path)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.path == "" {
+		return nil, errNoPath
+	}
+	// A load reads what the server holds now, not this process's copy: the server notices
+	// an outside edit of the file as it answers.
+	s.srv = serverFor(s.path)
+	s.srv.reload()
 	if err := s.syncLocked(); err != nil {
 		return nil, err
 	}
@@ -110,10 +117,14 @@ func (s *State) mutate(op func(d *document) (save bool, err error)) error {
 			s.show(next)
 			return err
 		}
-		s.srv.saved(epoch, next, r.Revision, needsFill(next))
+		fill := needsFill(next)
+		s.srv.saved(epoch, next, r.Revision, fill)
 		s.base, s.baseRev, s.baseEpoch = next.clone(), r.Revision, epoch
 		s.show(next)
-		if needsFill(next) {
+		if fill {
+			// Read back what the server filled in (incarnations) before returning, so the
+			// caller's next read has it.
+			s.baseRev = -1
 			_ = s.syncLocked()
 		}
 		return nil

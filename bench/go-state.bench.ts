@@ -1,0 +1,65 @@
+// The Go drop-in package (clients/go/state) against what Herrscher's Go package does in-process,
+// measured from Go by clients/go/state/internal/bench: FindSession against the mutex-guarded
+// slice scan, AppendTranscript against Go's O_APPEND write of the line, SetResumeToken against
+// MarshalIndent + temp file + rename, and LoadState with no server running (the daemon's start,
+// under its lock) against a bare spawn of the server to its first answer. The package runs as
+// Herrscher's daemon does (it holds the lock; the server is its stdio child); sync-mode rows are
+// reported beside the write-mode ones the targets name.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { CLI, LATENCY, REPO, REPS, SPAWNS_PER_REP, WARMUP_REPS } from './harness/config.js';
+import type { RowSpec } from './harness/report.js';
+import { emit, progress, Samples, toRows } from './harness/report.js';
+import { benchDirs } from './harness/temp-dir.js';
+
+const BENCH = 'go-state';
+const GO_DIR = path.join(REPO, 'clients/go');
+const { dir } = benchDirs(BENCH);
+
+if (spawnSync('go', ['version'], { stdio: 'ignore' }).status !== 0) {
+  emit({ bench: BENCH, rows: [], memory: [], notes: ['skipped: no `go` on PATH (the Go program is built at run time)'] });
+  process.exit(0);
+}
+
+const bin = path.join(dir, 'go-state-bench');
+progress(BENCH, 'building clients/go/state/internal/bench');
+execFileSync('go', ['build', '-o', bin, './state/internal/bench'], { cwd: GO_DIR, stdio: ['ignore', 'ignore', 'inherit'] });
+const runtime = path.join(dir, 'rt');
+mkdirSync(runtime);
+chmodSync(runtime, 0o700);
+const work = path.join(dir, 'work');
+mkdirSync(work);
+
+const out = execFileSync(
+  bin,
+  ['-dir', work, '-reps', String(REPS), '-warmup', String(WARMUP_REPS), '-n', String(LATENCY.maxCount), '-spawns', String(SPAWNS_PER_REP)],
+  {
+    env: { ...process.env, HERRSCHER_STATE_BIN: CLI, XDG_RUNTIME_DIR: runtime, HERRSCHER_STATE_SOCKET: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    maxBuffer: 16 << 20,
+    timeout: 300_000,
+  },
+);
+const samples = new Samples();
+for (const [key, values] of Object.entries(JSON.parse(out) as Record<string, number[]>)) for (const v of values) samples.add(key, v);
+
+const specs: RowSpec[] = [
+  { id: 'go-state.findSession.p50', measurement: 'Go package FindSession (replica), p50 per call', unit: 'µs', ours: 'find.ours', ceiling: 'find.scan', ceilingLabel: "Go's in-process slice scan" },
+  { id: 'go-state.appendTranscript.write.p50', measurement: 'Go package AppendTranscript (write), p50', unit: 'µs', ours: 'append.write', ceiling: 'append.raw', ceilingLabel: "Go's O_APPEND write of the line" },
+  { id: 'go-state.appendTranscript.sync.p50', measurement: 'Go package AppendTranscript (sync), p50', unit: 'µs', ours: 'append.sync', ceiling: 'append.raw', ceilingLabel: "Go's O_APPEND write of the line" },
+  { id: 'go-state.setResumeToken.write.p50', measurement: 'Go package SetResumeToken (write), p50', unit: 'µs', ours: 'token.write', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
+  { id: 'go-state.setResumeToken.sync.p50', measurement: 'Go package SetResumeToken (sync), p50', unit: 'µs', ours: 'token.sync', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
+  { id: 'go-state.loadState.spawn', measurement: 'LoadState, no server running, under the lock: to its answer', unit: 'ms', ours: 'load.ours', ceiling: 'load.bare', ceilingLabel: 'bare server spawn to first answer' },
+  { id: 'go-state.loadState.shared', measurement: 'LoadState, no server running, without the lock (shared server)', unit: 'ms', ours: 'load.shared', ceiling: 'load.bare', ceilingLabel: 'bare server spawn to first answer' },
+];
+
+emit({
+  bench: BENCH,
+  rows: toRows(samples, specs),
+  memory: [],
+  notes: [
+    `${21} sessions; latency rows are p50 of ${LATENCY.maxCount} calls (FindSession: batches of 100, per call). The package's server is its stdio child under the caller's lock, as in Herrscher's daemon.`,
+  ],
+});
