@@ -44,7 +44,8 @@
 //     other processes share. The package closes its connection after 250 ms without calls
 //     and the server stops one second after its last client left, so the lock is released
 //     about 1.25 s after the last use; a daemon started meanwhile is refused by its own
-//     LockState until then. Such a server never outlives the processes using it.
+//     LockState until then. Such a server never outlives the processes using it; it logs
+//     (warn and above) to state-<hash>.log beside its socket.
 //
 // The executable is $HERRSCHER_STATE_BIN (a path; one ending in .js is run with node), else
 // herrscher-state from PATH. $HERRSCHER_STATE_DURABILITY (sync or write) is passed to the

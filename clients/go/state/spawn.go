@@ -1,11 +1,13 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -145,9 +147,13 @@ func startShared(ctx context.Context, statePath string) (*stateclient.Client, bo
 		return nil, false, err
 	}
 	command := serverCommand()
-	args := append(append([]string{}, command[1:]...), "serve", "--state", statePath, "--socket", sock, "--exit-when-idle", idleExitMs)
+	// Its log goes to a file beside its socket: inheriting this process's stderr would keep
+	// a pipe of whoever runs this process (a shell's capture, go test) open after it exits.
+	logFile := strings.TrimSuffix(sock, ".sock") + ".log"
+	args := append(append([]string{}, command[1:]...), "serve", "--state", statePath, "--socket", sock, "--exit-when-idle", idleExitMs, "--log-file", logFile)
 	cmd := exec.Command(command[0], append(args, serverArgs()...)...)
-	cmd.Stderr = os.Stderr
+	var early bytes.Buffer // what it says before its log is open (a refused start)
+	cmd.Stderr = &limitedWriter{w: &early, n: 4096}
 	// Its own process group: a ^C meant for this process does not stop a server other
 	// processes may be using; it stops by itself once nobody is.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -162,7 +168,7 @@ func startShared(ctx context.Context, statePath string) (*stateclient.Client, bo
 			// It stopped before accepting: most often another process's server holds the
 			// lock now. Look again; a server that cannot start at all fails the same way
 			// until ctx ends.
-			return nil, true, fmt.Errorf("the server it started exited: %v", err)
+			return nil, true, fmt.Errorf("the server it started exited (%v): %s", err, strings.TrimSpace(early.String()))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			return nil, false, ctx.Err()
@@ -188,4 +194,22 @@ func startShared(ctx context.Context, statePath string) (*stateclient.Client, bo
 		}
 		return c, false, nil
 	}
+}
+
+// limitedWriter keeps the first n bytes and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := len(p)
+		if k > l.n {
+			k = l.n
+		}
+		_, _ = l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
 }
