@@ -23,12 +23,17 @@ type server struct {
 	owned bool
 	// epoch counts connections: revisions restart with each server process.
 	epoch int
-	// remote is the persisted document at remoteRev; seenRev is the newest revision the feed
-	// announced (remote is stale while seenRev > remoteRev).
+	// remote is the persisted document as of the server's revision remoteRev, plus the
+	// changes of this process's own session setters whose commits the feed has not
+	// announced yet. version counts every change of remote (States compare it).
 	remote    document
 	remoteRev int
-	seenRev   int
-	loaded    bool
+	version   uint64
+	// applying is the revision whose feed events are being applied (one commit announces
+	// several); stale: the feed announced what it cannot describe, read state/get again.
+	applying int
+	stale    bool
+	loaded   bool
 	// inUse counts calls in flight; uses counts calls ever (the idle closer compares it).
 	inUse int
 	uses  uint64
@@ -139,7 +144,7 @@ func (srv *server) connectLocked() error {
 	}
 	srv.client, srv.owned = c, owned
 	srv.epoch++
-	srv.seenRev, srv.remoteRev, srv.loaded = w.Revision, 0, false
+	srv.loaded = false
 	go srv.follow(c, w)
 	if !owned {
 		go srv.closeWhenIdle(c)
@@ -152,20 +157,15 @@ func (srv *server) connectLocked() error {
 	return nil
 }
 
-// follow notes each revision the feed announces; the replica is fetched again at the next
-// call that reads it, so a burst of changes costs one fetch.
+// follow applies the feed to the replica: row events replace, append or drop rows exactly
+// as the server's row methods do (the server says "sessions" in state/didChange when they
+// cannot tell); a top-level change, which the feed names without values, is read at the next
+// call that reads.
 func (srv *server) follow(c *stateclient.Client, w *stateclient.Watcher) {
 	for ev := range w.Events() {
-		rev := 0
-		switch e := ev.(type) {
-		case *stateclient.SessionDidChangeParams:
-			rev = e.Revision
-		case *stateclient.StateDidChangeParams:
-			rev = e.Revision
-		}
 		srv.mu.Lock()
-		if srv.client == c && rev > srv.seenRev {
-			srv.seenRev = rev
+		if srv.client == c && srv.loaded && !srv.stale {
+			srv.apply(ev)
 		}
 		srv.mu.Unlock()
 	}
@@ -178,6 +178,62 @@ func (srv *server) follow(c *stateclient.Client, w *stateclient.Watcher) {
 	}
 	srv.mu.Unlock()
 	_ = c.Close()
+}
+
+func (srv *server) apply(ev stateclient.Event) {
+	rev := 0
+	switch e := ev.(type) {
+	case *stateclient.SessionDidChangeParams:
+		rev = e.Revision
+	case *stateclient.StateDidChangeParams:
+		rev = e.Revision
+	default:
+		return
+	}
+	if rev <= srv.remoteRev && rev != srv.applying {
+		return // already in the document read (state/get, or a save of ours)
+	}
+	srv.remoteRev, srv.applying = rev, rev
+	srv.version++
+	switch e := ev.(type) {
+	case *stateclient.StateDidChangeParams:
+		srv.stale = true
+	case *stateclient.SessionDidChangeParams:
+		switch {
+		case e.Kind == "removed":
+			if srv.remote.Sessions != nil {
+				out := srv.remote.Sessions[:0]
+				for _, r := range srv.remote.Sessions {
+					if r.Name != e.Name {
+						out = append(out, r)
+					}
+				}
+				srv.remote.Sessions = out
+			}
+		case e.Session == nil:
+			srv.stale = true
+		case e.Kind == "added":
+			srv.remote.Sessions = append(srv.remote.Sessions, fromWire(*e.Session))
+		default:
+			if r := row(&srv.remote, e.Name); r != nil {
+				*r = fromWire(*e.Session)
+			} else {
+				srv.stale = true
+			}
+		}
+	}
+}
+
+// fromWire converts the generated client's row (the same fields and tags) to ours.
+func fromWire(w stateclient.Session) Session {
+	return copySession(Session{
+		ID: w.ID, Incarnation: w.Incarnation, Name: w.Name, ChannelID: w.ChannelID, Type: w.Type, Cmd: w.Cmd,
+		Backend: w.Backend, Vendor: w.Vendor, ModelID: w.ModelID, Worktree: w.Worktree, Dir: w.Dir, Project: w.Project,
+		Agent: w.Agent, ResumeToken: w.ResumeToken, Archived: w.Archived, Owned: w.Owned, Extractor: w.Extractor,
+		Journal: w.Journal, ConsolidateEvery: w.ConsolidateEvery, Gateways: w.Gateways, Participants: w.Participants,
+		Parent: w.Parent, CostCap: w.CostCap, TokenCap: w.TokenCap, CohortCostCap: w.CohortCostCap,
+		CohortTokenCap: w.CohortTokenCap, PausedReason: w.PausedReason,
+	})
 }
 
 func (srv *server) closeWhenIdle(c *stateclient.Client) {
@@ -220,32 +276,38 @@ func (srv *server) refreshLocked(ctx context.Context) error {
 	if err := srv.client.Call(ctx, "state/get", getParams{Persisted: true}, &r); err != nil {
 		return err
 	}
-	srv.remote, srv.remoteRev, srv.loaded = r.State, r.Revision, true
-	if r.Revision > srv.seenRev {
-		srv.seenRev = r.Revision
-	}
+	srv.remote, srv.remoteRev, srv.applying = r.State, r.Revision, 0
+	srv.loaded, srv.stale = true, false
+	srv.version++
 	return nil
 }
 
-// current gives the replica, fetched again first when the feed announced a newer revision.
-// The common case (nothing changed) is one lock and two compares.
-func (srv *server) current(knownEpoch, knownRev int) (doc document, rev, epoch int, same bool, err error) {
+// replica is what current gives a State.
+type replica struct {
+	doc     document
+	rev     int // the server revision a save must name
+	epoch   int // the connection rev belongs to
+	version uint64
+}
+
+// current gives the replica, read again first when the feed announced what it cannot
+// describe. same: nothing changed since knownVersion (the common case: one lock, a compare).
+func (srv *server) current(knownVersion uint64) (r replica, same bool, err error) {
 	for attempt := 0; ; attempt++ {
 		c, err := srv.use()
 		if err != nil {
-			return document{}, 0, 0, false, err
+			return replica{}, false, err
 		}
 		srv.mu.Lock()
-		if srv.client == c.client && srv.loaded && srv.seenRev <= srv.remoteRev {
-			if srv.epoch == knownEpoch && srv.remoteRev == knownRev {
-				srv.mu.Unlock()
-				c.release()
-				return document{}, knownRev, knownEpoch, true, nil
+		if srv.client == c.client && srv.loaded && !srv.stale {
+			r = replica{rev: srv.remoteRev, epoch: srv.epoch, version: srv.version}
+			same = srv.version == knownVersion
+			if !same {
+				r.doc = srv.remote.clone()
 			}
-			doc, rev, epoch = srv.remote.clone(), srv.remoteRev, srv.epoch
 			srv.mu.Unlock()
 			c.release()
-			return doc, rev, epoch, false, nil
+			return r, same, nil
 		}
 		if srv.client != c.client {
 			srv.mu.Unlock()
@@ -262,12 +324,34 @@ func (srv *server) current(knownEpoch, knownRev int) (doc document, rev, epoch i
 				srv.dropped(c.client)
 				continue
 			}
-			return document{}, 0, 0, false, err
+			return replica{}, false, err
 		}
 	}
 }
 
+// callOn runs f on the connection of epoch; errStale when that connection is gone (a
+// revision of another server process means nothing to the new one).
+func (srv *server) callOn(epoch int, f func(ctx context.Context, c *stateclient.Client) error) error {
+	c, err := srv.use()
+	if err != nil {
+		return err
+	}
+	defer c.release()
+	if c.epoch != epoch {
+		return errStale
+	}
+	err = f(context.Background(), c.client)
+	if err != nil && errors.Is(err, stateclient.ErrClosed) {
+		srv.dropped(c.client)
+		return errStale
+	}
+	return err
+}
+
+var errStale = errors.New("state: the connection changed; read again")
+
 // saved records a document this process saved at rev, so its own reads see it at once.
+// refetch: the server filled in what the document left out (incarnations): read it back.
 func (srv *server) saved(epoch int, d document, rev int, refetch bool) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
@@ -275,35 +359,39 @@ func (srv *server) saved(epoch int, d document, rev int, refetch bool) {
 		return
 	}
 	if rev > srv.remoteRev {
-		srv.remote, srv.remoteRev = d.clone(), rev
-		if refetch {
-			// The server filled in what the document left out (incarnations): read it back.
-			srv.loaded = false
-		}
+		srv.remote, srv.remoteRev, srv.applying = d.clone(), rev, 0
+		srv.version++
 	}
-	if rev > srv.seenRev {
-		srv.seenRev = rev
+	if refetch {
+		srv.stale = true
 	}
 }
 
-// stale marks the replica older than rev (a save was refused: someone wrote first).
-func (srv *server) stale(epoch, rev int) {
+// changed applies a change this process's session setter made on the server before the
+// feed announces it, so every read in the process sees it when the setter returns (the
+// announcement then sets the same row again).
+func (srv *server) changed(epoch int, f func(d *document)) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.epoch == epoch && srv.client != nil {
+		f(&srv.remote)
+		srv.version++
+	}
+}
+
+// conflicted: a save was refused because someone wrote first: read the document again.
+func (srv *server) conflicted(epoch int) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.epoch == epoch {
-		if rev > srv.seenRev {
-			srv.seenRev = rev
-		}
-		if rev <= srv.remoteRev {
-			srv.loaded = false
-		}
+		srv.stale = true
 	}
 }
 
 // reload makes the next read of the replica ask the server.
 func (srv *server) reload() {
 	srv.mu.Lock()
-	srv.loaded = false
+	srv.stale = true
 	srv.mu.Unlock()
 }
 

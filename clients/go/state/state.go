@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
@@ -53,12 +54,16 @@ func (s *State) syncLocked() error {
 	if s.srv == nil {
 		s.srv = serverFor(s.path)
 	}
-	remote, rev, epoch, same, err := s.srv.current(s.baseEpoch, s.baseRev)
-	if err != nil || same {
+	r, same, err := s.srv.current(s.baseVersion)
+	if err != nil {
 		return err
 	}
-	cur := merge(s.base, s.fields(), remote)
-	s.base, s.baseRev, s.baseEpoch = remote, rev, epoch
+	s.baseRev, s.baseEpoch = r.rev, r.epoch
+	if same {
+		return nil
+	}
+	cur := merge(s.base, s.fields(), r.doc)
+	s.base, s.baseVersion = r.doc, r.version
 	s.show(cur)
 	return nil
 }
@@ -100,16 +105,14 @@ func (s *State) mutate(op func(d *document) (save bool, err error)) error {
 		}
 		var r saveResult
 		epoch := s.baseEpoch
-		err = s.srv.call(func(ctx context.Context, c *stateclient.Client) error {
+		err = s.srv.callOn(epoch, func(ctx context.Context, c *stateclient.Client) error {
 			return c.Call(ctx, "state/save", saveParams{State: next, Revision: s.baseRev}, &r)
 		})
-		var rpcErr *stateclient.Error
-		if errors.Is(err, stateclient.ErrConflict) && errors.As(err, &rpcErr) {
-			var data struct {
-				Revision int `json:"revision"`
-			}
-			_ = rpcErr.DecodeData(&data)
-			s.srv.stale(epoch, data.Revision)
+		if errors.Is(err, errStale) {
+			continue
+		}
+		if errors.Is(err, stateclient.ErrConflict) {
+			s.srv.conflicted(epoch)
 			continue
 		}
 		if err != nil {
@@ -119,14 +122,11 @@ func (s *State) mutate(op func(d *document) (save bool, err error)) error {
 		}
 		fill := needsFill(next)
 		s.srv.saved(epoch, next, r.Revision, fill)
-		s.base, s.baseRev, s.baseEpoch = next.clone(), r.Revision, epoch
+		// Nothing of this save counts as an edit of this value any more; reading back at once
+		// puts what the server filled in (incarnations) in the fields.
+		s.base, s.baseVersion = next.clone(), 0
 		s.show(next)
-		if fill {
-			// Read back what the server filled in (incarnations) before returning, so the
-			// caller's next read has it.
-			s.baseRev = -1
-			_ = s.syncLocked()
-		}
+		_ = s.syncLocked()
 		return nil
 	}
 	return fmt.Errorf("state: save %s: other writers kept changing it (%d attempts)", s.path, maxSaveAttempts)
@@ -283,55 +283,108 @@ func row(d *document, name string) *Session {
 	return nil
 }
 
+// setRow is a session setter: set changes the row and says whether Go would save. With no
+// unsaved edit in this value, the server's own row method makes the change (one row, not the
+// whole document: the per-turn calls stay cheap, and another writer's change to other rows
+// can never conflict with it); with edits, the whole document is saved, as Go does.
+func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx context.Context, c *stateclient.Client) error) error {
+	s.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
+	if err := s.syncLocked(); err != nil {
+		return err
+	}
+	cur := s.fields()
+	if !reflect.DeepEqual(cur, s.base) {
+		s.mu.Unlock()
+		locked = false
+		return s.mutate(func(d *document) (bool, error) {
+			r := row(d, name)
+			return r != nil && set(r), nil
+		})
+	}
+	r := row(&cur, name)
+	if r == nil || !set(r) {
+		return nil
+	}
+	epoch := s.baseEpoch
+	err := s.srv.callOn(epoch, call)
+	if errors.Is(err, errStale) {
+		s.mu.Unlock()
+		locked = false
+		return s.setRow(name, set, call)
+	}
+	if err != nil {
+		// As Go's save: the change stays in memory (and is saved with the next save).
+		s.show(cur)
+		return err
+	}
+	s.srv.changed(epoch, func(d *document) {
+		if r := row(d, name); r != nil {
+			set(r)
+		}
+	})
+	return s.syncLocked()
+}
+
 // SetResumeToken records the backend resume token for the named session, persisting only
 // when it changes. A missing session or an unchanged token is a no-op.
 func (s *State) SetResumeToken(name, token string) error {
-	return s.mutate(func(d *document) (bool, error) {
-		r := row(d, name)
-		if r == nil || r.ResumeToken == token {
-			return false, nil
+	return s.setRow(name, func(r *Session) bool {
+		if r.ResumeToken == token {
+			return false
 		}
 		r.ResumeToken = token
-		return true, nil
+		return true
+	}, func(ctx context.Context, c *stateclient.Client) error {
+		_, err := c.SetResumeToken(ctx, name, token)
+		return err
 	})
 }
 
 // SetPausedReason records why a session halted on a budget cap ("" clears it, resuming the
 // session). A missing session or an unchanged reason is a no-op.
 func (s *State) SetPausedReason(name, reason string) error {
-	return s.mutate(func(d *document) (bool, error) {
-		r := row(d, name)
-		if r == nil || r.PausedReason == reason {
-			return false, nil
+	return s.setRow(name, func(r *Session) bool {
+		if r.PausedReason == reason {
+			return false
 		}
 		r.PausedReason = reason
-		return true, nil
+		return true
+	}, func(ctx context.Context, c *stateclient.Client) error {
+		_, err := c.SetPausedReason(ctx, name, reason)
+		return err
 	})
 }
 
 // SetArchived sets a session's archived flag and persists only on change. An unknown name
 // is a no-op.
 func (s *State) SetArchived(name string, archived bool) error {
-	return s.mutate(func(d *document) (bool, error) {
-		r := row(d, name)
-		if r == nil || r.Archived == archived {
-			return false, nil
+	return s.setRow(name, func(r *Session) bool {
+		if r.Archived == archived {
+			return false
 		}
 		r.Archived = archived
-		return true, nil
+		return true
+	}, func(ctx context.Context, c *stateclient.Client) error {
+		_, err := c.SetArchived(ctx, name, archived)
+		return err
 	})
 }
 
 // SetBudget persists the budget caps and paused reason for the named session in one write.
 // A missing session is a no-op.
 func (s *State) SetBudget(name string, costCap float64, tokenCap uint64, cohortCostCap float64, cohortTokenCap uint64, pausedReason string) error {
-	return s.mutate(func(d *document) (bool, error) {
-		r := row(d, name)
-		if r == nil {
-			return false, nil
-		}
+	return s.setRow(name, func(r *Session) bool {
 		r.CostCap, r.TokenCap, r.CohortCostCap, r.CohortTokenCap, r.PausedReason = costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason
-		return true, nil
+		return true
+	}, func(ctx context.Context, c *stateclient.Client) error {
+		_, err := c.SetBudget(ctx, name, costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason)
+		return err
 	})
 }
 
@@ -340,14 +393,13 @@ func (s *State) SetBudget(name string, costCap float64, tokenCap uint64, cohortC
 // not reported, as in Go).
 func (s *State) SetBackendTarget(name, vendor, cmd, modelID string) bool {
 	found := false
-	_ = s.mutate(func(d *document) (bool, error) {
-		r := row(d, name)
-		found = r != nil
-		if r == nil {
-			return false, nil
-		}
+	_ = s.setRow(name, func(r *Session) bool {
+		found = true
 		r.Vendor, r.Cmd, r.ModelID, r.ResumeToken = vendor, cmd, modelID, ""
-		return true, nil
+		return true
+	}, func(ctx context.Context, c *stateclient.Client) error {
+		_, err := c.SetBackendTarget(ctx, name, vendor, cmd, modelID)
+		return err
 	})
 	return found
 }

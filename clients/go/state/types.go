@@ -94,9 +94,11 @@ type State struct {
 	// base is the served document the exported fields were last built from; what differs
 	// from it in the fields is this value's own edit, persisted at its next save.
 	base document
-	// baseRev is base's revision on the server of epoch baseEpoch (0: never synced).
-	baseRev   int
-	baseEpoch int
+	// baseVersion is the replica's version base was taken from (0: never); baseRev is the
+	// server revision a save names, on the connection baseEpoch.
+	baseVersion uint64
+	baseRev     int
+	baseEpoch   int
 	// defaults is the ApplyDefaults overlay: shown in the fields, never saved.
 	defaults overlay
 }
