@@ -26,6 +26,16 @@ export type Handler<M extends MethodName> = (
 export type Handlers = { [M in MethodName]: Handler<M> };
 
 const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.incarnation });
+
+/**
+ * A read of the document, made after the store looked whether another process changed
+ * state.json. Only reads: a write must be queued in the turn it arrives (the order of a
+ * connection's writes), and the store looks right before it writes anyway.
+ */
+const fresh = <M extends MethodName>(h: Handler<M>): Handler<M> => async (p, ctx) => {
+  await ctx.store.refresh();
+  return h(p, ctx);
+};
 const appendOptions = (p: { incarnation?: string | undefined; requireSession?: boolean | undefined }) =>
   ({ incarnation: p.incarnation, requireSession: p.requireSession });
 
@@ -42,28 +52,28 @@ export const handlers: Handlers = {
   'rpc.discover': (_p, ctx) => ctx.discover(),
   status: (_p, ctx) => ctx.status(),
 
-  'state/get': (p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision }),
+  'state/get': fresh((p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision })),
   'state/save': (p, { store }) => store.saveState(p.state, p.revision),
-  'state/applyDefaults': (p, { store }) => ({ state: store.applyDefaults(p) }),
+  'state/applyDefaults': fresh((p, { store }) => ({ state: store.applyDefaults(p) })),
   'state/setHome': (p, { store }) => store.setHome(p.home),
   'state/setWorkspace': (p, { store }) => store.setWorkspace(p.workspace),
   'state/setSource': (p, { store }) => store.setSource(p.source),
   'state/setStatusMessageID': (p, { store }) => store.setStatusMessageID(p.statusMessageID),
   'state/setInstanceID': (p, { store }) => store.setInstanceID(p.instanceID),
-  'state/workspaceRoot': (_p, { store }) => ({ workspaceRoot: store.workspaceRoot() }),
-  'state/sourceDir': (_p, { store }) => ({ sourceDir: store.sourceDir() }),
-  'state/qualifiedName': (p, { store }) => ({ qualifiedName: store.qualifiedName(p.name) }),
+  'state/workspaceRoot': fresh((_p, { store }) => ({ workspaceRoot: store.workspaceRoot() })),
+  'state/sourceDir': fresh((_p, { store }) => ({ sourceDir: store.sourceDir() })),
+  'state/qualifiedName': fresh((p, { store }) => ({ qualifiedName: store.qualifiedName(p.name) })),
 
   'session/add': async (p, { store }) => ({ session: await store.addSession(p.session) }),
   'session/remove': (p, { store }) => store.removeSession(p.name, { purge: p.purge, ...guard(p) }),
-  'session/find': (p, { store }) => ({ session: store.findSession(p.name) }),
-  'session/list': (_p, { store }) => ({ sessions: store.listSessions() }),
+  'session/find': fresh((p, { store }) => ({ session: store.findSession(p.name) })),
+  'session/list': fresh((_p, { store }) => ({ sessions: store.listSessions() })),
   'session/setResumeToken': (p, { store }) => store.setResumeToken(p.name, p.resumeToken, guard(p)),
   'session/setPausedReason': (p, { store }) => store.setPausedReason(p.name, p.paused_reason, guard(p)),
   'session/setBudget': (p, { store }) => store.setBudget(p.name, p, guard(p)),
   'session/setBackendTarget': (p, { store }) => store.setBackendTarget(p.name, p, guard(p)),
   'session/setArchived': (p, { store }) => store.setArchived(p.name, p.archived, guard(p)),
-  'session/infos': async (_p, { store }) => ({ sessions: await store.sessionInfos() }),
+  'session/infos': fresh(async (_p, { store }) => ({ sessions: await store.sessionInfos() })),
 
   'transcript/append': async (p, { store }) => ({ seq: await store.appendTranscript(p.name, p.entry, appendOptions(p)) }),
   'transcript/read': (p, { store }) => store.readTranscriptPage(p.name, { limit: p.limit ?? 0, before: p.before }),

@@ -1,7 +1,9 @@
 // state.json owned by one writer: mutations are applied in arrival order to a `head` document and
 // persisted copy-on-write in group commits (mutations that arrive while a write runs share the next
 // one). A reply waits for its commit; a failed write rejects its batch and leaves memory and disk
-// as they were. Readers see only committed documents.
+// as they were. Readers see only committed documents. A file changed by someone else (an edit by
+// hand) is noticed by its size, mtime or inode before the next commit and on `refresh`, and loaded
+// first: it is never overwritten unseen (docs/go-compatibility.md says what a racing writer gets).
 import path from 'node:path';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import { encodeStateDocumentBytes, RowCache, UnsupportedValueError } from './go-json.js';
@@ -11,6 +13,15 @@ import type { Io } from './io.js';
 import type { Doc, Outcome } from './state-document.js';
 import { backfill, emptyDocument, fromDecoded } from './state-document.js';
 import { ioError, StoreError } from './store-error.js';
+import type { StoreLog } from './store-log.js';
+
+/** What tells one state.json from another without reading it: null when there is none. */
+type Stamp = { ino: number; size: number; mtimeMs: number } | null;
+
+const sameStamp = (a: Stamp, b: Stamp): boolean =>
+  a === b || (a !== null && b !== null && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs);
+
+const describeStamp = (s: Stamp): string => (s === null ? 'no file' : `inode ${s.ino}, ${s.size} bytes, mtime ${new Date(s.mtimeMs).toISOString()}`);
 
 export type Durability = 'sync' | 'write';
 
@@ -49,14 +60,23 @@ export class StateStore {
   /** Encoded rows, so a commit re-encodes only the rows its mutations replaced. */
   private readonly rows = new RowCache();
 
+  /** The file as this store last read or wrote it. */
+  private stamp: Stamp;
+  /** The stamp of an outside file that could not be loaded: said once, and writes are refused. */
+  private unreadable: { stamp: Stamp; error: StoreError } | undefined;
+  private refreshing: Promise<void> | undefined;
+
   private constructor(
     private readonly io: Io,
     private readonly file: string,
     private readonly durability: Durability,
     doc: Doc,
+    stamp: Stamp,
+    private readonly log: StoreLog | undefined,
   ) {
     this.committed = doc;
     this.head = doc;
+    this.stamp = stamp;
   }
 
   /**
@@ -64,24 +84,10 @@ export class StateStore {
    * one is an error naming the file and leaves it untouched; ids are backfilled in memory and
    * incarnations backfilled and persisted at once.
    */
-  static async load(io: Io, file: string, durability: Durability): Promise<StateStore> {
-    let text: string | undefined;
-    try {
-      text = (await io.readFile(file)).toString('utf8');
-    } catch (err) {
-      if (!isErrno(err, 'ENOENT')) throw ioError('read', path.basename(file), err);
-    }
-    let doc = emptyDocument();
-    if (text !== undefined) {
-      try {
-        doc = fromDecoded(decodeStateText(text, path.basename(file)));
-      } catch (err) {
-        if (err instanceof DecodeError) throw new StoreError('invalid-input', err.message);
-        throw err;
-      }
-    }
+  static async load(io: Io, file: string, durability: Durability, log?: StoreLog): Promise<StateStore> {
+    const { doc, stamp } = await readDocument(io, file);
     const filled = backfill(doc);
-    const store = new StateStore(io, file, durability, filled.doc);
+    const store = new StateStore(io, file, durability, filled.doc, stamp, log);
     if (filled.persist) {
       try {
         await store.persist(filled.doc);
@@ -91,6 +97,29 @@ export class StateStore {
       }
     }
     return store;
+  }
+
+  /**
+   * Loads state.json first if someone else changed it since this store last read or wrote it.
+   * While a commit is under way nothing is done: the commit looks before it writes. An outside
+   * file that cannot be loaded is logged (once) and the last document kept; writes are refused
+   * until it is fixed.
+   */
+  refresh(): Promise<void> {
+    if (!this.queue.idle) return Promise.resolve();
+    this.refreshing ??= this.queue
+      .exclusive(async () => {
+        try {
+          if (await this.noticeOutside()) this.replayOnto(this.committed, this.queue.waiting());
+        } catch (err) {
+          if (!(err instanceof StoreError)) throw err;
+          // An unloadable file was logged when it was found; anything else (the incarnations it
+          // lacked could not be written) is said here, and tried again at the next look.
+          if (err !== this.unreadable?.error) this.log?.error(`loading ${path.basename(this.file)}, changed by another process, failed`, err);
+        }
+      })
+      .finally(() => (this.refreshing = undefined));
+    return this.refreshing;
   }
 
   /** The last committed document: what is in the file. */
@@ -135,9 +164,18 @@ export class StateStore {
   /** One group commit: the document with every mutation of the batch applied, written once. */
   private async commit(batch: Pending[]): Promise<unknown[]> {
     // The queue hands over every waiting mutation at once: `head` is exactly this batch applied.
-    const snapshot = this.head;
+    let snapshot = this.head;
     try {
-      if (batch.some((p) => p.changed)) await this.persist(snapshot);
+      if (batch.some((p) => p.changed)) {
+        if (await this.noticeOutside()) {
+          // The file changed under us and is now the committed document: the batch is applied
+          // onto it (a mutation it makes impossible is refused), then the ones that came since.
+          this.replayOnto(this.committed, batch);
+          snapshot = this.head;
+          this.applyAll(this.queue.waiting());
+        }
+        if (batch.some((p) => p.changed)) await this.persist(snapshot);
+      }
     } catch (err) {
       // Nothing of this batch is in the file: the mutations queued behind it are re-applied onto
       // the committed document, as if the failed ones had never been accepted.
@@ -153,7 +191,12 @@ export class StateStore {
   /** After a failed write: re-applies the still-queued mutations onto the committed document. */
   private replayOnto(base: Doc, waiting: Pending[]): void {
     this.head = base;
-    for (const p of waiting) {
+    this.applyAll(waiting);
+  }
+
+  /** Applies `pending` onto `head` in order, refusing those that throw. */
+  private applyAll(pending: Pending[]): void {
+    for (const p of pending) {
       if (p.refused !== undefined) continue;
       try {
         const out = p.apply(this.head);
@@ -182,9 +225,104 @@ export class StateStore {
         await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
       }
       if (sync) await this.io.syncDir(dir);
+      // What we wrote, to tell our own file from someone else's later. (A writer that replaces
+      // the file between the rename and this stat is taken for us: the documented window.)
+      this.stamp = await stampOf(this.io, this.file);
     } catch (err) {
       throw ioError('write', path.basename(this.file), err);
     }
+  }
+
+  /**
+   * Whether state.json differs (size, mtime or inode) from what this store last read or wrote;
+   * if so it is loaded as the committed document (Go's LoadState: backfills, incarnations
+   * persisted), the change is logged at warn and reported to the commit listeners. Runs only
+   * inside the queue (a commit, or refresh's exclusive task). Throws a StoreError when the file
+   * cannot be read or is not a valid state: nothing is changed, and it is logged once per version.
+   */
+  private async noticeOutside(): Promise<boolean> {
+    const base = path.basename(this.file);
+    let now: Stamp;
+    try {
+      now = await stampOf(this.io, this.file);
+    } catch (err) {
+      throw ioError('stat', base, err);
+    }
+    // A removed file (or state dir) is not an edit to load: the next commit writes the document
+    // back, as the Go daemon's next save would (Go's MkdirAll); nobody's words are lost.
+    if (now === null || sameStamp(now, this.stamp)) return false;
+    if (this.unreadable && sameStamp(now, this.unreadable.stamp)) throw this.unreadable.error;
+    let read: { doc: Doc; stamp: Stamp };
+    try {
+      read = await readDocument(this.io, this.file);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      const error = new StoreError('io', `${base} was changed by another process and cannot be loaded (${why}); `
+        + `it is left as it is and no write replaces it until it is fixed`, { code: 'EINVAL' }, 'EINVAL');
+      this.unreadable = { stamp: now, error };
+      this.log?.error(error.message);
+      throw error;
+    }
+    this.unreadable = undefined;
+    const filled = backfill(read.doc);
+    const before = this.committed;
+    const was = this.stamp;
+    // As Go's LoadState, incarnations it lacked are written at once; if that fails, the stamp
+    // stays the old one, so the next look loads the file again.
+    if (filled.persist) await this.persist(filled.doc);
+    else this.stamp = read.stamp;
+    this.committed = filled.doc;
+    this.head = filled.doc;
+    this.log?.warn(`${base} was changed by another process (now ${describeStamp(read.stamp)}; was ${describeStamp(was)}); `
+      + 'loaded it: later reads and writes start from it');
+    for (const l of this.listeners) l(before, filled.doc);
+    return true;
+  }
+}
+
+async function stampOf(io: Io, file: string): Promise<Stamp> {
+  try {
+    const st = await io.lstat(file);
+    return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return null;
+    throw err;
+  }
+}
+
+/**
+ * state.json as Go's LoadState reads it (a missing file is the empty state; an empty or invalid
+ * one is an invalid-input error naming the file), with the stamp of the version read: taken
+ * before and after the read, and read again if they differ (a writer was replacing it).
+ */
+async function readDocument(io: Io, file: string): Promise<{ doc: Doc; stamp: Stamp }> {
+  const base = path.basename(file);
+  for (let attempt = 0; ; attempt++) {
+    let text: string | undefined;
+    let before: Stamp;
+    let after: Stamp;
+    try {
+      before = await stampOf(io, file);
+      try {
+        text = (await io.readFile(file)).toString('utf8');
+      } catch (err) {
+        if (!isErrno(err, 'ENOENT')) throw err;
+      }
+      after = await stampOf(io, file);
+    } catch (err) {
+      throw ioError('read', base, err);
+    }
+    if (!sameStamp(before, after) && attempt < 3) continue;
+    let doc = emptyDocument();
+    if (text !== undefined) {
+      try {
+        doc = fromDecoded(decodeStateText(text, base));
+      } catch (err) {
+        if (err instanceof DecodeError) throw new StoreError('invalid-input', err.message);
+        throw err;
+      }
+    }
+    return { doc, stamp: after };
   }
 }
 

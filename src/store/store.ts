@@ -158,7 +158,7 @@ export class Store {
         for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
         await marks.save();
       });
-      const state = await StateStore.load(io, paths.statePath, durability);
+      const state = await StateStore.load(io, paths.statePath, durability, log);
       if (durability === 'sync') {
         wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, () => marks.save(), options.walCheckpointBytes);
       }
@@ -210,6 +210,16 @@ export class Store {
     return docs.withDefaults(this.state.document, this.defaults);
   }
 
+  /**
+   * Loads state.json first if another process changed it (size, mtime or inode) since the store
+   * last read or wrote it: the server calls it before it answers a read of the document. Writes
+   * look by themselves, right before they write. Never rejects: a file that cannot be loaded is
+   * logged and the last document kept (writes are then refused until it is fixed).
+   */
+  refresh(): Promise<void> {
+    return this.closing ? Promise.resolve() : this.state.refresh();
+  }
+
   /** The committed document exactly as state.json holds it, without the defaults overlay. */
   getPersistedState(): Doc {
     return this.state.document;
@@ -223,6 +233,8 @@ export class Store {
    */
   async saveState(doc: Doc, revision: number): Promise<{ revision: number; changed: boolean }> {
     this.assertOpen();
+    // A file changed by hand since the caller read it is a newer revision: the save is refused.
+    await this.state.refresh();
     while (this.state.pendingDocument !== this.state.document) {
       await this.state.settled();
       this.assertOpen();

@@ -1,0 +1,43 @@
+// A state.json edited by hand while the server runs, over the wire: the next read answers the
+// edit, subscribers are told (a new revision), the server logs it at warn, and the next write
+// goes on top of it.
+import assert from 'node:assert/strict';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { test } from 'node:test';
+import type { StateDocument } from '../../src/protocol/model.js';
+import { Inbox, TIMEOUT } from '../helpers/feed.js';
+import { closeClean, startServer } from '../helpers/server.js';
+
+test('a hand edit of state.json is answered by the next read, announced on the feed, logged at warn, and written on top of', { timeout: TIMEOUT }, async (t) => {
+  const srv = await startServer(t);
+  const client = await srv.client();
+  const watcher = await srv.client('ndjson');
+  await client.sessionAdd({ session: { name: 'a' } });
+  const inbox = new Inbox(watcher, ['session/didChange', 'state/didChange']);
+  const { revision } = await watcher.watchSubscribe({ sessions: true });
+
+  const doc = JSON.parse(readFileSync(srv.state, 'utf8')) as StateDocument;
+  const row = doc.sessions?.[0];
+  assert.ok(row);
+  doc.sessions = [{ ...row, resumeToken: 'by-hand' }];
+  doc.workspace = '/by-hand';
+  writeFileSync(`${srv.state}.edit`, JSON.stringify(doc, null, 2));
+  renameSync(`${srv.state}.edit`, srv.state);
+
+  assert.equal((await client.sessionFind({ name: 'a' })).session?.resumeToken, 'by-hand');
+  const got = await client.stateGet();
+  assert.equal(got.revision, revision + 1);
+  assert.equal(got.state.workspace, '/by-hand');
+  const changed = await inbox.waitFor((n) => n.method === 'session/didChange' && n.params.revision === revision + 1);
+  assert.equal(changed.params.name, 'a');
+  const fields = await inbox.waitFor((n) => n.method === 'state/didChange' && n.params.revision === revision + 1);
+  assert.deepEqual(fields.params.fields, ['workspace']);
+  assert.equal(srv.logs.filter((l) => l.level === 40 && /changed by another process/.test(l.msg ?? '')).length, 1);
+
+  await client.sessionSetArchived({ name: 'a', archived: true });
+  const after = JSON.parse(readFileSync(srv.state, 'utf8')) as StateDocument;
+  assert.equal(after.workspace, '/by-hand');
+  assert.equal(after.sessions?.[0]?.resumeToken, 'by-hand');
+  assert.equal(after.sessions?.[0]?.archived, true);
+  await closeClean(srv, 50);
+});
