@@ -13,6 +13,10 @@ func (*SessionDidChangeParams) isEvent() {}
 // cannot tell, e.g. a state/save that reordered them: read state/get).
 func (*StateDidChangeParams) isEvent() {}
 
+// StateResyncParams is a state/resync event: The state changes since the subscriber's
+// `since.revision` cannot be replayed (another server run, or too old): the whole document now.
+func (*StateResyncParams) isEvent() {}
+
 // TranscriptDidAppendParams is a transcript/didAppend event: An entry was appended (and is in the
 // file).
 func (*TranscriptDidAppendParams) isEvent() {}
@@ -33,6 +37,9 @@ func decodeEvent(method string, params json.RawMessage) (Event, error) {
 		return &e, json.Unmarshal(params, &e)
 	case "state/didChange":
 		var e StateDidChangeParams
+		return &e, json.Unmarshal(params, &e)
+	case "state/resync":
+		var e StateResyncParams
 		return &e, json.Unmarshal(params, &e)
 	case "transcript/didAppend":
 		var e TranscriptDidAppendParams

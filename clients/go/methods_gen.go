@@ -754,6 +754,7 @@ type subscribeParams struct {
 	Sessions     bool        `json:"sessions,omitempty"`
 	Transcripts  interface{} `json:"transcripts,omitempty"`
 	Participants interface{} `json:"participants,omitempty"`
+	Since        *WatchSince `json:"since,omitempty"`
 }
 
 // subscribeOptions holds the optional params of subscribe; the zero value sends none.
@@ -764,6 +765,8 @@ type subscribeOptions struct {
 	Transcripts interface{} `json:"transcripts,omitempty"`
 	// participants/didAdd for these sessions.
 	Participants interface{} `json:"participants,omitempty"`
+	// What this subscriber saw last: what it missed is sent first, then the live feed.
+	Since *WatchSince `json:"since,omitempty"`
 }
 
 // subscribe subscribes this connection to changes; ends with the connection or watch/unsubscribe.
@@ -775,6 +778,7 @@ func (c *Client) subscribe(ctx context.Context, opts ...subscribeOptions) (subsc
 		p.Sessions = o.Sessions
 		p.Transcripts = o.Transcripts
 		p.Participants = o.Participants
+		p.Since = o.Since
 	}
 	var r subscribeResult
 	err := c.call(ctx, "watch/subscribe", &p, &r)

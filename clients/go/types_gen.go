@@ -117,6 +117,14 @@ type StateDocument struct {
 	InstanceID      string    `json:"instanceID,omitempty"`
 }
 
+// StateResyncParams is a part of a message.
+type StateResyncParams struct {
+	Subscription string        `json:"subscription"`
+	Revision     int           `json:"revision"`
+	Epoch        string        `json:"epoch"`
+	State        StateDocument `json:"state"`
+}
+
 // StorageFailureData is a part of a message.
 type StorageFailureData struct {
 	// errno name, e.g. ENOSPC
@@ -173,6 +181,18 @@ type TranscriptUsage struct {
 // WatchOverflowParams is a part of a message.
 type WatchOverflowParams struct {
 	Subscription string `json:"subscription"`
+}
+
+// WatchSince is a part of a message.
+type WatchSince struct {
+	// The epoch the revision belongs to (a subscribe result's); another run's revision is never
+	// replayed.
+	Epoch string `json:"epoch,omitempty"`
+	// The last state revision seen: later state changes are replayed, or one state/resync is sent.
+	Revision *int `json:"revision,omitempty"`
+	// For each session, the last seq seen (-1: none): every entry after it is sent, read from the
+	// file, in order.
+	Transcripts map[string]int `json:"transcripts,omitempty"`
 }
 
 // InitializeClientInfo is a part of a message.
@@ -263,4 +283,6 @@ type subscribeResult struct {
 	Subscription string `json:"subscription"`
 	// The state revision now; later changes carry larger ones.
 	Revision int `json:"revision"`
+	// This server run: revisions are comparable only within one epoch (pass it back in since).
+	Epoch string `json:"epoch"`
 }

@@ -23,7 +23,7 @@ const defs = [
 ] as const;
 
 const notifications = [
-  watch.sessionDidChange, watch.stateDidChange, watch.transcriptDidAppend, watch.participantsDidAdd, watch.watchOverflow,
+  watch.sessionDidChange, watch.stateDidChange, watch.stateResync, watch.transcriptDidAppend, watch.participantsDidAdd, watch.watchOverflow,
 ] as const;
 
 /** Notifications the server sends, by wire name. */

@@ -4,6 +4,7 @@ import type { ParsedParamsOf } from '../protocol/define.js';
 import type { MethodName, MethodTable } from '../protocol/table.js';
 import type { z } from 'zod';
 import type { Store } from '../store/store.js';
+import type { Subscribed } from './subscriptions.js';
 
 /** What a handler may need beyond the store: the server's lifecycle and its own connection. */
 export interface ServerContext {
@@ -13,8 +14,8 @@ export interface ServerContext {
   exit(): void;
   discover(): Record<string, unknown>;
   status(): z.input<MethodTable['status']['result']>;
-  /** Subscribes the calling connection to the change feed. */
-  subscribe(filter: ParsedParamsOf<MethodTable['watch/subscribe']>): string;
+  /** Subscribes the calling connection to the change feed (with `since`, what it missed first). */
+  subscribe(filter: ParsedParamsOf<MethodTable['watch/subscribe']>): Subscribed;
   unsubscribe(id: string): boolean;
 }
 
@@ -85,10 +86,7 @@ export const handlers: Handlers = {
   'participants/read': async (p, { store }) => ({ userIds: await store.readParticipants(p.name) }),
   'participants/remove': async (p, { store }) => ({ removed: await store.removeParticipants(p.name) }),
 
-  'watch/subscribe': (p, ctx) => {
-    // Registered before the revision is read: nothing committed after it can be missed.
-    const subscription = ctx.subscribe(p);
-    return { subscription, revision: ctx.store.revision };
-  },
+  // Registered before the revision is read: nothing committed after it can be missed.
+  'watch/subscribe': (p, ctx) => ctx.subscribe(p),
   'watch/unsubscribe': (p, ctx) => ({ unsubscribed: ctx.unsubscribe(p.subscription) }),
 };

@@ -126,6 +126,10 @@ export class ServerConnection implements NotificationSink {
     return this.flow?.unsentFrames() ?? 0;
   }
 
+  whenUnsentAtMost(bytes: number): Promise<void> {
+    return this.flow?.whenUnsentAtMost(bytes) ?? Promise.resolve();
+  }
+
   /** Sends a notification; never throws (the store's commit events call this): a closed
    *  connection's notifications are dropped, as its subscriptions end with it. */
   notify(method: string, params: unknown): void {

@@ -9,6 +9,8 @@ import { openRpcDocument } from '../protocol/openrpc.js';
 import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';
 import type { MethodDef } from '../protocol/define.js';
 import { methodList } from '../protocol/table.js';
+import type { TranscriptEntry } from '../protocol/model.js';
+import { isPathComponent } from '../store/paths.js';
 import type { Store } from '../store/store.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
@@ -30,6 +32,21 @@ export interface ServerOptions {
   readonly feed?: SubscriptionLimits;
   /** Told when a connection opens, and when one has closed and answered all it received. */
   readonly presence?: { enter(): void; leave(): void };
+}
+
+/** The entries of `name` from seq `from` on, as far as its file still has them, and the next seq. */
+async function entriesFrom(store: Store, name: string, from: number): Promise<{ firstSeq: number; entries: TranscriptEntry[]; end: number }> {
+  // A name that cannot be a file (a legacy row's) has no transcript to catch up on.
+  if (!isPathComponent(name)) return { firstSeq: from, entries: [], end: from };
+  const newest = await store.readTranscriptPage(name, { limit: 1 });
+  const end = newest.firstSeq + newest.entries.length;
+  if (end <= from) {
+    // Nothing after `from`, or the transcript began again: all of it, for the caller to decide.
+    const all = from > end ? await store.readTranscriptPage(name, { limit: 0, before: end }) : { firstSeq: end, entries: [] };
+    return { ...all, end };
+  }
+  const page = await store.readTranscriptPage(name, { limit: end - from, before: end });
+  return { ...page, end };
 }
 
 /** The names of the params a method accepts: its params object's keys, through optional/default. */
@@ -56,7 +73,14 @@ export class StateServer {
     private readonly log: Logger,
     private readonly options: ServerOptions,
   ) {
-    this.subscriptions = new Subscriptions(options.feed);
+    this.subscriptions = new Subscriptions(options.feed, {
+      get revision() {
+        return store.revision;
+      },
+      document: () => store.getState(),
+      entriesFrom: (name, from) => entriesFrom(store, name, from),
+      error: (message, err) => log.error({ err }, message),
+    });
     store.watch({
       stateCommitted: (revision, before, after) => this.subscriptions.stateCommitted(revision, before, after),
       transcriptAppended: (name, seq, entry) => this.subscriptions.transcriptAppended(name, seq, entry),
@@ -92,7 +116,7 @@ export class StateServer {
       ...this.shared,
       shutdown: mayEnd ? this.shared.shutdown : refuse,
       exit: mayEnd ? this.shared.exit : () => this.log.warn({ transport }, 'exit from a client that does not own the server ignored'),
-      subscribe: (filter) => subs.add(conn, filter),
+      subscribe: (filter) => subs.subscribe(conn, filter),
       unsubscribe: (id) => subs.remove(conn, id),
     };
     const conn: ServerConnection = new ServerConnection(reader, writer, ctx, this.log.child({ conn: this.nextId++, transport }));

@@ -3,6 +3,13 @@
 // stops reading builds up unsent notifications until a bound, counted in encoded bytes across
 // all its subscriptions; then each of its subscriptions gets watch/overflow and is dropped, so
 // writers and other clients never notice it and memory stays bounded.
+//
+// A subscriber that comes back passes `since` (what it saw last). Its live notifications are then
+// held while what it missed is sent: the state changes since its revision (kept here for the last
+// MAX_REPLAY_REVISIONS commits of this run, the epoch), or one state/resync with the document;
+// then each transcript's entries after its seq, read from the file. Held live entries the file
+// read already had are dropped by seq, so the subscriber sees each change once, in order.
+import { randomUUID } from 'node:crypto';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
 import { ErrorCodes } from '../protocol/errors.js';
@@ -30,6 +37,12 @@ export const MAX_PENDING_BYTES_IN_TOTAL = 128 * 1024 * 1024;
 export const MAX_PENDING_BYTES_WHEN_CROWDED = 1024 * 1024;
 /** Subscriptions one connection may hold; one more is refused with -32600. */
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 64;
+/** State commits whose changes a returning subscriber can be replayed; older means state/resync. */
+export const MAX_REPLAY_REVISIONS = 1024;
+/** Row changes kept for replay, all kept commits together (a commit that touched many rows ages out sooner). */
+export const MAX_REPLAY_ROW_CHANGES = 8192;
+/** Notifications sent while catching up before waiting for the connection to take them. */
+const CATCH_UP_BATCH = 256;
 
 export interface NotificationSink {
   /** Sends a notification; never throws (drops it when the connection is closed). */
@@ -39,6 +52,31 @@ export interface NotificationSink {
   /** Messages written to the connection and not yet handed to the OS. */
   unsentFrames(): number;
   readonly isClosed: boolean;
+  /** Resolves once at most `bytes` are unsent (catching up waits on it instead of overflowing). */
+  whenUnsentAtMost?(bytes: number): Promise<void>;
+}
+
+/** What catching up reads: the store as it is now. */
+export interface FeedSource {
+  /** The state revision now. */
+  readonly revision: number;
+  /** The state document now (what state/get answers). */
+  document(): StateDocument;
+  /**
+   * The entries of `name` from seq `from` on, in order, as far as the file still has them
+   * (compaction may have dropped the oldest: then `firstSeq` > `from`); `end` is the seq the next
+   * append will get.
+   */
+  entriesFrom(name: string, from: number): Promise<{ firstSeq: number; entries: TranscriptEntry[]; end: number }>;
+  /** Where a failure with no caller to tell goes (the server's log). */
+  error(message: string, err: unknown): void;
+}
+
+/** What watch/subscribe answers. */
+export interface Subscribed {
+  subscription: string;
+  revision: number;
+  epoch: string;
 }
 
 type Filter = z.output<(typeof watchSubscribe)['params']>;
@@ -49,6 +87,17 @@ interface Subscription {
   readonly sessions: boolean;
   readonly transcripts: '*' | ReadonlySet<string> | undefined;
   readonly participants: '*' | ReadonlySet<string> | undefined;
+  /** Live notifications held while what the subscriber missed is sent (only then). */
+  held?: Held[];
+}
+
+type Held = { [N in NotificationName]: { method: N; params: Params<N> } }[NotificationName];
+
+/** The changes of one state commit, as session/didChange and state/didChange tell them. */
+interface Commit {
+  revision: number;
+  rows: RowChange[];
+  fields: string[];
 }
 
 const names = (v: Filter['transcripts']): Subscription['transcripts'] => (v === '*' ? '*' : v ? new Set(v) : undefined);
@@ -66,9 +115,35 @@ export class Subscriptions {
   private readonly bySink = new Map<NotificationSink, Set<string>>();
   private next = 1;
   private readonly pendingBytesInTotal: number;
+  /** This run of the feed: revisions count from 0 again in the next one. */
+  readonly epoch: string = randomUUID();
+  /** The latest commits, oldest first, for replay to a returning subscriber. */
+  private readonly history: Commit[] = [];
+  private historyRows = 0;
 
-  constructor(limits: SubscriptionLimits = {}) {
+  constructor(
+    limits: SubscriptionLimits = {},
+    private readonly source?: FeedSource,
+  ) {
     this.pendingBytesInTotal = limits.pendingBytesInTotal ?? MAX_PENDING_BYTES_IN_TOTAL;
+  }
+
+  /**
+   * Subscribes `sink` (see add). With `since`, what it missed is sent first, starting once the
+   * reply is on its way (the next turn of the event loop), and live notifications wait for it.
+   */
+  subscribe(sink: NotificationSink, filter: Filter): Subscribed {
+    const subscription = this.add(sink, filter);
+    const revision = this.source?.revision ?? 0;
+    const since = filter.since;
+    if (!since) return { subscription, revision, epoch: this.epoch };
+    const s = this.subs.get(subscription)!;
+    s.held = [];
+    // The state part is decided now, against the revision just answered; later commits are held.
+    const preface: Held[] = s.sessions && since.revision !== undefined ? this.stateSince(s, since.epoch, since.revision, revision) : [];
+    const names = Object.entries(since.transcripts ?? {}).filter(([name]) => matches(s.transcripts, name));
+    setImmediate(() => void this.catchUp(s, preface, names));
+    return { subscription, revision, epoch: this.epoch };
   }
 
   /** Subscribes `sink`; refused (-32600) past MAX_SUBSCRIPTIONS_PER_CONNECTION or once it closed. */
@@ -114,13 +189,15 @@ export class Subscriptions {
   }
 
   stateCommitted(revision: number, before: StateDocument, after: StateDocument): void {
-    const watchers = [...this.subs.values()].filter((s) => s.sessions);
-    if (watchers.length === 0) return;
+    // Recorded with or without watchers: a subscriber may come back for them.
     const fields = Object.keys({ ...before, ...after }).filter((k) => k !== 'sessions' && !sameField(before[k], after[k]));
     const rowChanges = diffSessions(before.sessions ?? [], after.sessions ?? []);
     // A whole-document save can reorder rows or change a name's second row: then the per-name
     // events do not rebuild the rows, and "sessions" tells a replica to read them again.
     if (!rowsFollow(before.sessions, after.sessions, rowChanges)) fields.push('sessions');
+    this.remember({ revision, rows: rowChanges, fields });
+    const watchers = [...this.subs.values()].filter((s) => s.sessions);
+    if (watchers.length === 0) return;
     const crowded = this.crowded();
     for (const s of watchers) {
       for (const c of rowChanges) this.send(s, 'session/didChange', { subscription: s.id, revision, ...c }, crowded);
@@ -144,6 +221,86 @@ export class Subscriptions {
     }
   }
 
+  private remember(c: Commit): void {
+    this.history.push(c);
+    this.historyRows += c.rows.length;
+    while (this.history.length > MAX_REPLAY_REVISIONS || (this.historyRows > MAX_REPLAY_ROW_CHANGES && this.history.length > 1)) {
+      this.historyRows -= this.history.shift()!.rows.length;
+    }
+  }
+
+  /**
+   * The state notifications a subscriber that saw `seen` is owed: the kept commits after it when
+   * they reach back that far in this epoch, else one state/resync with the document now.
+   */
+  private stateSince(s: Subscription, epoch: string | undefined, seen: number, now: number): Held[] {
+    const first = this.history[0]?.revision ?? now + 1;
+    if (epoch === this.epoch && seen <= now && (seen === now || first <= seen + 1)) {
+      const out: Held[] = [];
+      for (const c of this.history) {
+        if (c.revision <= seen || c.revision > now) continue;
+        for (const r of c.rows) out.push({ method: 'session/didChange', params: { subscription: s.id, revision: c.revision, ...r } });
+        if (c.fields.length) out.push({ method: 'state/didChange', params: { subscription: s.id, revision: c.revision, fields: c.fields } });
+      }
+      return out;
+    }
+    if (!this.source) return [];
+    return [{ method: 'state/resync', params: { subscription: s.id, revision: now, epoch: this.epoch, state: this.source.document() } }];
+  }
+
+  /**
+   * Sends `s` what it missed, then what was held meanwhile, then lets live notifications through.
+   * Waits for the connection to take each batch, so a long backlog never overflows it; a read that
+   * fails ends the subscription with watch/overflow (subscribe again), and is logged.
+   */
+  private async catchUp(s: Subscription, preface: Held[], names: [string, number][]): Promise<void> {
+    const open = (): boolean => this.subs.get(s.id) === s;
+    const ends = new Map<string, number>();
+    let sent = 0;
+    const pace = async (): Promise<void> => {
+      if (++sent % CATCH_UP_BATCH === 0) await s.sink.whenUnsentAtMost?.(MAX_PENDING_BYTES_WHEN_CROWDED);
+    };
+    try {
+      for (const h of preface) {
+        if (!open()) return;
+        this.deliver(s, h, this.crowded());
+        await pace();
+      }
+      for (const [name, seen] of names) {
+        if (!open() || !this.source) return;
+        const got = await this.source.entriesFrom(name, seen + 1);
+        // A file whose next seq is at or below what the subscriber saw was removed and began
+        // again (seq restarts at 0): all of it is new to the subscriber.
+        const from = got.end <= seen ? got.firstSeq : seen + 1;
+        ends.set(name, got.end);
+        for (let i = 0; i < got.entries.length; i++) {
+          const seq = got.firstSeq + i;
+          if (seq < from) continue;
+          if (!open()) return;
+          this.deliver(s, { method: 'transcript/didAppend', params: { subscription: s.id, name, seq, entry: got.entries[i]! } }, this.crowded());
+          await pace();
+        }
+      }
+    } catch (err) {
+      this.source?.error(`watch/subscribe: what subscription ${s.id} missed could not be read; it gets watch/overflow`, err);
+      if (open()) {
+        this.drop(s);
+        s.sink.notify('watch/overflow', { subscription: s.id } satisfies Params<'watch/overflow'>);
+      }
+      return;
+    }
+    if (!open()) return;
+    const held = s.held ?? [];
+    s.held = undefined;
+    const crowded = this.crowded();
+    for (const h of held) {
+      // Appended after the subscription began and already sent from the file.
+      if (h.method === 'transcript/didAppend' && h.params.seq < (ends.get(h.params.name) ?? -1)) continue;
+      if (!open()) return;
+      this.deliver(s, h, crowded);
+    }
+  }
+
   /** Whether the subscribed connections together hold more unsent bytes than the total bound. */
   private crowded(): boolean {
     let total = 0;
@@ -160,6 +317,19 @@ export class Subscriptions {
 
   /** Called from the store's commit events: must never throw into the store. */
   private send<N extends NotificationName>(s: Subscription, method: N, params: Params<N>, crowded: boolean): void {
+    if (s.held) {
+      if (s.held.length >= MAX_PENDING_NOTIFICATIONS) {
+        this.drop(s);
+        s.sink.notify('watch/overflow', { subscription: s.id } satisfies Params<'watch/overflow'>);
+        return;
+      }
+      s.held.push({ method, params } as Held);
+      return;
+    }
+    this.deliver(s, { method, params } as Held, crowded);
+  }
+
+  private deliver(s: Subscription, { method, params }: Held, crowded: boolean): void {
     const sink = s.sink;
     if (sink.isClosed) {
       this.drop(s);
