@@ -22,11 +22,7 @@ func TestExampleDaemonFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
 	}
-	bin := filepath.Join(t.TempDir(), "daemon")
-	build := exec.Command("go", "build", "-o", bin, "./examples/daemon")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := exampleBinary(t)
 	dir := t.TempDir()
 	daemon := exec.Command(bin, "-dir", dir, "-name", "main")
 	stdin, err := daemon.StdinPipe()
@@ -108,6 +104,53 @@ func TestExampleDaemonFlow(t *testing.T) {
 	}
 	if len(texts) < len(acked) || strings.Join(texts[:len(acked)], "|") != strings.Join(acked, "|") {
 		t.Fatalf("acknowledged entries lost: got %v, acknowledged %v", texts, acked)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+// exampleBinary builds examples/daemon once for the tests that run it.
+func exampleBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		built = filepath.Join(root, "daemon-example")
+		out, err := exec.Command("go", "build", "-o", built, "./examples/daemon").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
+// Processes without the lock starting at once share one server: the servers that lose the
+// race for the lock exit, and their processes use the winner's.
+func TestProcessesStartingAtOnceShareOneServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	bin := exampleBinary(t)
+	dir := stateDir(t)
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			out, err := exec.Command(bin, "-dir", dir, "-name", "main", "-operator").CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%v: %s", err, out)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("an operator failed: %v", err)
+		}
 	}
 }
 
