@@ -51,8 +51,8 @@ const specs: RowSpec[] = [
   { id: 'go-state.appendTranscript.sync.p50', measurement: 'Go package AppendTranscript (sync), p50', unit: 'µs', ours: 'append.sync', ceiling: 'append.raw', ceilingLabel: "Go's O_APPEND write of the line" },
   { id: 'go-state.setResumeToken.write.p50', measurement: 'Go package SetResumeToken (write), p50', unit: 'µs', ours: 'token.write', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
   { id: 'go-state.setResumeToken.sync.p50', measurement: 'Go package SetResumeToken (sync), p50', unit: 'µs', ours: 'token.sync', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
-  { id: 'go-state.loadState.spawn', measurement: 'LoadState, no server running, under the lock: to its answer', unit: 'ms', ours: 'load.ours', ceiling: 'load.bare', ceilingLabel: 'bare server spawn to first answer' },
-  { id: 'go-state.loadState.shared', measurement: 'LoadState, no server running, without the lock (shared server)', unit: 'ms', ours: 'load.shared', ceiling: 'load.bare', ceilingLabel: 'bare server spawn to first answer' },
+  { id: 'go-state.loadState.spawn', measurement: 'LoadState, no server running, under the lock: to its answer', unit: 'ms', ours: 'load.ours', ceiling: 'load.bare', ceilingLabel: 'bare server spawn over stdio to first answer' },
+  { id: 'go-state.loadState.shared', measurement: 'LoadState, no server running, without the lock (shared server)', unit: 'ms', ours: 'load.shared', ceiling: 'load.bare.socket', ceilingLabel: 'bare server spawn on a socket to first answer' },
 ];
 
 emit({

@@ -34,7 +34,7 @@ func main() {
 	warmup := flag.Int("warmup", 1, "repetitions discarded first")
 	n := flag.Int("n", 2000, "calls per latency sample")
 	spawns := flag.Int("spawns", 5, "spawns per repetition")
-	child := flag.String("child", "", "internal: one timed start in a fresh process (load|shared|bare)")
+	child := flag.String("child", "", "internal: one timed start in a fresh process (load|shared|bare|baresock)")
 	flag.Parse()
 	if *child != "" {
 		fmt.Println(childStart(*child, *dir))
@@ -77,16 +77,18 @@ func main() {
 			tok++
 			must(goState.setResumeToken("s1", fmt.Sprintf("3f0c2a9e-0b1d-4c8e-9f7a-%012d", tok), filepath.Join(raw, "state.json")))
 		}))
-		var load, shared, bare []float64
+		var load, shared, bare, bareSock []float64
 		for i := 0; i < *spawns; i++ {
 			spawnSeq++
 			load = append(load, runChild("load", filepath.Join(*dir, fmt.Sprintf("spawn-%d", spawnSeq))))
 			bare = append(bare, runChild("bare", filepath.Join(*dir, fmt.Sprintf("bare-%d", spawnSeq))))
 			shared = append(shared, runChild("shared", filepath.Join(*dir, fmt.Sprintf("shared-%d", spawnSeq))))
+			bareSock = append(bareSock, runChild("baresock", filepath.Join(*dir, fmt.Sprintf("baresock-%d", spawnSeq))))
 		}
 		record(rep, "load.ours", median(load))
 		record(rep, "load.shared", median(shared))
 		record(rep, "load.bare", median(bare))
+		record(rep, "load.bare.socket", median(bareSock))
 	}
 	must(json.NewEncoder(os.Stdout).Encode(out))
 }
@@ -220,7 +222,8 @@ func runChild(kind, dir string) float64 {
 
 // childStart: load = LoadState under the caller's lock (the daemon's start, no server
 // running) to its answer; shared = the same without the lock (a shared server started);
-// bare = spawning the server over stdio to its first answer (initialize), no package.
+// bare = spawning the server over stdio to its first answer (initialize), no package;
+// baresock = the same on a socket.
 func childStart(kind, dir string) float64 {
 	path := filepath.Join(dir, "state.json")
 	os.Setenv("HERRSCHER_STATE_DURABILITY", "write")
@@ -233,6 +236,25 @@ func childStart(kind, dir string) float64 {
 		_, err := state.LoadState(path)
 		must(err)
 		return float64(time.Since(t0).Microseconds()) / 1000
+	case "baresock":
+		// The server on a socket, dialled every 2 ms until it answers: what the package does
+		// for a shared server, without the package.
+		sock := filepath.Join(dir, "s.sock")
+		t0 := time.Now()
+		cmd := exec.Command("node", os.Getenv("HERRSCHER_STATE_BIN"), "serve", "--state", path, "--socket", sock, "--durability", "write", "--log-level", "warn")
+		must(cmd.Start())
+		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+		for {
+			c, err := stateclient.Dial(context.Background(), stateclient.DialOptions{Socket: sock})
+			if err == nil {
+				_, err = c.Initialize(context.Background())
+				_ = c.Close()
+				if err == nil {
+					return float64(time.Since(t0).Microseconds()) / 1000
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 	default:
 		cli := os.Getenv("HERRSCHER_STATE_BIN")
 		t0 := time.Now()
