@@ -65,4 +65,7 @@
 //     error to return); the transcript and journal readers answer as for a missing file.
 //   - Errors of LoadState and of saves are the server's (or of starting it), not Go's raw
 //     file-system errors; conflicts never surface (they are retried).
+//   - A hand edit of the state file is read by the next LoadState, as in Go; a State already
+//     loaded sees it once the server has noticed it (at its next read or write for any
+//     client), through the change feed.
 package state

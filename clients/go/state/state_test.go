@@ -300,6 +300,33 @@ func TestReadYourWritesAcrossStatesAndMergedSaves(t *testing.T) {
 	}
 }
 
+func TestAnOutsideEditOfTheFileIsLoaded(t *testing.T) {
+	dir := stateDir(t)
+	path := filepath.Join(dir, "state.json")
+	st := mustLoad(t, path)
+	if err := st.AddSession(Session{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	edited := strings.Replace(string(b), "\n}", ",\n  \"statusMessageID\": \"by-hand\"\n}", 1)
+	if err := os.WriteFile(path+".edit", []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".edit", path); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLoad(t, path); got.StatusMessageID != "by-hand" {
+		t.Fatalf("a LoadState after the edit: %q", got.StatusMessageID)
+	}
+	// The next write is built on the edit, never over it.
+	if err := st.SetArchived("a", true); err != nil {
+		t.Fatal(err)
+	}
+	if onDisk(t, path)["statusMessageID"] != "by-hand" {
+		t.Fatal("a write overwrote the hand edit")
+	}
+}
+
 func TestLegacyFileGetsIDsAndIncarnationsPersisted(t *testing.T) {
 	dir := stateDir(t)
 	path := filepath.Join(dir, "state.json")
