@@ -1,0 +1,72 @@
+// nodeIo.writeAtomic, the store's whole-file replace (write-file-atomic behind the store's
+// checks): a link at the target is refused, not written through; a disk that fills in the middle
+// of the write leaves the old file whole (write-file-atomic alone would rename a short file into
+// place: it does not check write(2)'s count).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, openSync, closeSync, ftruncateSync, fstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { nodeIo } from '../../src/store/io.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+test('a link at the target is refused with ELOOP and its target is left alone', async () => {
+  const dir = tempDir();
+  const outside = path.join(tempDir(), 'victim');
+  writeFileSync(outside, 'untouched');
+  symlinkSync(outside, path.join(dir, 'state.json'));
+  await assert.rejects(nodeIo.writeAtomic(path.join(dir, 'state.json'), 'new', { mode: 0o600, sync: true }), (err: NodeJS.ErrnoException) => err.code === 'ELOOP');
+  assert.equal(readFileSync(outside, 'utf8'), 'untouched');
+  assert.deepEqual(readdirSync(dir), ['state.json'], 'no temp file left');
+});
+
+test('the file is replaced whole with the mode asked for, and no temp file is left', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'state.json');
+  writeFileSync(file, 'old', { mode: 0o644 });
+  await nodeIo.writeAtomic(file, Buffer.from('x'.repeat(100_000)), { mode: 0o600, sync: false });
+  assert.equal(readFileSync(file, 'utf8'), 'x'.repeat(100_000));
+  const fd = openSync(file, 'r');
+  try {
+    assert.equal(fstatSync(fd).mode & 0o777, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+  assert.deepEqual(readdirSync(dir), ['state.json']);
+});
+
+test('a disk that fills in the middle of the write fails it with ENOSPC and leaves the old file whole', async (t) => {
+  if (process.getuid?.() !== 0) return t.skip('needs root to mount a tmpfs');
+  const dir = tempDir('hs-short-');
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0700', 'tmpfs', dir], { stdio: 'pipe' });
+  } catch (err) {
+    return t.skip(`mount -t tmpfs failed: ${(err as Error).message.split('\n')[0]}`);
+  }
+  t.after(() => execFileSync('umount', ['-l', dir], { stdio: 'pipe' }));
+  const file = path.join(dir, 'state.json');
+  writeFileSync(file, 'the old document');
+  // Fill the disk to the byte, then free exactly one page: the new file's first page fits, its second does not.
+  const filler = path.join(dir, 'filler');
+  const fd = openSync(filler, 'w');
+  try {
+    for (const chunk of [4096, 512, 1]) {
+      const buf = Buffer.alloc(chunk, 0x66);
+      for (;;) {
+        try {
+          if (writeSync(fd, buf) < chunk) break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
+          throw err;
+        }
+      }
+    }
+    ftruncateSync(fd, Math.max(0, fstatSync(fd).size - 4096));
+  } finally {
+    closeSync(fd);
+  }
+  await assert.rejects(nodeIo.writeAtomic(file, Buffer.alloc(3 * 4096, 0x61), { mode: 0o600, sync: true }), (err: NodeJS.ErrnoException) => err.code === 'ENOSPC');
+  assert.equal(readFileSync(file, 'utf8'), 'the old document');
+  assert.deepEqual(readdirSync(dir).sort(), ['filler', 'state.json'], 'no temp file left');
+  assert.ok(existsSync(filler));
+});
