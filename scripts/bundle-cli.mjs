@@ -21,8 +21,13 @@ await build({
   format: 'esm',
   target: 'node20',
   external: ['fs-ext-extra-prebuilt'],
-  // Bundled CommonJS dependencies call require(); an ES module has none of its own.
-  banner: { js: "import { createRequire as __hsCreateRequire } from 'node:module'; const require = __hsCreateRequire(import.meta.url);" },
+  // Bundled CommonJS dependencies call require() and read __filename (write-file-atomic names
+  // its temp files with it); an ES module has neither of its own.
+  banner: {
+    js:
+      "import { createRequire as __hsCreateRequire } from 'node:module'; import { fileURLToPath as __hsFileURLToPath } from 'node:url';" +
+      ' const require = __hsCreateRequire(import.meta.url); const __filename = __hsFileURLToPath(import.meta.url);',
+  },
   minifyWhitespace: true, // less to parse at every start
   minifySyntax: true,
   sourcemap: 'linked',
