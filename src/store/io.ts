@@ -8,6 +8,7 @@
 import { constants as C } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { errnoOf } from '../common/errno.js';
@@ -79,7 +80,8 @@ export async function openNoFollow(file: string, flags: string | number, mode?: 
  * sweep.ts removes after a crash; fsync when `sync`; rename), behind the store's own checks:
  *
  * - write-file-atomic resolves `file` through a symbolic link and writes the link's target: a
- *   link at `file` is refused here first (ELOOP), so state.json is replaced, never written through.
+ *   link at `file` is replaced instead, as Go's rename replaces it (the data goes to a fresh
+ *   name beside it, renamed over the link), so state.json is never written through a link.
  * - Its temp name is predictable and opened without O_EXCL, so a link planted there would be
  *   followed. Only the state dir's owner can plant one: the store refuses a state dir that its
  *   group or others may write, or that another user owns (state-dir.ts), and every folder
@@ -96,8 +98,15 @@ async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: 
     if (errnoOf(err) === 'ENOENT') return undefined;
     throw err;
   });
-  if (target?.isSymbolicLink()) throw linkRefused();
   const buf = typeof data === 'string' ? Buffer.from(data) : data;
+  if (target?.isSymbolicLink()) {
+    // As Go's Save (temp file + rename), the link itself is replaced: written under a fresh name
+    // beside it (`<file>.<uint32>`, swept after a crash), then renamed over the link.
+    const fresh = `${file}.${randomBytes(4).readUInt32BE(0)}`;
+    await writeAtomic(fresh, buf, { mode, sync });
+    await fs.rename(fresh, file);
+    return;
+  }
   await writeFileAtomic(file, buf, {
     mode,
     fsync: sync,
