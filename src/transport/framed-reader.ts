@@ -13,10 +13,12 @@ import type { FrameDecoder, FrameHandlers, Framing } from './frame-decoder.js';
 import { detectFraming, isJsonWhitespace } from './frame-decoder.js';
 import type { FrameSink } from './frame-sink.js';
 import { errorResponse, FramingError, invalidRequest } from './framing-error.js';
-import { CLOSE_LINGER_MS } from './limits.js';
+import { CLOSE_LINGER_MS, quote } from './limits.js';
 import { LspDecoder } from './lsp-framing.js';
 import { checkFrame, unusableNotification } from './message-check.js';
 import { NdjsonDecoder } from './ndjson.js';
+import type { Id } from './request-ids.js';
+import { RequestIds } from './request-ids.js';
 
 export interface ProtocolErrorInfo {
   code: number;
@@ -29,8 +31,6 @@ export interface FramedReaderOptions {
   frameBudget?: FrameBudget;
   onProtocolError?: (info: ProtocolErrorInfo) => void;
 }
-
-type Id = string | number;
 
 type ReaderState = 'new' | 'listening' | 'stopped';
 
@@ -46,7 +46,7 @@ export class FramedReader extends AbstractMessageReader {
   private callback: DataCallback | undefined;
   private closeFired = false;
   /** Ids of requests delivered and not yet answered: a second request with one is refused. */
-  private readonly inFlight = new Set<Id>();
+  private readonly ids = new RequestIds();
   private readonly handlers: FrameHandlers = {
     body: (bytes) => this.onBody(bytes),
     fatal: (error) => this.onFatal(error),
@@ -102,9 +102,9 @@ export class FramedReader extends AbstractMessageReader {
     super.dispose();
   }
 
-  /** The request with this id was answered: the id may be used again. */
-  answered(id: Id): void {
-    this.inFlight.delete(id);
+  /** The request with this id (ours, as delivered) was answered: returns the peer's id, free again. */
+  answered(id: Id): Id | undefined {
+    return this.ids.release(id);
   }
 
   /** Pauses reading while the output is congested, so a peer that does not read its answers
@@ -155,23 +155,38 @@ export class FramedReader extends AbstractMessageReader {
       this.options.onProtocolError?.({ code: ErrorCodes.InvalidParams, message: `notification dropped: ${unusable}` });
       return;
     }
-    if (!this.claimId(message)) return;
+    if (!this.claimId(message) || !this.mapCancel(message)) return;
     this.callback?.(message);
   }
 
   /**
    * Refuses a request whose id is already in flight on this connection: vscode-jsonrpc queues
    * requests by id, so the second one silently replaced the first, which was then neither run
-   * nor answered (issue 10). The first runs; the second is answered -32600.
+   * nor answered. The first runs; the second is answered -32600. The request delivered carries
+   * our id for it (request-ids.ts), which tells 7 from "7".
    */
   private claimId(message: Message): boolean {
     const m = message as { method?: unknown; id?: unknown };
     if (typeof m.method !== 'string' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return true;
-    if (this.inFlight.has(m.id)) {
-      this.answer(invalidRequest(`"id" ${JSON.stringify(m.id)} is already used by a request of this connection not yet answered; ids in flight must be unique`, m.id));
+    const ours = this.ids.claim(m.id);
+    if (ours === undefined) {
+      this.answer(invalidRequest(`"id" ${typeof m.id === 'string' ? quote(m.id) : String(m.id)} is already used by a request of this connection not yet answered; ids in flight must be unique`, m.id));
       return false;
     }
-    this.inFlight.add(m.id);
+    m.id = ours;
+    return true;
+  }
+
+  /**
+   * Points a `$/cancelRequest` at our id for the request it names; one naming no request in
+   * flight (answered already, or never sent) is dropped: there is nothing to cancel.
+   */
+  private mapCancel(message: Message): boolean {
+    const m = message as { method?: unknown; id?: unknown; params?: { id: Id } };
+    if (m.method !== '$/cancelRequest' || m.id !== undefined || m.params === undefined) return true;
+    const ours = this.ids.inFlight(m.params.id);
+    if (ours === undefined) return false;
+    m.params = { ...m.params, id: ours };
     return true;
   }
 

@@ -3,6 +3,7 @@
 import { AbstractMessageWriter } from 'vscode-jsonrpc/node';
 import type { Message, MessageWriter } from 'vscode-jsonrpc/node';
 import type { FrameSink } from './frame-sink.js';
+import type { Id } from './request-ids.js';
 
 /**
  * What the server needs of a connection's output to bound the memory it holds for a peer: the
@@ -22,7 +23,6 @@ export function outputFlowOf(writer: MessageWriter): OutputFlow | undefined {
   return writer instanceof FramedWriter ? writer : undefined;
 }
 
-type Id = string | number;
 
 /** Sends each message as one frame; a failed write is reported (as vscode-jsonrpc's own writer
  *  does) and rejected, never retried out of order. */
@@ -31,15 +31,22 @@ export class FramedWriter extends AbstractMessageWriter implements MessageWriter
 
   constructor(
     private readonly sink: FrameSink,
-    /** Told of each response written, so the reader knows which request ids are free again. */
-    private readonly onResponse: (id: Id) => void = () => undefined,
+    /**
+     * Told of each response written, so the reader knows which request ids are free again;
+     * returns the id the peer gave the request, which the response then carries.
+     */
+    private readonly onResponse: (id: Id) => Id | undefined = () => undefined,
   ) {
     super();
   }
 
   async write(message: Message): Promise<void> {
     const id = (message as { id?: unknown }).id;
-    if (!('method' in message) && (typeof id === 'string' || typeof id === 'number')) this.onResponse(id);
+    if (!('method' in message) && (typeof id === 'string' || typeof id === 'number')) {
+      const peer = this.onResponse(id);
+      // vscode-jsonrpc builds each response for this one write: it is ours to change.
+      if (peer !== undefined) (message as unknown as { id: Id }).id = peer;
+    }
     try {
       await this.sink.write(message);
     } catch (err) {

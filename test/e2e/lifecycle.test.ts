@@ -122,6 +122,22 @@ test('stdin EOF with 50 appends pending answers every request, writes all 50 lin
   assert.deepEqual(server.rpc.garbage, []);
 });
 
+test('ids 7 and "7" in one write on stdio: both appends run and are answered, and stdin EOF still ends the server with 0', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const server = serveStdio(t, statePathIn(dir), 'ndjson');
+  const requests = [
+    { jsonrpc: '2.0', id: 0, method: 'session/add', params: { session: { name: 'a' } } },
+    { jsonrpc: '2.0', id: 7, method: 'transcript/append', params: { name: 'a', entry: entry('number') } },
+    { jsonrpc: '2.0', id: '7', method: 'transcript/append', params: { name: 'a', entry: entry('string') } },
+  ];
+  server.child.stdin?.end(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
+  const byId = (id: unknown) => server.rpc.received.find((r) => r.id === id);
+  assert.equal(byId(0)?.error, undefined, JSON.stringify(byId(0)));
+  assert.deepEqual([byId(7)?.result, byId('7')?.result], [{ seq: 0 }, { seq: 1 }], JSON.stringify(server.rpc.received));
+  assert.equal(readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8'), line('number') + line('string'));
+});
+
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   test(`${signal} ends a socket server with code 0, closes its clients and removes the socket file`, { timeout: TIMEOUT }, async (t) => {
     const dir = tempDir();

@@ -58,6 +58,29 @@ for (const framing of ['ndjson', 'lsp'] as Framing[]) {
     // Once answered, the id is free again.
     assert.deepEqual((await c.response(sendWithId(c, 7, 'transcript/last', { name: 'a' }))).result, { ts: '2024-01-01T00:00:00Z' });
   });
+
+  test(`ids 7 and "7" in one write are two requests: both run and each is answered with its own id (${framing})`, LIMIT, async (t) => {
+    const w = await wireServer(t);
+    const c = await w.connect(framing);
+    await c.call('session/add', { session: { name: 'a' } });
+    c.writeBytes(
+      framed(framing, req(7, 'transcript/append', { name: 'a', entry: entry('number') })) +
+        framed(framing, req('7', 'transcript/append', { name: 'a', entry: entry('string') })),
+    );
+    const [byNumber, byString] = [await c.response(7), await c.response('7')];
+    assert.deepEqual([byNumber.result, byString.result], [{ seq: 0 }, { seq: 1 }], JSON.stringify([byNumber, byString]));
+    assert.deepEqual(transcriptLines(w.dir, 'a').map((l) => (JSON.parse(l) as { text: string }).text), ['number', 'string']);
+  });
+
+  test(`a cancel names an id by its type: cancelling "10" leaves the read with id 10 alone (${framing})`, LIMIT, async (t) => {
+    const w = await wireServer(t);
+    const c = await w.connect(framing);
+    await c.call('session/add', { session: { name: 'a' } });
+    c.writeBytes(framed(framing, req(10, 'transcript/read', { name: 'a' })) + framed(framing, req('10', 'transcript/read', { name: 'a' })) + framed(framing, cancel('10')));
+    const [byNumber, byString] = [await c.response(10), await c.response('10')];
+    assert.deepEqual(byNumber.result, { entries: [], firstSeq: 0 }, JSON.stringify(byNumber));
+    assert.equal(byString.error?.code, -32800, JSON.stringify(byString));
+  });
 }
 
 function framed(framing: Framing, body: string): string {
