@@ -116,3 +116,24 @@ test(`params nested exactly ${MAX_PARAMS_DEPTH} deep pass the wire's check (the 
   assert.doesNotMatch(atLimit.error?.message ?? '', /params may nest/, JSON.stringify(atLimit.error));
   assert.match(past.error?.message ?? '', /params may nest at most/);
 });
+
+test('an error reply quotes an unknown method, key or session row field in at most 200 characters, never in full', LIMIT, async (t) => {
+  const w = await wireServer(t, { maxMessageBytes: 4 * 1024 * 1024 });
+  const c = await w.connect('ndjson');
+  await c.call('session/add', { session: { name: 'a' } });
+  const long = 'k'.repeat(1024 * 1024);
+  const cases: [string, unknown][] = [
+    [long, {}],
+    ['transcript/append', { name: 'a', entry: entry('x'), [long]: 1 }],
+    ['session/list', { [long]: 1, [`${long}2`]: 2 }],
+    ['session/add', { session: { name: 'b', [long]: JSON.parse('['.repeat(MAX_PARAMS_DEPTH) + ']'.repeat(MAX_PARAMS_DEPTH)) as unknown } }],
+  ];
+  for (const [method, params] of cases) {
+    const reply = await c.response(sendWithId(c, 100 + cases.findIndex(([m, p]) => m === method && p === params), method, params));
+    assert.ok(reply.error, `an error for ${method.slice(0, 40)}`);
+    const text = JSON.stringify(reply);
+    assert.ok(text.length < 8 * 1024, `reply of ${text.length} characters: ${text.slice(0, 400)}`);
+    assert.match(text, /k{200}…/, `the key is recognisable: ${text.slice(0, 400)}`);
+  }
+  assert.deepEqual(await c.call('session/list', {}), { sessions: [(await c.call('session/find', { name: 'a' }) as { session: unknown }).session] });
+});
