@@ -15,7 +15,7 @@ import { methodList } from '../protocol/table.js';
 import type { Framing } from '../transport/framing.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
-import { describeSource, discoverSocket } from '../transport/discovery.js';
+import { describeSource, discoverSocket, servesState } from '../transport/discovery.js';
 import { connectUnixSocket, SocketError } from '../transport/socket.js';
 import { assertFolderPrivate, assertSocketTrusted } from '../transport/socket-folder.js';
 import { childCommand } from './child-command.js';
@@ -74,7 +74,12 @@ export interface ConnectOptions {
    * server of `state`, else herrscher-state.sock in the per-user default folder.
    */
   socket?: string;
-  /** The state file whose server to find when no socket is given (default: as `serve` decides it). */
+  /**
+   * The state file whose server is wanted: its server is found when no socket is given, and
+   * whatever socket is reached, connect() asks the server (`initialize`, before anything else)
+   * which state file it serves and fails with "no server for <state>" when it is another one,
+   * rather than talk to another state's server (default: as `serve` decides it, unchecked).
+   */
   state?: string;
   framing?: Framing;
   timeoutMs?: number;
@@ -95,14 +100,31 @@ export async function connect(options: ConnectOptions = {}): Promise<StateClient
   } catch (err) {
     throw err instanceof SocketError ? new SocketError(`${err.message} [socket ${describeSource(found)}]`, err.code) : err;
   }
-  const socket = await connectUnixSocket(found.path, { timeoutMs: options.timeoutMs ?? 2000 });
+  const noServerFor = (why: string): SocketError => new SocketError(`no server for ${options.state}: ${why}`, 'ENOSERVER');
+  let socket;
+  try {
+    socket = await connectUnixSocket(found.path, { timeoutMs: options.timeoutMs ?? 2000 });
+  } catch (err) {
+    throw options.state !== undefined && err instanceof SocketError ? noServerFor(err.message) : err;
+  }
   const t = createFramedTransport(socket, socket, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, initialFraming: options.framing ?? 'lsp' });
   const connection = createMessageConnection(t.reader, t.writer);
-  return makeClient(connection, async () => {
+  const client = makeClient(connection, async () => {
     connection.dispose();
     socket.end();
     socket.destroy();
   });
+  if (options.state === undefined) return client;
+  // The socket of a state with no live server may be another state's (the default socket, a
+  // stale record whose pid was reused): ask before anything else is sent.
+  try {
+    const { statePath } = await client.initialize({});
+    if (await servesState(statePath, options.state)) return client;
+    throw noServerFor(`the server at ${describeSource(found)} serves ${statePath}; nothing but initialize was sent to it`);
+  } catch (err) {
+    await client.close();
+    throw err instanceof SocketError ? err : noServerFor(`the server at ${describeSource(found)} did not say which state it serves: ${(err as Error).message}`);
+  }
 }
 
 /** The default folder must be private (0700, ours, no symlink); a missing one means no server. */

@@ -4,6 +4,7 @@
 //   state file named (--state, else the default state path) > the per-user default folder's
 //   herrscher-state[-<instanceID>].sock.
 // docs/adoption.md explains each step.
+import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readLiveServerRecord } from './server-record.js';
@@ -64,4 +65,28 @@ export function describeSource(found: FoundSocket): string {
     case 'default':
       return `${found.path} (the default; no server recorded itself for the state file)`;
   }
+}
+
+/**
+ * A state file's path as the kernel resolves it, to tell whether two names are one file: the
+ * file's real path, else (not written yet) its folder's real path and its name, else the
+ * absolute path.
+ */
+export async function realStatePath(file: string): Promise<string> {
+  const abs = path.resolve(file);
+  try {
+    return await fs.realpath(abs);
+  } catch {
+    try {
+      return path.join(await fs.realpath(path.dirname(abs)), path.basename(abs));
+    } catch {
+      return abs;
+    }
+  }
+}
+
+/** Whether the server that answered `served` (initialize's statePath) serves the state file `wanted`. */
+export async function servesState(served: string, wanted: string): Promise<boolean> {
+  const [a, b] = await Promise.all([realStatePath(served), realStatePath(wanted)]);
+  return a === b;
 }

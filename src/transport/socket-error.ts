@@ -19,6 +19,8 @@ export const SocketErrorCodes = {
   EEXIST: 'EEXIST',
   /** The socket or its folder is not ours, or others may write to the folder: refused unsent. */
   EUNSAFE: 'EUNSAFE',
+  /** The client named a state file and no server of that state answers (another state's may). */
+  ENOSERVER: 'ENOSERVER',
 } as const;
 export type SocketErrorCode = (typeof SocketErrorCodes)[keyof typeof SocketErrorCodes];
 

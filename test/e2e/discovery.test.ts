@@ -246,3 +246,36 @@ test('two users each serve and call their own default server in one shared temp 
   theirs.child.kill('SIGTERM');
   assert.equal((await theirs.exited).code, 0, theirs.stderr());
 });
+
+test('a client told --state A, with no server for A, never reaches the default socket served by B: call, status, socket, tail, sessions and connect() fail with "no server for A"', { timeout: TIMEOUT }, async (t) => {
+  const { env, runtime } = world();
+  const dirA = tempDir('hs-a-');
+  const dirB = tempDir('hs-b-');
+  const stateA = path.join(dirA, 'state.json');
+  const stateB = path.join(dirB, 'state.json');
+  const server = runCli(t, ['serve', '--state', stateB], { env });
+  await waitForSocket(path.join(runtime, 'herrscher-state', 'herrscher-state.sock'), server);
+  const add = await runToEnd(['call', 'session/add', '{"session":{"name":"main"}}', '--state', stateB], { env });
+  assert.equal(add.code, 0, add.stderr);
+
+  const append = JSON.stringify({ name: 'main', entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'meant for A' } });
+  for (const args of [['call', 'transcript/append', append], ['status'], ['socket'], ['tail', 'main'], ['sessions']]) {
+    const r = await runToEnd([...args, '--state', stateA], { env });
+    assert.equal(r.code, 1, `${args[0]}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`no server for ${stateA.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), args[0]);
+    assert.equal(r.stdout, '', `${args[0]} printed nothing on stdout`);
+  }
+  await assert.rejects(connect({ state: stateA, env }), (err: unknown) => err instanceof SocketError && err.code === 'ENOSERVER' && /no server for/.test(err.message));
+  const read = await runToEnd(['call', 'transcript/read', '{"name":"main"}', '--state', stateB], { env });
+  assert.deepEqual([read.code, (JSON.parse(read.stdout) as { entries: unknown[] }).entries], [0, []], 'nothing reached B');
+
+  // The same state under another name (a symlinked folder) is the same server.
+  const link = path.join(tempDir('hs-link-'), 'b');
+  symlinkSync(dirB, link);
+  const viaLink = await runToEnd(['status', '--state', path.join(link, 'state.json')], { env });
+  assert.equal(viaLink.code, 0, viaLink.stderr);
+  const client = await connect({ state: path.join(link, 'state.json'), env });
+  assert.deepEqual(await client.sessionList(), { sessions: [(await client.sessionFind({ name: 'main' })).session] });
+  await client.close();
+  await stop(server);
+});

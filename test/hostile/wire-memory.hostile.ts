@@ -3,8 +3,10 @@
 // holds the same bounds in process (wire-bounds.test.ts); these show the process survives them.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import type net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../src/transport/limits.js';
 import { serveSocket, serveStdio } from '../helpers/cli.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { openSocket } from '../helpers/wire.js';
@@ -82,5 +84,62 @@ for (const [framing, connections] of [['lsp', 60], ['ndjson', 20]] as const) {
     assert.ok(peak < 900 * MB, `server peak RSS ${Math.round(peak / MB)} MB`);
     const c = await server.connect('ndjson');
     assert.deepEqual(await c.call('session/list', {}), { sessions: [] });
+  });
+}
+
+/**
+ * One request of `size` bytes that is almost all one string the server does not know: an
+ * unknown key of session/list's params, or the method name. The error reply used to quote it
+ * in full (twice for a key: message and data).
+ */
+function hugeRequest(framing: 'lsp' | 'ndjson', size: number, huge: 'key' | 'method'): Buffer {
+  const [head, tail] =
+    huge === 'key' ? ['{"jsonrpc":"2.0","id":1,"method":"session/list","params":{"', '":1}}'] : ['{"jsonrpc":"2.0","id":1,"method":"', '","params":{}}'];
+  const header = framing === 'lsp' ? `Content-Length: ${size - 64}\r\n\r\n` : '';
+  const body = Buffer.alloc(size - 64, 0x6b); // 'k'
+  body.write(head, 0);
+  body.write(tail, body.length - tail.length);
+  return Buffer.concat([Buffer.from(header), body, Buffer.from(framing === 'ndjson' ? '\n' : '')]);
+}
+
+/** Writes `message` whole on a fresh connection that never reads; resolves once it is written or the server hung up. */
+async function sendNeverRead(socketPath: string, message: Buffer, open: net.Socket[]): Promise<'written' | 'closed'> {
+  const socket = await openSocket(socketPath);
+  open.push(socket);
+  socket.pause();
+  return new Promise((resolve) => {
+    socket.on('error', () => resolve('closed'));
+    socket.on('close', () => resolve('closed'));
+    socket.write(message, (err) => resolve(err ? 'closed' : 'written'));
+  });
+}
+
+test(`256 connections each sending a ${DEFAULT_MAX_MESSAGE_BYTES / MB} MiB message (an unknown key of that size) at once and never reading: peak RSS under 1 GiB, others answered`, SLOW, async (t) => {
+  const dir = tempDir('hs-wire-');
+  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), ['--log-level', 'warn']);
+  const message = hugeRequest('lsp', DEFAULT_MAX_MESSAGE_BYTES, 'key');
+  const open: net.Socket[] = [];
+  t.after(() => open.forEach((s) => s.destroy()));
+  const outcomes = await Promise.all(Array.from({ length: 256 }, () => sendNeverRead(server.socket, message, open)));
+  const c = await server.connect('ndjson');
+  assert.deepEqual(await c.call('session/list', {}), { sessions: [] });
+  const peak = peakRss(server.pid);
+  t.diagnostic(`server peak RSS ${Math.round(peak / MB)} MB; ${outcomes.filter((o) => o === 'written').length} of 256 messages written whole, the rest refused`);
+  assert.ok(peak < 1024 * MB, `server peak RSS ${Math.round(peak / MB)} MB`);
+});
+
+for (const [framing, huge] of [['lsp', 'key'], ['ndjson', 'method']] as const) {
+  test(`16 connections one after another, each a 60 MB request that is one unknown ${huge} (${framing}), never reading: each is read whole, peak RSS under 1 GiB`, SLOW, async (t) => {
+    const dir = tempDir('hs-wire-');
+    const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), ['--log-level', 'warn']);
+    const message = hugeRequest(framing, 60 * MB, huge);
+    const open: net.Socket[] = [];
+    t.after(() => open.forEach((s) => s.destroy()));
+    for (let i = 0; i < 16; i++) assert.equal(await sendNeverRead(server.socket, message, open), 'written', `message ${i} written whole`);
+    const c = await server.connect('ndjson');
+    assert.deepEqual(await c.call('session/list', {}), { sessions: [] });
+    const peak = peakRss(server.pid);
+    t.diagnostic(`server peak RSS ${Math.round(peak / MB)} MB`);
+    assert.ok(peak < 1024 * MB, `server peak RSS ${Math.round(peak / MB)} MB`);
   });
 }
