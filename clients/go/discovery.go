@@ -18,7 +18,8 @@ type DialOptions struct {
 	// Socket is the server's socket; when set, nothing is looked up.
 	Socket string
 	// State is the state file whose server is wanted; default $HERRSCHER_STATE_DIR/state.json,
-	// else ~/.config/herrscher/state.json (as Herrscher decides it).
+	// else ~/.config/herrscher/state.json (as Herrscher decides it). When set, Dial reaches that
+	// state's server or fails with ErrNoServer, whichever step found the socket.
 	State string
 	// Instance names the default socket herrscher-state-<Instance>.sock, for a server whose
 	// state has an instance id and that recorded no socket.
@@ -193,7 +194,9 @@ func CheckSocket(path string) error {
 }
 
 // Dial finds the server by the discovery rule (FindSocket), checks the socket (CheckSocket) and
-// connects. ctx bounds the connect only; each call takes its own.
+// connects. With DialOptions.State set, the server must then answer `initialize` with that
+// state file (real paths compared), else Dial fails with ErrNoServer. ctx bounds the connect
+// and that handshake; each later call takes its own.
 func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	path, source, err := FindSocket(o)
 	if err != nil {
@@ -205,9 +208,49 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
+		if o.State != "" {
+			return nil, fmt.Errorf("%w %s: nothing answers at %s (%s): %v", ErrNoServer, o.State, path, describe(source), err)
+		}
 		return nil, fmt.Errorf("herrscher-state: no server at %s (%s): %w", path, describe(source), err)
 	}
-	return NewClient(conn), nil
+	c := NewClient(conn)
+	if o.State == "" {
+		return c, nil
+	}
+	// A state with no live server falls through to the default socket, which another state's
+	// server may hold (or a stale record's pid was reused): ask before anything else is sent.
+	r, err := c.Initialize(ctx)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%w %s: the server at %s (%s) did not say which state it serves: %v", ErrNoServer, o.State, path, describe(source), err)
+	}
+	if realStatePath(r.StatePath) != realStatePath(o.State) {
+		c.Close()
+		return nil, fmt.Errorf("%w %s: the server at %s (%s) serves %s; nothing but initialize was sent to it", ErrNoServer, o.State, path, describe(source), r.StatePath)
+	}
+	return c, nil
+}
+
+// ErrNoServer is returned (wrapped, naming the state and what answered instead) by Dial when
+// DialOptions.State is set and no server of that state answers at the socket found, even if
+// another state's server does: Dial never hands back a client of another state.
+var ErrNoServer = errors.New("herrscher-state: no server for")
+
+// realStatePath is a state file's path as the kernel resolves it, to tell whether two names are
+// one file: the file's real path, else (not written yet) its folder's and its name, else the
+// absolute path.
+func realStatePath(file string) string {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return file
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
 }
 
 func describe(s Source) string {

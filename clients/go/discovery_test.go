@@ -127,3 +127,34 @@ func TestDialFollowsTheEnvironment(t *testing.T) {
 		t.Fatalf("reached %s", got.StatePath)
 	}
 }
+
+// Dial told a state whose server is not the one at the socket found (here through
+// $HERRSCHER_STATE_SOCKET, as the default socket would be) fails with ErrNoServer; the same
+// state under another name (a symlinked folder) is the same server.
+func TestDialNamingAStateReachesThatStatesServerOrNone(t *testing.T) {
+	s := startSocketServer(t)
+	other := filepath.Join(t.TempDir(), "state.json")
+	e := env(map[string]string{"HERRSCHER_STATE_SOCKET": s.socket})
+	c, err := Dial(ctxT(t), DialOptions{State: other, Getenv: e})
+	if !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "no server for "+other) || !strings.Contains(err.Error(), s.state) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("Dial for another state: %v", err)
+	}
+	if _, err := Dial(ctxT(t), DialOptions{State: filepath.Join(t.TempDir(), "state.json"), Socket: filepath.Join(t.TempDir(), "none.sock")}); !errors.Is(err, ErrNoServer) {
+		t.Fatalf("Dial for a state where nothing listens: %v", err)
+	}
+	link := filepath.Join(t.TempDir(), "b")
+	if err := os.Symlink(filepath.Dir(s.state), link); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Dial(ctxT(t), DialOptions{State: filepath.Join(link, "state.json"), Getenv: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := must(c.Status(ctxT(t)))(t); got.StatePath != s.state {
+		t.Fatalf("reached %s", got.StatePath)
+	}
+}

@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 __all__ = [
     "Client", "Notification", "Subscription", "connect", "spawn", "find_socket", "check_socket",
-    "StateError", "ConnectionClosed", "UntrustedSocket", "ERRORS_BY_CODE",
+    "StateError", "ConnectionClosed", "UntrustedSocket", "NoServer", "ERRORS_BY_CODE",
 ]
 
 
@@ -61,6 +61,10 @@ class ConnectionClosed(Exception):
 
 class UntrustedSocket(Exception):
     """The socket, or its folder, could have been put there by another user: nothing was sent."""
+
+
+class NoServer(ConnectionClosed):
+    """connect(state=...) reached no server of that state (another state's may answer there)."""
 
 
 # <generated:errors> written by `npm run schema` from src/protocol/errors.ts; do not edit.
@@ -601,7 +605,9 @@ def check_socket(path: str) -> None:
 
 def connect(socket: Optional[str] = None, state: Optional[str] = None, instance: Optional[str] = None,
             env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 5.0) -> Client:
-    """Connects to a running server found by find_socket(), after check_socket()."""
+    """Connects to a running server found by find_socket(), after check_socket(). With state
+    named, the server must answer initialize with that state file (real paths compared), else
+    NoServer: a state with no live server never falls through to another state's server."""
     path = find_socket(socket, state, instance, env)
     check_socket(path)
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -610,9 +616,29 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
         s.connect(path)
     except OSError as e:
         s.close()
+        if state:
+            raise NoServer("no server for %s: nothing answers at %s: %s" % (state, path, e)) from e
         raise ConnectionClosed("no server at %s: %s" % (path, e)) from e
     s.settimeout(None)
-    return Client(s.makefile("rb"), _SocketWriter(s))
+    client = Client(s.makefile("rb"), _SocketWriter(s))
+    if not state:
+        return client
+    # The socket found may be another state's server (the default socket, a stale record whose
+    # pid was reused): ask before anything else is sent.
+    try:
+        served = client.call("initialize", _timeout=timeout)["statePath"]
+    except (StateError, ConnectionClosed, TimeoutError, OSError, KeyError, TypeError) as e:
+        client.close()
+        raise NoServer("no server for %s: the server at %s did not say which state it serves: %s" % (state, path, e)) from e
+    if _real_state_path(served) != _real_state_path(state):
+        client.close()
+        raise NoServer("no server for %s: the server at %s serves %s; nothing but initialize was sent to it" % (state, path, served))
+    return client
+
+
+def _real_state_path(file: str) -> str:
+    """A state file's path as the kernel resolves it (its folder's, when not written yet)."""
+    return os.path.realpath(os.path.abspath(file))
 
 
 class _SocketWriter:

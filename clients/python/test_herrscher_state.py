@@ -346,6 +346,20 @@ class Discovery(unittest.TestCase):
         with hs.connect(env={"HERRSCHER_STATE_SOCKET": srv.socket}) as c:
             self.assertEqual(c.initialize()["statePath"], srv.state)
 
+    def test_connect_naming_a_state_reaches_that_states_server_or_none(self):
+        srv = SocketServer(self)
+        other = os.path.join(private_dir(self), "state.json")
+        # The socket found (here through the environment, as the default socket would be) is
+        # another state's server: NoServer, and nothing but initialize reaches it.
+        with self.assertRaisesRegex(hs.NoServer, "no server for %s: .*serves %s" % (re.escape(other), re.escape(srv.state))):
+            hs.connect(state=other, env={"HERRSCHER_STATE_SOCKET": srv.socket})
+        with self.assertRaisesRegex(hs.NoServer, "no server for"):
+            hs.connect(state=other, socket=os.path.join(private_dir(self), "none.sock"))
+        link = os.path.join(private_dir(self), "b")
+        os.symlink(srv.dir, link)
+        with hs.connect(state=os.path.join(link, "state.json"), env={"HERRSCHER_STATE_SOCKET": srv.socket}) as c:
+            self.assertEqual(c.status()["statePath"], srv.state)
+
 
 if __name__ == "__main__":
     unittest.main()
