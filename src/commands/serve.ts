@@ -140,9 +140,12 @@ export async function serve(o: ServeOptions): Promise<void> {
       );
       listener = await listening;
     } catch (err) {
-      // A host on stdio is served even when the default socket belongs to another live server.
-      if (o.stdio && wanted.source === 'default' && err instanceof SocketError && err.code === 'EADDRINUSE') {
-        log.warn({ socket: wanted.path }, 'the default socket is held by another live server: serving stdio alone (pass --socket to serve one)');
+      // A host on stdio is served even when the default socket cannot be: another live server
+      // holds it, or its folder is not safely ours (another user made $TMPDIR/herrscher-state-<uid>
+      // first, an inherited XDG_RUNTIME_DIR is someone else's or gone).
+      if (o.stdio && wanted.source === 'default' && err instanceof SocketError) {
+        const why = err.code === 'EADDRINUSE' ? 'the default socket is held by another live server' : `the default socket cannot be served: ${err.message}`;
+        log.warn({ socket: wanted.path, code: err.code }, `${why}: serving stdio alone (pass --socket to serve one)`);
       } else {
         await store.close();
         exitOnStartFailure(logging, 'socket', wanted.path, err);

@@ -18,6 +18,7 @@ function socketHint(err: SocketError): string {
   if (err.code === 'EADDRINUSE') return 'another server listens there: stop it, or pass another --socket';
   if (err.code === 'ENOENT') return 'create its folder first, or pass another --socket';
   if (err.code === 'EACCES' || err.code === 'EPERM') return 'pass a --socket in a folder this user may write';
+  if (err.code === 'EUNSAFE') return 'pass a --socket in a folder of this user that only it may write (e.g. made with mkdir -m 700)';
   return 'pass another --socket';
 }
 

@@ -2,6 +2,7 @@
 // sends anything to a socket (issue 10: a squatted socket must never receive transcript text).
 // As tmux does: the folder is ours, a real folder (no symlink), and no one else may write to it,
 // so no one else can put a socket of theirs at the path we connect to.
+import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -87,7 +88,20 @@ export async function assertSocketTrusted(socketPath: string): Promise<void> {
   if (!st.isSocket()) throw refuse('it is not a socket');
   if (st.uid !== uid) throw refuse(`it belongs to uid ${st.uid}, not to us (uid ${uid})`);
   const dir = path.dirname(real);
-  const d = await fs.stat(dir);
-  if (d.uid !== uid) throw refuse(`its folder ${dir} belongs to uid ${d.uid}, not to us (uid ${uid})`);
-  if ((d.mode & 0o022) !== 0) throw refuse(`its folder ${dir} is writable by others (mode 0${(d.mode & 0o777).toString(8)})`);
+  const why = folderRefusal(await fs.stat(dir), dir);
+  if (why !== undefined) throw refuse(why);
+}
+
+/**
+ * Why a client refuses a socket in the folder `dir` (its stat), or undefined: the folder must be
+ * ours and no one else may write to it, sticky or not. In a sticky /tmp another user may put a
+ * socket at the name first, and a client cannot tell theirs from ours. `serve` applies the same
+ * rule to the folder it is asked to listen in, so it never serves a socket its clients refuse.
+ */
+export function folderRefusal(d: Stats, dir: string): string | undefined {
+  const uid = myUid();
+  if (uid === undefined) return undefined;
+  if (d.uid !== uid) return `its folder ${dir} belongs to uid ${d.uid}, not to us (uid ${uid})`;
+  if ((d.mode & 0o022) !== 0) return `its folder ${dir} is writable by others (mode 0${(d.mode & 0o7777).toString(8)})`;
+  return undefined;
 }

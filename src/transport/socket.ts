@@ -6,7 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { SocketError } from './socket-error.js';
 import { MAX_CONNECTIONS } from './limits.js';
-import { defaultSocketFolder } from './socket-folder.js';
+import { defaultSocketFolder, folderRefusal } from './socket-folder.js';
 import { errnoOf } from '../common/errno.js';
 
 export { SocketError, SocketErrorCodes } from './socket-error.js';
@@ -198,16 +198,21 @@ function inUse(socketPath: string): SocketError {
 }
 
 /**
- * Refuses a socket folder that is missing (said before `serve` creates anything) or that anyone
- * may write to without the sticky bit (anyone could swap our socket for theirs).
+ * Refuses a socket folder that is missing (said before `serve` creates anything), or one in which
+ * a client would refuse the socket (folderRefusal: not ours, or others may write to it, a sticky
+ * /tmp included): a server whose socket every client refuses serves no one.
  */
 export async function assertFolderSafe(dir: string): Promise<void> {
   const st = await fs.stat(dir).catch((err: unknown) => {
     if (errnoOf(err) !== 'ENOENT') throw err;
     throw new SocketError(`its folder ${dir} does not exist`, 'ENOENT');
   });
-  if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0) {
-    throw new SocketError(`folder ${dir} is writable by everyone and not sticky; put the socket in a folder others cannot write`);
+  const why = folderRefusal(st, dir);
+  if (why !== undefined) {
+    throw new SocketError(
+      `${why}: clients connect only to a socket in a folder of their user that no one else may write to (another user could have put a socket there), so they would refuse this one`,
+      'EUNSAFE',
+    );
   }
 }
 

@@ -6,7 +6,7 @@
 // listens, what the CLI finds) is the subject, so the built CLI is spawned.
 import assert from 'node:assert/strict';
 import { spawn as spawnChild } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -15,8 +15,11 @@ import { SocketError } from '../../src/transport/socket.js';
 import type { Child, Ctx } from '../helpers/cli.js';
 import { CLI, REPO, runCli, runToEnd, waitForSocket } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { RawClient } from '../helpers/wire.js';
 
 const TIMEOUT = 30_000;
+/** For the tests that run the CLI a dozen times: on a 2-core machine under load 35 one run took seconds. */
+const SLOW = 120_000;
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
 
@@ -247,7 +250,7 @@ test('two users each serve and call their own default server in one shared temp 
   assert.equal((await theirs.exited).code, 0, theirs.stderr());
 });
 
-test('a client told --state A, with no server for A, never reaches the default socket served by B: call, status, socket, tail, sessions and connect() fail with "no server for A"', { timeout: TIMEOUT }, async (t) => {
+test('a client told --state A, with no server for A, never reaches the default socket served by B: call, status, socket, tail, sessions and connect() fail with "no server for A"', { timeout: SLOW }, async (t) => {
   const { env, runtime } = world();
   const dirA = tempDir('hs-a-');
   const dirB = tempDir('hs-b-');
@@ -278,4 +281,49 @@ test('a client told --state A, with no server for A, never reaches the default s
   assert.deepEqual(await client.sessionList(), { sessions: [(await client.sessionFind({ name: 'main' })).session] });
   await client.close();
   await stop(server);
+});
+
+/** `serve --stdio` in `env`, a session/list over its stdio, then stdin EOF: its exit and stderr. */
+async function stdioAlone(t: Ctx, env: NodeJS.ProcessEnv): Promise<{ list: unknown; code: number | null; stderr: string }> {
+  const server = runCli(t, ['serve', '--stdio', '--state', path.join(tempDir('hs-st-'), 'state.json')], { env, collectStdout: false });
+  const rpc = new RawClient(server.child.stdout as NodeJS.ReadableStream, server.child.stdin as NodeJS.WritableStream, 'ndjson');
+  const list = await rpc.call('session/list', {});
+  rpc.end();
+  const { code } = await server.exited;
+  return { list, code, stderr: server.stderr() };
+}
+
+test('serve --stdio whose default socket folder another user made first ($TMPDIR/herrscher-state-<uid>) serves stdio alone with one warning', { timeout: SLOW }, async (t) => {
+  const tmp = tempDir('hs-tmp-');
+  const squatted = path.join(tmp, `herrscher-state-${process.getuid?.() ?? 'user'}`);
+  mkdirSync(squatted);
+  // Another user's folder where we can, else one others may write to: both are refused.
+  if (isRoot) chownSync(squatted, NOBODY, NOBODY);
+  chmodSync(squatted, 0o777);
+  const r = await stdioAlone(t, { ...process.env, TMPDIR: tmp, XDG_RUNTIME_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined });
+  assert.deepEqual([r.list, r.code], [{ sessions: [] }, 0], r.stderr);
+  assert.equal(r.stderr.match(/serving stdio alone/g)?.length, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`refusing socket folder ${squatted}`));
+  assert.deepEqual(readdirSync(squatted), [], 'nothing was created in it');
+});
+
+test('serve --stdio with an inherited XDG_RUNTIME_DIR that is gone serves stdio alone with one warning', { timeout: SLOW }, async (t) => {
+  const gone = path.join(tempDir('hs-run-'), 'gone');
+  const r = await stdioAlone(t, { ...process.env, XDG_RUNTIME_DIR: gone, HERRSCHER_STATE_SOCKET: undefined });
+  assert.deepEqual([r.list, r.code], [{ sessions: [] }, 0], r.stderr);
+  assert.equal(r.stderr.match(/serving stdio alone/g)?.length, 1, r.stderr);
+});
+
+test('serve --socket in a sticky folder everyone may write (as /tmp) exits 1 naming the rule clients apply; nothing is created', { timeout: SLOW }, async () => {
+  const sticky = tempDir('hs-sticky-');
+  chmodSync(sticky, 0o1777);
+  const { env } = world();
+  const state = path.join(tempDir('hs-st-'), 'state.json');
+  const r = await runToEnd(['serve', '--socket', path.join(sticky, 's.sock'), '--state', state], { env });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, new RegExp(`its folder ${sticky} is writable by others \\(mode 01777\\)`));
+  assert.match(r.stderr, /clients connect only to a socket in a folder of their user that no one else may write to/);
+  assert.match(r.stderr, /mkdir -m 700/);
+  assert.deepEqual(readdirSync(sticky), []);
+  assert.equal(existsSync(state), false, 'the state was not created');
 });

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { bounded } from './frames.js';
-import { connectUnixSocket, defaultSocketPath, listenUnixSocket, SUN_PATH_BYTES } from '../../src/transport/socket.js';
+import { connectUnixSocket, defaultSocketPath, listenUnixSocket, SocketError, SUN_PATH_BYTES } from '../../src/transport/socket.js';
 
 const dirs: string[] = [];
 after(() => {
@@ -140,11 +140,20 @@ test('a path too long for sun_path is refused with the limit and its length', bo
   assert.equal(fs.readdirSync(dir).length, 0, 'nothing was created');
 });
 
-test('a folder anyone may write to without the sticky bit is refused', bounded, async () => {
-  const dir = tempDir();
-  fs.chmodSync(dir, 0o777);
-  await assert.rejects(listenUnixSocket(path.join(dir, 's.sock'), ignore), /writable by everyone and not sticky/);
-});
+for (const mode of [0o777, 0o1777, 0o775]) {
+  test(`a folder others may write to (mode 0${mode.toString(8)}, sticky or not) is refused with the rule clients apply, and nothing is created`, bounded, async () => {
+    const dir = tempDir();
+    fs.chmodSync(dir, mode);
+    await assert.rejects(listenUnixSocket(path.join(dir, 's.sock'), ignore), (err: unknown) => {
+      assert.ok(err instanceof SocketError);
+      assert.equal(err.code, 'EUNSAFE');
+      assert.match(err.message, new RegExp(`its folder ${dir} is writable by others \\(mode 0${mode.toString(8)}\\)`));
+      assert.match(err.message, /clients connect only to a socket in a folder of their user that no one else may write to/);
+      return true;
+    });
+    assert.deepEqual(fs.readdirSync(dir), []);
+  });
+}
 
 test('connecting to a missing socket says the file does not exist', bounded, async () => {
   const at = path.join(tempDir(), 'none.sock');
