@@ -7,6 +7,7 @@ import { handlers } from './bind.js';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../protocol/errors.js';
 import { MAX_PARAMS_DEPTH, tooDeep } from './nesting.js';
+import { restoreProtoKeys } from './proto-keys.js';
 import { invalidParams } from './to-rpc-error.js';
 
 export function isMethodName(name: string): name is MethodName {
@@ -23,6 +24,7 @@ export async function dispatch(method: MethodName, rawParams: unknown, ctx: Serv
   }
   const parsed = methods[method].params.safeParse(rawParams);
   if (!parsed.success) throw invalidParams(parsed.error);
+  restoreProtoKeys(rawParams, parsed.data);
   const handler = handlers[method] as Handler<MethodName>;
   return handler(parsed.data as never, ctx);
 }

@@ -1,5 +1,7 @@
 // Go's strings.TrimSpace, which differs from String.prototype.trim: Go trims NEL (U+0085) and
 // keeps the BOM (U+FEFF); JS does the opposite. Journals and transcript lines are trimmed with it.
+import { setOwn } from '../common/own-key.js';
+
 const SPACE = '[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
 const EDGES = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
 
@@ -17,7 +19,7 @@ export function wellFormed<T>(value: T): T {
   if (value !== null && typeof value === 'object') {
     if (flatAndWellFormed(value as Record<string, unknown>)) return value; // the usual case: no copy
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[wellFormed(k)] = wellFormed(v);
+    for (const [k, v] of Object.entries(value)) setOwn(out, wellFormed(k), wellFormed(v));
     return out as T;
   }
   return value;

@@ -8,6 +8,7 @@ import { encodeSession, encodeStateDocument, UnsupportedValueError } from './go-
 import { wellFormed } from './go-text.js';
 import { SessionIndex } from './session-index.js';
 import { StoreError } from './store-error.js';
+import { hasOwn, setOwn } from '../common/own-key.js';
 
 export type Doc = StateDocument;
 type Row = Session;
@@ -244,8 +245,8 @@ const goOrder = sessionGoFields.map((x) => x.key);
 function dropZeroes(row: Row): Row {
   const out: Record<string, unknown> = {};
   const r = row as Record<string, unknown>;
-  for (const k of goOrder) if (k in r && (!omittable.has(k) || !isZeroValue(r[k]))) out[k] = r[k];
-  for (const [k, v] of Object.entries(r)) if (!(k in out) && !(omittable.has(k) && isZeroValue(v))) out[k] = v;
+  for (const k of goOrder) if (hasOwn(r, k) && (!omittable.has(k) || !isZeroValue(r[k]))) out[k] = r[k];
+  for (const [k, v] of Object.entries(r)) if (!hasOwn(out, k) && !(omittable.has(k) && isZeroValue(v))) setOwn(out, k, v);
   return out as Row;
 }
 

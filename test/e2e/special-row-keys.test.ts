@@ -1,0 +1,44 @@
+// Unknown session-row keys are stored and returned (as Go keeps them in state.json), including the
+// ones a JavaScript object treats specially: `__proto__` set a prototype instead of a key and was
+// dropped, answered with success. Round trip through the wire, the file and a restart.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { serveStdio, shutdownAndExit } from '../helpers/cli.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+const TIMEOUT = 120_000;
+/** Own keys of a row as JSON.parse reads them (an own "__proto__" included). */
+const SPECIAL = '"__proto__":{"polluted":true},"constructor":"c","hasOwnProperty":5,"toString":["t"],"valueOf":"v","__defineGetter__":{"g":1}';
+const WANT = JSON.parse(`{${SPECIAL}}`) as Record<string, unknown>;
+
+/** The own entries of `row`'s special keys, compared as JSON text (deepEqual would follow prototypes). */
+function special(row: unknown): string {
+  const r = row as Record<string, unknown>;
+  return JSON.stringify(Object.keys(WANT).map((k) => [k, Object.prototype.hasOwnProperty.call(r, k) ? r[k] : 'MISSING']));
+}
+
+test('unknown row keys __proto__, constructor, hasOwnProperty, toString… are stored and returned exactly, also after a restart', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const state = statePathIn(dir);
+  let server = serveStdio(t, state, 'ndjson');
+  server.rpc.sendBody(`{"jsonrpc":"2.0","id":1,"method":"session/add","params":{"session":{"name":"a",${SPECIAL}}}}`);
+  const added = await server.rpc.response(1);
+  assert.equal(added.error, undefined, JSON.stringify(added));
+  const want = special(WANT);
+  assert.equal(special((added.result as { session: unknown }).session), want, 'the reply to session/add');
+  const found = (await server.rpc.call('session/find', { name: 'a' })) as { session: unknown };
+  assert.equal(special(found.session), want, 'session/find');
+  assert.equal(Object.getPrototypeOf(found.session), Object.prototype);
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+
+  const onDisk = (JSON.parse(readFileSync(state, 'utf8')) as { sessions: unknown[] }).sessions[0];
+  assert.equal(special(onDisk), want, 'state.json');
+
+  server = serveStdio(t, state, 'ndjson');
+  const again = (await server.rpc.call('session/find', { name: 'a' })) as { session: unknown };
+  assert.equal(special(again.session), want, 'session/find after a restart');
+  const list = (await server.rpc.call('session/list', {})) as { sessions: unknown[] };
+  assert.equal(special(list.sessions[0]), want, 'session/list after a restart');
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+});
