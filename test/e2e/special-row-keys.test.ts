@@ -42,3 +42,27 @@ test('unknown row keys __proto__, constructor, hasOwnProperty, toString… are s
   assert.equal(special(list.sessions[0]), want, 'session/list after a restart');
   assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
 });
+
+test('state/save keeps __proto__ and constructor as unknown fields of the document and of its rows, through the file and a restart', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const state = statePathIn(dir);
+  let server = serveStdio(t, state, 'ndjson');
+  const { revision } = (await server.rpc.call('state/get', {})) as { revision: number };
+  server.rpc.sendBody(`{"jsonrpc":"2.0","id":1,"method":"state/save","params":{"revision":${revision},"state":{"home":{"id":"h","type":"category"},${SPECIAL},"sessions":[{"name":"a","channelID":"c","type":"text","cmd":"x",${SPECIAL}}]}}}`);
+  const saved = await server.rpc.response(1);
+  assert.equal(saved.error, undefined, JSON.stringify(saved));
+  const want = special(WANT);
+  const check = async (label: string): Promise<void> => {
+    const got = (await server.rpc.call('state/get', {})) as { state: { sessions: unknown[] } };
+    assert.equal(special(got.state), want, `${label}: the document`);
+    assert.equal(special(got.state.sessions[0]), want, `${label}: its row`);
+  };
+  await check('state/get');
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+  const onDisk = JSON.parse(readFileSync(state, 'utf8')) as { sessions: unknown[] };
+  assert.equal(special(onDisk), want, 'state.json: the document');
+  assert.equal(special(onDisk.sessions[0]), want, 'state.json: its row');
+  server = serveStdio(t, state, 'ndjson');
+  await check('after a restart');
+  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
+});
