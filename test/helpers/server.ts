@@ -15,37 +15,32 @@
 //     srv.logs.filter((l) => l.level >= 50)             // what the server logged (pino objects)
 //   });
 //
-// Everything is closed in t.after, in the order `serve` stops: clients, the listener, the
-// answers still owed, the store (awaited: its queued writes and the log's checkpoint finish
-// before the test ends, so no background work outlives it), then the connections. `srv.close()`
-// does the same earlier (idempotent), e.g. to reopen the dir with `startServer(t, { dir })`.
-// `exit` behaves as in `serve`: it stops the server, and `srv.exited` resolves with the code.
+// The server is the Service `serve` runs (src/server/service.ts), listening on dir/s.sock with
+// its record written; it stops the way `serve` stops: in t.after the test's clients leave, then
+// the Service's ordered stop runs (the listener and the record go, the answers still owed are
+// given, the store closes, awaited, so no background work outlives the test, the connections
+// end). `srv.close()` does the same earlier (idempotent), e.g. to reopen the dir with
+// `startServer(t, { dir })`. `exit`, the stdio EOF and the state dir's removal stop it as in
+// `serve`, and `srv.exited` resolves with the code `serve` would exit with.
 // Options: `lifecycleOwner: 'stdio'` as `serve --stdio` sets it; `store` for StoreOptions (io
 // seam, durability, walCheckpointBytes); `maxMessageBytes`; `logLevel` (default 'debug');
-// `onConnection` to watch the server side of each connection.
+// `feed` bounds; `onConnection` to watch the server side of each connection.
 import type net from 'node:net';
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import type { StateClient } from '../../src/client/client.js';
 import { connect } from '../../src/client/client.js';
 import type { ServerConnection } from '../../src/server/connection.js';
-import type { ServerOptions } from '../../src/server/server.js';
-import { StateServer } from '../../src/server/server.js';
-import type { StoreOptions } from '../../src/store/store.js';
-import { Store } from '../../src/store/store.js';
-import { createFramedTransport } from '../../src/transport/framing.js';
+import type { ServerOptions, StateServer } from '../../src/server/server.js';
+import { Service } from '../../src/server/service.js';
+import type { Store, StoreOptions } from '../../src/store/store.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../src/transport/limits.js';
-import type { UnixSocketListener } from '../../src/transport/socket.js';
-import { listenUnixSocket } from '../../src/transport/socket.js';
 import type { Ctx } from './cli.js';
 import { statePathIn, tempDir } from './temp-dir.js';
 import type { Framing } from './wire.js';
 import { connectRaw, RawClient } from './wire.js';
 
 export type { Ctx } from './cli.js';
-
-/** How long close() waits for answers still owed before it ends the connections anyway (serve: 5 s). */
-const CLOSE_GRACE_MS = 2000;
 
 /** One pino log line as the server wrote it (`level`: 30 info, 40 warn, 50 error, 60 fatal). */
 export interface LogLine {
@@ -64,6 +59,8 @@ export interface StartOptions {
   maxMessageBytes?: number;
   logLevel?: pino.Level;
   version?: string;
+  /** Bounds of the change feed. */
+  feed?: ServerOptions['feed'];
   /** Told of every connection the server accepts (after the server's own listeners are on it). */
   onConnection?: (conn: ServerConnection) => void;
   /** ServerOptions.presence, as `serve --exit-when-idle` passes its IdleWatch. */
@@ -76,11 +73,13 @@ export interface InProcessServer {
   readonly state: string;
   /** The unix socket the server listens on (dir/s.sock). */
   readonly socket: string;
+  /** The Service that runs it, as `serve` runs one. */
+  readonly service: Service;
   readonly store: Store;
   readonly server: StateServer;
   /** Every line the server logged, parsed, in order. */
   readonly logs: LogLine[];
-  /** Resolves with the code once `exit` (or stdio EOF) stopped the server, as `serve` would exit. */
+  /** Resolves with the code once the server stopped by itself (`exit`, stdio EOF, its dir removed), as `serve` would exit. */
   readonly exited: Promise<number>;
   /** A typed client on the socket, closed with the server. */
   client(framing?: Framing): Promise<StateClient>;
@@ -95,75 +94,70 @@ export interface InProcessServer {
   close(): Promise<void>;
 }
 
+/** How long the stop waits for answers still owed (serve: STOP_GRACE_MS, 5 s). */
+const TEST_STOP_GRACE_MS = 2000;
+
+/** Why the harness stops a server when the test ends (not an exit: `exited` stays pending). */
+const TEST_ENDED = 'test ended';
+
 /** Starts a server in `options.dir` (default: a fresh temp dir); it stops when the test ends. */
 export async function startServer(t: Ctx, options: StartOptions = {}): Promise<InProcessServer> {
   const dir = options.dir ?? tempDir();
   const state = statePathIn(dir);
-  const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   const logs: LogLine[] = [];
   const log = pino({ level: options.logLevel ?? 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
-  const store = await Store.open(state, { warn: (message, err) => log.warn({ err }, message), ...options.store });
-
+  const service = await Service.open({
+    state,
+    log,
+    version: options.version ?? 'test',
+    ...(options.store ? { store: options.store } : {}),
+    framing: { maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES },
+    lifecycleOwner: options.lifecycleOwner,
+    // The one difference from `serve`: a test that leaves a stalled client waits 2 s for it, not 5.
+    stopGraceMs: TEST_STOP_GRACE_MS,
+    ...(options.feed ? { feed: options.feed } : {}),
+    ...(options.onConnection ? { onConnection: options.onConnection } : {}),
+    ...(options.presence ? { presence: options.presence } : {}),
+  });
   const clients: StateClient[] = [];
   const sockets: net.Socket[] = [];
   const pipes: PassThrough[] = [];
-  let listener: UnixSocketListener | undefined;
-  let stopping: Promise<void> | undefined;
-  let resolveExit!: (code: number) => void;
-  const exited = new Promise<number>((resolve) => (resolveExit = resolve));
-
-  // serve.ts's stop(), without process.exit: the same order, every step awaited.
-  const stop = (code: number | undefined, why: string): Promise<void> =>
-    (stopping ??= (async () => {
-      log.info({ why }, 'stopping');
-      await Promise.all(clients.map((c) => c.close()));
-      for (const s of sockets) s.destroy();
-      await listener?.close();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([server.idle(), new Promise((r) => (timer = setTimeout(r, CLOSE_GRACE_MS)))]);
-      clearTimeout(timer);
-      await store.close();
-      server.disposeAll();
-      for (const p of pipes) p.end();
-      log.info({ code }, 'stopped');
-      if (code !== undefined) resolveExit(code);
-    })());
-
-  const server = new StateServer(store, log, {
-    version: options.version ?? 'test',
-    onExit: (code) => void stop(code, 'exit notification'),
-    lifecycleOwner: options.lifecycleOwner,
-    ...(options.presence ? { presence: options.presence } : {}),
+  const exited = service.stopped.then(({ code, why }) => (why === TEST_ENDED ? new Promise<number>(() => undefined) : code));
+  // Once the service stopped, whatever stopped it, the test's own ends of the streams close too.
+  void service.stopped.then(() => {
+    for (const p of pipes) p.end();
   });
+  let socket: string;
   try {
-    listener = await listenUnixSocket(`${dir}/s.sock`, (socket) => {
-      const tr = createFramedTransport(socket, socket, { maxMessageBytes, onProtocolError: (e) => log.debug(e, 'protocol error answered') });
-      const conn = server.connect(tr.reader, tr.writer, 'socket');
-      conn.onClose(() => void conn.idle().then(() => tr.close()));
-      options.onConnection?.(conn);
-    });
+    socket = await service.listen(`${dir}/s.sock`);
   } catch (err) {
-    await store.close();
+    await service.discard();
     throw err;
   }
-  const close = (): Promise<void> => stop(undefined, 'test ended');
+  // The test's clients leave first (as a host's bridges would), then the server stops as `serve` does.
+  const close = async (): Promise<void> => {
+    await Promise.all(clients.map((c) => c.close()));
+    for (const s of sockets) s.destroy();
+    await service.stop(0, TEST_ENDED);
+  };
   t.after(close);
 
   return {
     dir,
     state,
-    socket: listener.path,
-    store,
-    server,
+    socket,
+    service,
+    store: service.store,
+    server: service.server,
     logs,
     exited,
     async client(framing: Framing = 'lsp') {
-      const c = await connect({ socket: listener.path, framing, timeoutMs: 10_000 });
+      const c = await connect({ socket, framing, timeoutMs: 10_000 });
       clients.push(c);
       return c;
     },
     async raw(framing: Framing) {
-      const c = await connectRaw(listener.path, framing);
+      const c = await connectRaw(socket, framing);
       sockets.push(c.socket);
       return c;
     },
@@ -171,10 +165,7 @@ export async function startServer(t: Ctx, options: StartOptions = {}): Promise<I
       const toServer = new PassThrough();
       const fromServer = new PassThrough();
       pipes.push(toServer, fromServer);
-      const tr = createFramedTransport(toServer, fromServer, { maxMessageBytes, onProtocolError: (e) => log.debug(e, 'protocol error answered') });
-      const conn = server.connect(tr.reader, tr.writer, 'stdio');
-      conn.onClose(() => void conn.idle().then(() => stop(0, 'stdin closed')));
-      options.onConnection?.(conn);
+      service.attachStreams(toServer, fromServer, 'stdio');
       return new RawClient(fromServer, toServer, framing);
     },
     close,

@@ -4,10 +4,8 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import pino from 'pino';
-import { StateServer } from '../../src/server/server.js';
-import { createFramedTransport } from '../../src/transport/framing.js';
-import { openIn } from '../helpers/store.js';
-import { tempDir } from '../helpers/temp-dir.js';
+import { Service } from '../../src/server/service.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import type { Framing } from '../helpers/wire.js';
 import { RawClient } from '../helpers/wire.js';
 import { LIMIT, wireServer } from './wire-server.js';
@@ -34,16 +32,16 @@ for (const framing of ['ndjson', 'lsp'] as Framing[]) {
 }
 
 test('$/cancelRequest without params or id over stdio-like streams is ignored', LIMIT, async (t) => {
-  const store = await openIn(tempDir('hs-wire-'));
-  const server = new StateServer(store, pino({ level: 'silent' }), { version: 'test', onExit: () => undefined });
-  t.after(async () => {
-    server.disposeAll();
-    await store.close();
+  const service = await Service.open({
+    state: statePathIn(tempDir('hs-wire-')),
+    log: pino({ level: 'silent' }),
+    version: 'test',
+    framing: { maxMessageBytes: 1024 * 1024 },
   });
+  t.after(() => service.stop(0, 'test ended'));
   const toServer = new PassThrough();
   const fromServer = new PassThrough();
-  const tr = createFramedTransport(toServer, fromServer, { maxMessageBytes: 1024 * 1024 });
-  server.connect(tr.reader, tr.writer, 'stdio');
+  service.attachStreams(toServer, fromServer, 'stdio');
   const c = new RawClient(fromServer, toServer, 'lsp');
   for (const [, params] of BAD_CANCELS) c.notify('$/cancelRequest', params);
   assert.deepEqual(await c.call('session/list', {}), { sessions: [] });

@@ -1,15 +1,14 @@
-// An in-process server on a real unix socket for the wire attack cases: the real StateServer and
-// transport, wired as `serve` wires them, in a temp dir of its own; closed when the test ends.
+// An in-process server on a real unix socket for the wire attack cases: the Service `serve` runs,
+// in a temp dir of its own, with the framing options under attack; stopped as `serve` stops
+// when the test ends.
 import path from 'node:path';
 import pino from 'pino';
 import type { ServerConnection } from '../../src/server/connection.js';
-import { StateServer } from '../../src/server/server.js';
+import type { StateServer } from '../../src/server/server.js';
+import { Service } from '../../src/server/service.js';
 import type { Store } from '../../src/store/store.js';
 import type { FramedTransportOptions } from '../../src/transport/framing.js';
-import { createFramedTransport } from '../../src/transport/framing.js';
-import { listenUnixSocket } from '../../src/transport/socket.js';
-import { openIn } from '../helpers/store.js';
-import { tempDir } from '../helpers/temp-dir.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import type { Framing, RawClient } from '../helpers/wire.js';
 import { connectRaw } from '../helpers/wire.js';
 import type net from 'node:net';
@@ -30,33 +29,46 @@ type After = { after(fn: () => void | Promise<void>): void };
 
 export async function wireServer(t: After, transport: Partial<FramedTransportOptions> = {}): Promise<WireServer> {
   const dir = tempDir('hs-wire-');
-  const store = await openIn(dir);
-  const server = new StateServer(store, pino({ level: 'silent' }), { version: 'test', onExit: () => undefined });
   const connections: ServerConnection[] = [];
   const closes: Promise<void>[] = [];
-  const listener = await listenUnixSocket(path.join(dir, 's.sock'), (socket) => {
-    const tr = createFramedTransport(socket, socket, { maxMessageBytes: 1024 * 1024, ...transport });
-    const conn = server.connect(tr.reader, tr.writer, 'socket');
-    connections.push(conn);
-    closes.push(new Promise((resolve) => conn.onClose(resolve)));
-    conn.onClose(() => void conn.idle().then(() => tr.close()));
+  const service = await Service.open({
+    state: statePathIn(dir),
+    log: pino({ level: 'silent' }),
+    version: 'test',
+    framing: { maxMessageBytes: 1024 * 1024, ...transport },
+    onConnection: (conn) => {
+      connections.push(conn);
+      closes.push(new Promise((resolve) => conn.onClose(resolve)));
+    },
   });
+  const sockets: net.Socket[] = [];
+  let socketPath: string;
+  try {
+    socketPath = await service.listen(path.join(dir, 's.sock'));
+  } catch (err) {
+    await service.discard();
+    throw err;
+  }
   t.after(async () => {
-    server.disposeAll();
-    await listener.close();
-    await store.close();
+    // The attackers leave first (a client that never reads would otherwise hold the stop for its grace).
+    for (const s of sockets) s.destroy();
+    await service.stop(0, 'test ended');
   });
   return {
     dir,
-    store,
-    server,
-    socketPath: listener.path,
+    store: service.store,
+    server: service.server,
+    socketPath,
     connections,
     closed: async (n) => {
       while (closes.length <= n) await new Promise((r) => setImmediate(r));
       await closes[n];
     },
-    connect: (framing) => connectRaw(listener.path, framing, t),
+    connect: async (framing) => {
+      const c = await connectRaw(socketPath, framing);
+      sockets.push(c.socket);
+      return c;
+    },
   };
 }
 

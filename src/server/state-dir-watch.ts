@@ -1,0 +1,83 @@
+// Notices that the state dir a server owns was removed (`rm -rf` of a test's temp dir, a user
+// clearing their config): from then on every write would go to files no one can open again,
+// so the Service stops instead of acknowledging writes that are already lost.
+import fs from 'node:fs';
+
+export interface StateDirWatch {
+  /** Stops watching; idempotent. */
+  close(): void;
+}
+
+/**
+ * How long after a name in the dir was removed or renamed it is looked at: `rm -rf` removes the
+ * files first and the dir last, and Linux reports the dir's own removal only once nothing holds
+ * it open (the store does), so the check follows the files' removal events instead.
+ */
+export const SETTLE_MS = 100;
+/** The fallback when no event comes (no inotify watch left, a file system without events). */
+export const POLL_MS = 2000;
+
+/**
+ * Watches `dir` and calls `gone` once when the path no longer leads to the directory it led to
+ * when the watch began (removed, or replaced by another). Costs one stat per SETTLE_MS while
+ * names in the dir are created or removed (our own state.json replacements; the write-ahead log
+ * and transcripts live in subfolders, not watched), and one per POLL_MS. A directory moved
+ * elsewhere is not reported: its files moved with it.
+ */
+export function watchStateDir(dir: string, gone: (why: string) => void, unwatched: (err: unknown) => void): StateDirWatch {
+  let identity: { dev: number; ino: number };
+  try {
+    const st = fs.statSync(dir);
+    identity = { dev: st.dev, ino: st.ino };
+  } catch (err) {
+    queueMicrotask(() => gone(`the state dir ${dir} cannot be read: ${(err as Error).message}`));
+    return { close: () => undefined };
+  }
+  let closed = false;
+  let checking = false;
+  let settle: NodeJS.Timeout | undefined;
+  const check = (): void => {
+    if (checking || closed) return;
+    checking = true;
+    fs.stat(dir, (err, st) => {
+      checking = false;
+      if (closed) return;
+      if (err) {
+        if (err.code === 'ENOENT' || err.code === 'ENOTDIR') report(`the state dir ${dir} was removed`);
+        return;
+      }
+      if (st.dev !== identity.dev || st.ino !== identity.ino) report(`the state dir ${dir} was replaced by another directory`);
+    });
+  };
+  const soon = (): void => {
+    settle ??= setTimeout(() => {
+      settle = undefined;
+      check();
+    }, SETTLE_MS).unref();
+  };
+  const poll = setInterval(check, POLL_MS).unref();
+  let watcher: fs.FSWatcher | undefined;
+  try {
+    watcher = fs.watch(dir, { persistent: false }, (event) => {
+      if (event === 'rename') soon();
+    });
+    // The watch ends when the directory does: look then too.
+    watcher.on('error', soon);
+  } catch (err) {
+    // No watch (inotify limits reached): the poll alone notices, within POLL_MS.
+    watcher = undefined;
+    unwatched(err);
+  }
+  const report = (why: string): void => {
+    close();
+    gone(why);
+  };
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    clearInterval(poll);
+    clearTimeout(settle);
+    watcher?.close();
+  };
+  return { close };
+}

@@ -1,0 +1,167 @@
+// The ordered stop, once for every way a server stops: the host's stdin EOF, the `exit`
+// notification, the state dir removed (in process, through Service) and SIGTERM / SIGHUP (through
+// `serve`, which runs the same Service). Each must go: stopping → no new connections (the socket
+// file and the server record gone) → every request received answered → every accepted write
+// finished and the lock released → stopped, with the exit code serve would use and no error line.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { test } from 'node:test';
+import pino from 'pino';
+import { Service } from '../../src/server/service.js';
+import { Store } from '../../src/store/store.js';
+import { serverRecordPath } from '../../src/transport/server-record.js';
+import { serveSocket } from '../helpers/cli.js';
+import type { LogLine } from '../helpers/server.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { connectRaw, RawClient } from '../helpers/wire.js';
+
+const TIMEOUT = { timeout: 30_000 };
+const APPENDS = 20;
+const STEPS = ['stopping', 'closed', 'answered', 'finished', 'stopped'];
+
+const entry = (text: string) => ({ ts: '2025-01-01T00:00:00Z', role: 'user', text });
+
+/** What the stop looked like: its step lines in order, and what existed when the listener had closed. */
+interface StopSeen {
+  lines: LogLine[];
+  /** At the "closed" step: whether the socket file and the server record were still there. */
+  atClosed?: { socket: boolean; record: boolean };
+}
+
+const stepOf = (l: LogLine): string | undefined => (l.msg === 'stopping' || l.msg === 'stopped' ? l.msg : typeof l.step === 'string' ? l.step : undefined);
+
+/** Asserts the ordered stop: every step once, in order, the why and code given, nothing at error. */
+function assertOrderedStop(seen: StopSeen, why: string, code: number): void {
+  const steps = seen.lines.map(stepOf).filter((s): s is string => s !== undefined);
+  assert.deepEqual(steps, STEPS, `the stop's steps, in order; lines:\n${seen.lines.map((l) => JSON.stringify(l)).join('\n')}`);
+  assert.equal(seen.lines.find((l) => l.msg === 'stopping')?.why, why);
+  assert.equal(seen.lines.find((l) => l.msg === 'stopped')?.code, code);
+  const answered = seen.lines.find((l) => l.step === 'answered');
+  assert.equal(answered?.level, 20, 'every request was answered within the grace period');
+  const errors = seen.lines.filter((l) => l.level >= 50);
+  assert.deepEqual(errors, [], 'no error line');
+}
+
+/** A Service on dir/s.sock whose log lines are kept; at the "closed" step the files are looked at. */
+async function start(t: { after(fn: () => unknown): void }, lifecycleOwner: 'stdio' | 'any' = 'stdio') {
+  const dir = tempDir('hs-stop-');
+  const state = statePathIn(dir);
+  const socket = path.join(dir, 's.sock');
+  const seen: StopSeen = { lines: [] };
+  const log = pino({ level: 'debug' }, {
+    write: (text: string) => {
+      const line = JSON.parse(text) as LogLine;
+      seen.lines.push(line);
+      // The log is written synchronously, so this is the moment the step was reached.
+      if (line.step === 'closed') seen.atClosed = { socket: existsSync(socket), record: existsSync(serverRecordPath(state)) };
+    },
+  });
+  const service = await Service.open({ state, log, version: 'test', framing: { maxMessageBytes: 1 << 20 }, lifecycleOwner });
+  t.after(() => service.stop(0, 'test ended'));
+  await service.listen(socket);
+  assert.equal(existsSync(serverRecordPath(state)), true, 'listening writes the server record');
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  service.attachStreams(toServer, fromServer, 'stdio');
+  const host = new RawClient(fromServer, toServer, 'ndjson');
+  const client = await connectRaw(socket, 'ndjson', t);
+  return { dir, state, socket, seen, service, host, client };
+}
+
+/** Sends `APPENDS` appends to `name` without waiting; resolves with their replies. */
+function pipelineAppends(rpc: RawClient, name: string): Promise<unknown[]> {
+  const ids = Array.from({ length: APPENDS }, (_, i) => rpc.send('transcript/append', { name, entry: entry(`e${i}`) }));
+  return Promise.all(ids.map(async (id) => {
+    const reply = await rpc.response(id);
+    assert.equal(reply.error, undefined, JSON.stringify(reply));
+    return reply.result;
+  }));
+}
+
+/** The appends all answered, all in the file, in order; the lock released (the store opens again). */
+async function assertWritesKept(dir: string, replies: unknown[]): Promise<void> {
+  assert.deepEqual(replies, Array.from({ length: APPENDS }, (_, i) => ({ seq: i })));
+  const lines = readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8').trimEnd().split('\n');
+  assert.deepEqual(lines.map((l) => (JSON.parse(l) as { text: string }).text), Array.from({ length: APPENDS }, (_, i) => `e${i}`));
+  const again = await Store.open(statePathIn(dir));
+  await again.close();
+}
+
+test('stdin EOF: the host is gone, the stop answers what it sent, finishes the writes and stops with 0', TIMEOUT, async (t) => {
+  const s = await start(t);
+  await s.host.call('session/add', { session: { name: 'a' } });
+  const replies = pipelineAppends(s.host, 'a');
+  s.host.end();
+  const stopped = await s.service.stopped;
+  assert.deepEqual(stopped, { code: 0, why: 'stdin closed' });
+  assertOrderedStop(s.seen, 'stdin closed', 0);
+  assert.deepEqual(s.seen.atClosed, { socket: false, record: false }, 'no new connections once the stop began');
+  await assertWritesKept(s.dir, await replies);
+  await s.client.ended;
+});
+
+test('exit after shutdown: 0; the appends sent before it are answered and kept', TIMEOUT, async (t) => {
+  const s = await start(t);
+  await s.host.call('session/add', { session: { name: 'a' } });
+  const replies = pipelineAppends(s.host, 'a');
+  // shutdown runs after the writes sent before it, as a host awaits it before it sends exit.
+  assert.equal(await s.host.call('shutdown'), null);
+  s.host.notify('exit');
+  assert.deepEqual(await s.service.stopped, { code: 0, why: 'exit notification' });
+  assertOrderedStop(s.seen, 'exit notification', 0);
+  assert.deepEqual(s.seen.atClosed, { socket: false, record: false });
+  await assertWritesKept(s.dir, await replies);
+});
+
+test('exit without shutdown: 1, as LSP says; a socket client may send it when no host owns the server', TIMEOUT, async (t) => {
+  const s = await start(t, 'any');
+  await s.client.call('session/add', { session: { name: 'a' } });
+  const replies = pipelineAppends(s.client, 'a');
+  s.client.notify('exit');
+  assert.deepEqual(await s.service.stopped, { code: 1, why: 'exit notification' });
+  assertOrderedStop(s.seen, 'exit notification', 1);
+  await assertWritesKept(s.dir, await replies);
+});
+
+test('the state dir removed: the server stops with 0, says why at warn, and logs no error', TIMEOUT, async (t) => {
+  const s = await start(t);
+  await s.host.call('session/add', { session: { name: 'a' } });
+  assert.deepEqual(await pipelineAppends(s.client, 'a'), Array.from({ length: APPENDS }, (_, i) => ({ seq: i })));
+  rmSync(s.dir, { recursive: true, force: true });
+  assert.deepEqual(await s.service.stopped, { code: 0, why: 'state dir removed' });
+  assertOrderedStop(s.seen, 'state dir removed', 0);
+  const warn = s.seen.lines.find((l) => l.level === 40 && /state dir .* was removed/.test(l.msg ?? ''));
+  assert.ok(warn, `a warn line says the state dir was removed:\n${s.seen.lines.map((l) => JSON.stringify(l)).join('\n')}`);
+  await s.client.ended;
+});
+
+test('a state dir that stays: our own state.json replacements do not stop the server', TIMEOUT, async (t) => {
+  const s = await start(t);
+  for (let i = 0; i < 20; i++) await s.host.call('session/add', { session: { name: `s${i}` } });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(s.seen.lines.some((l) => l.msg === 'stopping'), false);
+  assert.deepEqual(await s.client.call('session/find', { name: 's19' }).then((r) => (r as { session: { name: string } }).session.name), 's19');
+});
+
+for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+  test(`${signal} to serve: the same ordered stop, exit 0`, TIMEOUT, async (t) => {
+    const dir = tempDir('hs-stop-');
+    const state = statePathIn(dir);
+    const socket = path.join(dir, 's.sock');
+    const server = await serveSocket(t, state, socket, ['--log-level', 'debug', '--log-format', 'json']);
+    const rpc = await server.connect('ndjson');
+    await rpc.call('session/add', { session: { name: 'a' } });
+    assert.equal(existsSync(serverRecordPath(state)), true, 'serve records its socket');
+    // Sent, not answered yet: the stop answers what it received and finishes those writes.
+    const replies = pipelineAppends(rpc, 'a');
+    server.child.kill(signal);
+    assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
+    const lines = server.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+    assertOrderedStop({ lines }, signal, 0);
+    assert.equal(existsSync(socket), false, 'the socket file is gone');
+    assert.equal(existsSync(serverRecordPath(state)), false, 'the record is gone');
+    await assertWritesKept(dir, await replies);
+  });
+}
