@@ -15,7 +15,8 @@ export const serveCommand = defineCommand({
   description:
     'Takes the state dir\'s lock (as Herrscher\'s Go daemon does), so one process writes it.\n' +
     'Stops in order (answers what it received, finishes writes, removes its socket) on stdin EOF\n' +
-    'in --stdio mode, on the exit notification, and on SIGTERM, SIGINT or SIGHUP.',
+    'in --stdio mode, on the exit notification, on SIGTERM, SIGINT or SIGHUP, and with exit 0\n' +
+    'when its state dir is removed.',
   flags: {
     state: {
       type: 'string',
