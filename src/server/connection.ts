@@ -1,19 +1,18 @@
-// One client: a vscode-jsonrpc connection whose every request goes through dispatch. Requests
-// of a connection apply in arrival order: vscode-jsonrpc hands them over one per turn, the store
-// enqueues writes synchronously, and reads and writes wait for the other kind sent before them.
-// Reads are also where a client that stops reading its replies is held back (ReadGate).
+// One client: a vscode-jsonrpc connection whose every request goes through the handler chain
+// (handler.ts): answer → order → gate → cancel → dispatch. This file counts what is owed to the
+// client (idle()), sends its notifications and tells who listens when it closes.
 import type { Logger } from 'pino';
-import type { CancellationToken, Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc/node';
-import { createMessageConnection, ResponseError } from 'vscode-jsonrpc/node';
-import { ErrorCodes } from '../protocol/errors.js';
-import { methods } from '../protocol/table.js';
+import type { Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc/node';
+import { createMessageConnection } from 'vscode-jsonrpc/node';
 import type { OutputFlow } from '../transport/framed-writer.js';
 import { outputFlowOf } from '../transport/framed-writer.js';
 import type { ServerContext } from './bind.js';
-import { dispatch, isMethodName } from './dispatch.js';
+import { cancelHandler } from './cancel-handler.js';
+import { gateHandler } from './gate-handler.js';
+import { answer, dispatchHandler } from './handler.js';
+import { orderHandler } from './order-handler.js';
 import { ReadGate } from './read-gate.js';
 import type { NotificationSink } from './subscriptions.js';
-import { toRpcError } from './to-rpc-error.js';
 
 const isRequest = (m: Message): boolean => 'method' in m && 'id' in m && (m as { id: unknown }).id !== undefined;
 const isResponse = (m: Message): m is ResponseMessage => !('method' in m) && 'id' in m;
@@ -28,48 +27,21 @@ function rpcLogger(log: Logger) {
   };
 }
 
-/** A request in flight; `waiters` are told when it is answered. */
-interface Op {
-  waiters?: (() => void)[];
-}
-
-/** Resolves once every request open in `ops` now has been answered. */
-function allOf(ops: ReadonlySet<Op>): Promise<void> {
-  return new Promise((resolve) => {
-    let left = ops.size;
-    const done = (): void => {
-      if (--left === 0) resolve();
-    };
-    for (const op of ops) (op.waiters ??= []).push(done);
-  });
-}
-
 export class ServerConnection implements NotificationSink {
   readonly connection: MessageConnection;
   private readonly flow: OutputFlow | undefined;
-  private readonly reads: ReadGate;
   private unanswered = 0;
   private idleWaiters: (() => void)[] = [];
-  /**
-   * Requests of this connection not answered yet, by kind. A read waits for the writes that
-   * arrived before it, and a write for the reads before it, so a pipelining client sees the
-   * order it sent (its read neither misses an earlier write nor sees a later one), while writes
-   * behind writes and reads behind reads still run concurrently. Plain objects, no promise per
-   * request: the hot path (a stream of appends) only adds to and deletes from a set.
-   */
-  private readonly openWrites = new Set<Op>();
-  private readonly openReads = new Set<Op>();
   private closed = false;
   private readonly closeListeners: (() => void)[] = [];
 
   constructor(
     reader: MessageReader,
     writer: MessageWriter,
-    private readonly ctx: ServerContext,
+    ctx: ServerContext,
     readonly log: Logger,
   ) {
     this.flow = outputFlowOf(writer);
-    this.reads = new ReadGate(this.flow);
     // Count requests in and responses out, so `idle()` knows when every request got its answer,
     // including requests still queued inside vscode-jsonrpc when the peer hung up.
     const countingReader: MessageReader = {
@@ -96,7 +68,7 @@ export class ServerConnection implements NotificationSink {
       dispose: () => writer.dispose(),
     };
     this.connection = createMessageConnection(countingReader, countingWriter, rpcLogger(log));
-    this.connection.onRequest((method, params, token) => this.handle(method, params, token));
+    this.connection.onRequest(answer(log, orderHandler(gateHandler(new ReadGate(this.flow), cancelHandler(dispatchHandler(ctx))))));
     this.connection.onNotification((method) => {
       if (method === 'exit') ctx.exit();
       else log.debug({ method }, 'notification ignored');
@@ -164,81 +136,4 @@ export class ServerConnection implements NotificationSink {
     const waiters = this.idleWaiters.splice(0);
     for (const w of waiters) w();
   }
-
-  /**
-   * Runs one request after the requests it must follow. A read may be cancelled (`$/cancelRequest`)
-   * until it is answered: -32800, as LSP. A write is never cancelled once received: it is queued
-   * in arrival order with the writes around it and applied, and its answer says so.
-   */
-  private async handle(method: string, params: unknown, token: CancellationToken): Promise<unknown> {
-    const debug = this.log.isLevelEnabled('debug');
-    const started = debug ? process.hrtime.bigint() : 0n;
-    let op: Op | undefined;
-    let mine: Set<Op> | undefined;
-    let gated = false;
-    try {
-      if (!isMethodName(method) || methods[method].notification) {
-        throw new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}`);
-      }
-      const write = methods[method].mutates === true;
-      const before = write ? this.openReads : this.openWrites;
-      mine = write ? this.openWrites : this.openReads;
-      mine.add((op = {}));
-      if (write) {
-        if (before.size > 0) await allOf(before);
-        return await dispatch(method, params, this.ctx);
-      }
-      if (before.size > 0) await cancellable(allOf(before), token);
-      const entry = this.reads.enter();
-      try {
-        await cancellable(entry, token);
-      } catch (err) {
-        // Cancelled while queued: the slot it will still be given goes back at once.
-        void entry.then(() => this.reads.leave());
-        throw err;
-      }
-      gated = true;
-      const result = await dispatch(method, params, this.ctx);
-      // Cancelled while it ran: the reply the client gave up on is not sent.
-      throwIfCancelled(token);
-      return result;
-    } catch (err) {
-      const { error, unexpected } = toRpcError(err);
-      if (unexpected) this.log.error({ err, method }, 'handler failed');
-      throw error;
-    } finally {
-      if (gated) this.reads.leave();
-      if (op) {
-        mine?.delete(op);
-        for (const w of op.waiters ?? []) w();
-      }
-      if (debug) this.log.debug({ method, us: Number(process.hrtime.bigint() - started) / 1000 }, 'request');
-    }
-  }
-}
-
-function cancelled(): ResponseError<unknown> {
-  return new ResponseError(ErrorCodes.RequestCancelled, 'request cancelled by $/cancelRequest before it was answered');
-}
-
-function throwIfCancelled(token: CancellationToken): void {
-  if (token.isCancellationRequested) throw cancelled();
-}
-
-/** Waits for `p`, or rejects with -32800 as soon as the request is cancelled. */
-function cancellable(p: Promise<void>, token: CancellationToken): Promise<void> {
-  if (token.isCancellationRequested) return Promise.reject(cancelled());
-  return new Promise((resolve, reject) => {
-    const listener = token.onCancellationRequested(() => reject(cancelled()));
-    p.then(
-      () => {
-        listener.dispose();
-        resolve();
-      },
-      (err: unknown) => {
-        listener.dispose();
-        reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
-  });
 }

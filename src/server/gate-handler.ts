@@ -1,0 +1,24 @@
+// The read gate in the chain: a read starts only when its connection's ReadGate lets it (few
+// reads running, few reply bytes unsent), so a client that stops reading its replies is held back.
+import { cancellable } from './cancel-handler.js';
+import type { Handler } from './handler.js';
+import type { ReadGate } from './read-gate.js';
+
+export function gateHandler(gate: ReadGate, next: Handler): Handler {
+  return async (call) => {
+    if (call.write) return next(call);
+    const entry = gate.enter();
+    try {
+      await cancellable(entry, call.token);
+    } catch (err) {
+      // Cancelled while queued: the slot it will still be given goes back at once.
+      void entry.then(() => gate.leave());
+      throw err;
+    }
+    try {
+      return await next(call);
+    } finally {
+      gate.leave();
+    }
+  };
+}

@@ -1,0 +1,57 @@
+// A request's way through a connection, as a chain of small handlers (the shape of
+// golang.org/x/tools' jsonrpc2 handler chain): `lookup` names the method, then order → gate →
+// cancel → dispatch, each a function that takes the next. connection.ts composes them once per
+// connection; each is tested on its own (test/server/*-handler.test.ts).
+import type { Logger } from 'pino';
+import type { CancellationToken } from 'vscode-jsonrpc/node';
+import { ResponseError } from 'vscode-jsonrpc/node';
+import { ErrorCodes } from '../protocol/errors.js';
+import type { MethodName } from '../protocol/table.js';
+import { methods } from '../protocol/table.js';
+import type { ServerContext } from './bind.js';
+import { dispatch, isMethodName } from './dispatch.js';
+import { toRpcError } from './to-rpc-error.js';
+
+/** One request of a known method. */
+export interface Call {
+  readonly method: MethodName;
+  readonly params: unknown;
+  readonly token: CancellationToken;
+  /** Whether the method changes the state (the table's `mutates`): writes and reads are ordered apart. */
+  readonly write: boolean;
+}
+
+/** Answers a call: the result, or a thrown error (a ResponseError, or any other, mapped by `answer`). */
+export type Handler = (call: Call) => Promise<unknown>;
+
+/** The last handler: the method's own, with its params checked against the contract. */
+export function dispatchHandler(ctx: ServerContext): Handler {
+  return (call) => dispatch(call.method, call.params, ctx);
+}
+
+/** What vscode-jsonrpc calls for a request: a method name from the wire, not yet known to be ours. */
+export type RequestHandler = (method: string, params: unknown, token: CancellationToken) => Promise<unknown>;
+
+/**
+ * The entry of the chain: refuses an unknown method (-32601), maps whatever the chain throws to
+ * the JSON-RPC error the client gets (an unexpected one is logged at error, with the method), and
+ * times the request at debug.
+ */
+export function answer(log: Logger, next: Handler): RequestHandler {
+  return async (method, params, token) => {
+    const debug = log.isLevelEnabled('debug');
+    const started = debug ? process.hrtime.bigint() : 0n;
+    try {
+      if (!isMethodName(method) || methods[method].notification) {
+        throw new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}`);
+      }
+      return await next({ method, params, token, write: methods[method].mutates === true });
+    } catch (err) {
+      const { error, unexpected } = toRpcError(err);
+      if (unexpected) log.error({ err, method }, 'handler failed');
+      throw error;
+    } finally {
+      if (debug) log.debug({ method, us: Number(process.hrtime.bigint() - started) / 1000 }, 'request');
+    }
+  };
+}
