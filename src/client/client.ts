@@ -6,19 +6,21 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import { createMessageConnection } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
 import type { FunctionName } from '../protocol/define.js';
 import { functionName } from '../protocol/define.js';
 import type { MethodName, MethodTable, NotificationName, NotificationTable } from '../protocol/table.js';
 import { methodList } from '../protocol/table.js';
 import type { Framing } from '../transport/framing.js';
-import { createFramedTransport } from '../transport/framing.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
 import { describeSource, discoverSocket, servesState } from '../transport/discovery.js';
 import { connectUnixSocket, SocketError } from '../transport/socket.js';
 import { assertFolderPrivate, assertSocketTrusted } from '../transport/socket-folder.js';
 import { childCommand } from './child-command.js';
+import type { CallOptions } from './client-core.js';
+import { ClientCore } from './client-core.js';
+import { ConnectionClosedError } from './client-errors.js';
+import { Link } from './link.js';
+import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 
 type Params<M extends MethodName> = z.input<MethodTable[M]['params']>;
 type Result<M extends MethodName> = z.output<MethodTable[M]['result']>;
@@ -26,45 +28,43 @@ type Result<M extends MethodName> = z.output<MethodTable[M]['result']>;
 /** One function per method; params are optional where the method needs none. */
 export type MethodFunctions = {
   [M in MethodName as FunctionName<M>]: undefined extends Params<M>
-    ? (params?: Params<M>) => Promise<Result<M>>
-    : (params: Params<M>) => Promise<Result<M>>;
+    ? (params?: Params<M>, options?: CallOptions) => Promise<Result<M>>
+    : (params: Params<M>, options?: CallOptions) => Promise<Result<M>>;
 };
 
 export interface StateClient extends MethodFunctions {
   /** Calls a method by wire name. */
-  call<M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>>;
-  /** Subscribes to a server notification (watch/*: session/didChange, transcript/didAppend…). */
-  onNotification<N extends NotificationName>(method: N, handler: (params: z.output<NotificationTable[N]['params']>) => void): void;
-  /** The underlying vscode-jsonrpc connection. */
+  call<M extends MethodName>(method: M, params?: Params<M>, options?: CallOptions): Promise<Result<M>>;
+  /**
+   * Subscribes to a server notification (watch/*: session/didChange, transcript/didAppend…).
+   * Handlers stay registered across reconnections.
+   */
+  onNotification<N extends NotificationName>(method: N, handler: (params: z.output<NotificationTable[N]['params']>) => void): { dispose(): void };
+  /** Told when the connection is lost, each reconnection attempt, when it is restored, and when the client is closed for good. */
+  onConnectionState(listener: (state: ConnectionState) => void): { dispose(): void };
+  /** The current vscode-jsonrpc connection (a reconnection replaces it). */
   readonly connection: MessageConnection;
+  /** Why the client is closed for good (the connection ended and it does not reconnect); undefined while open or reconnecting. */
+  readonly closed: Error | undefined;
   /** Ends the connection (and, for a spawned server, closes its stdin and waits for its exit). */
   close(): Promise<void>;
 }
 
 export type { Framing } from '../transport/framing.js';
+export type { CallOptions } from './client-core.js';
+export type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 
-function makeClient(connection: MessageConnection, onClose: () => Promise<void>): StateClient {
-  const call = <M extends MethodName>(method: M, params?: Params<M>): Promise<Result<M>> => {
-    try {
-      return (method === 'exit'
-        ? connection.sendNotification(method, params).then(() => null)
-        : connection.sendRequest(method, params ?? {})) as Promise<Result<M>>;
-    } catch (err) {
-      // vscode-jsonrpc throws at once on a closed connection; an async API should reject.
-      return Promise.reject(err);
-    }
-  };
+function makeClient(core: ClientCore): StateClient {
+  const call = (method: string, params?: unknown, options?: CallOptions): Promise<unknown> => core.call(method, params, options);
   const client: Record<string, unknown> = {
     call,
-    connection,
-    onNotification: (method: string, handler: (params: unknown) => void) => connection.onNotification(method, handler),
-    close: onClose,
+    onNotification: (method: string, handler: (params: unknown) => void) => core.onNotification(method, handler),
+    onConnectionState: (listener: (s: ConnectionState) => void) => core.onConnectionState(listener),
+    close: () => core.close(),
   };
-  for (const def of methodList) client[functionName(def.method)] = (params?: unknown) => call(def.method as MethodName, params as never);
-  // vscode-jsonrpc leaves pending requests pending when the peer goes away; disposing rejects
-  // them, so a caller learns that the server died instead of waiting forever.
-  connection.onClose(() => connection.dispose());
-  connection.listen();
+  Object.defineProperty(client, 'connection', { get: () => core.connection, enumerable: true });
+  Object.defineProperty(client, 'closed', { get: () => core.closed, enumerable: true });
+  for (const def of methodList) client[functionName(def.method)] = (params?: unknown, options?: CallOptions) => call(def.method, params, options);
   return client as unknown as StateClient;
 }
 
@@ -82,7 +82,22 @@ export interface ConnectOptions {
    */
   state?: string;
   framing?: Framing;
+  /** How long to wait for the socket to accept (default 2000 ms). */
   timeoutMs?: number;
+  /**
+   * A bound on every call, in ms, waiting for a reconnection included; a call passes `{timeoutMs}`
+   * to set its own. Default: none (a call waits for its reply or for the connection to end).
+   */
+  callTimeoutMs?: number;
+  /**
+   * Reconnect when the connection is lost (the server restarted): `true` for the default backoff
+   * (100 ms doubling to 5 s, until close()). Default off: calls in flight when the connection is
+   * lost are rejected either way; with it, later calls wait for the new connection, and every
+   * subscription is made again with `since`, so notification handlers miss nothing.
+   */
+  reconnect?: boolean | ReconnectOptions;
+  /** The largest reply accepted, in bytes (default the server's default limit, 64 MiB). */
+  maxMessageBytes?: number;
   /** The environment the rule reads (default process.env). */
   env?: NodeJS.ProcessEnv;
 }
@@ -93,6 +108,13 @@ export interface ConnectOptions {
  * a socket another user put there is refused (SocketError EUNSAFE), never written to.
  */
 export async function connect(options: ConnectOptions = {}): Promise<StateClient> {
+  const dial = (): Promise<Link> => dialSocket(options);
+  const reconnect = options.reconnect === true ? {} : options.reconnect === false ? undefined : options.reconnect;
+  return makeClient(new ClientCore(await dial(), { dial, callTimeoutMs: options.callTimeoutMs, reconnect }));
+}
+
+/** One connection to the server the discovery rule finds now, after the socket's checks. */
+async function dialSocket(options: ConnectOptions): Promise<Link> {
   const found = await discoverSocket({ socket: options.socket, state: options.state, env: options.env });
   try {
     if (found.source === 'default') await assertDefaultFolder(path.dirname(found.path));
@@ -107,22 +129,17 @@ export async function connect(options: ConnectOptions = {}): Promise<StateClient
   } catch (err) {
     throw options.state !== undefined && err instanceof SocketError ? noServerFor(err.message) : err;
   }
-  const t = createFramedTransport(socket, socket, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, initialFraming: options.framing ?? 'lsp' });
-  const connection = createMessageConnection(t.reader, t.writer);
-  const client = makeClient(connection, async () => {
-    connection.dispose();
-    socket.end();
-    socket.destroy();
-  });
-  if (options.state === undefined) return client;
+  const s = socket;
+  const link = new Link(s, s, () => s.destroy(), { framing: options.framing ?? 'lsp', maxMessageBytes: options.maxMessageBytes });
+  if (options.state === undefined) return link;
   // The socket of a state with no live server may be another state's (the default socket, a
   // stale record whose pid was reused): ask before anything else is sent.
   try {
-    const { statePath } = await client.initialize({});
-    if (await servesState(statePath, options.state)) return client;
+    const { statePath } = (await link.request('initialize', {}, options.callTimeoutMs)) as { statePath: string };
+    if (await servesState(statePath, options.state)) return link;
     throw noServerFor(`the server at ${describeSource(found)} serves ${statePath}; nothing but initialize was sent to it`);
   } catch (err) {
-    await client.close();
+    link.fail(new ConnectionClosedError('closed: not the server of the state asked for'));
     throw err instanceof SocketError ? err : noServerFor(`the server at ${describeSource(found)} did not say which state it serves: ${(err as Error).message}`);
   }
 }
@@ -157,6 +174,8 @@ export interface SpawnOptions {
    * holds the lock can still spawn the server (issue 8).
    */
   lockFd?: number;
+  /** A bound on every call, in ms (see ConnectOptions.callTimeoutMs). */
+  callTimeoutMs?: number;
 }
 
 export interface SpawnedClient extends StateClient {
@@ -172,15 +191,10 @@ export function spawn(options: SpawnOptions): SpawnedClient {
   const cmd = childCommand({ ...options, cli: options.cli ?? builtCli() });
   const child = spawnChild(cmd.command, cmd.args, { stdio: cmd.stdio, env: cmd.env });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const t = createFramedTransport(child.stdout as NodeJS.ReadableStream, child.stdin as NodeJS.WritableStream, {
-    maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
-    initialFraming: options.framing ?? 'lsp',
+  const link = new Link(child.stdout as NodeJS.ReadableStream, child.stdin as NodeJS.WritableStream, () => child.stdin?.end(), {
+    framing: options.framing ?? 'lsp',
   });
-  const connection = createMessageConnection(t.reader, t.writer);
-  const client = makeClient(connection, async () => {
-    connection.dispose();
-    child.stdin?.end();
-    await exited;
-  });
+  const dial = (): Promise<Link> => Promise.reject(new Error('a spawned server is not reconnected'));
+  const client = makeClient(new ClientCore(link, { dial, callTimeoutMs: options.callTimeoutMs, afterClose: () => exited.then(() => undefined) }));
   return Object.assign(client, { child, exited }) as SpawnedClient;
 }

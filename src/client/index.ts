@@ -1,7 +1,8 @@
 // The package's public entry: what an editor extension or a TypeScript bridge imports.
 export { connect, spawn } from './client.js';
 export { functionName } from '../protocol/define.js';
-export type { StateClient, SpawnedClient, ConnectOptions, SpawnOptions, Framing, MethodFunctions } from './client.js';
+export type { StateClient, SpawnedClient, ConnectOptions, SpawnOptions, Framing, MethodFunctions, CallOptions, ConnectionState, ReconnectOptions } from './client.js';
+export { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
 export { ErrorCodes } from '../protocol/errors.js';
 export type { ErrorName, ErrorCode } from '../protocol/errors.js';
 export type { MethodName, MethodTable } from '../protocol/table.js';

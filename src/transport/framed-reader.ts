@@ -30,6 +30,11 @@ export interface FramedReaderOptions {
   /** Where unfinished messages' bytes are counted with other connections' (default: the process's). */
   frameBudget?: FrameBudget;
   onProtocolError?: (info: ProtocolErrorInfo) => void;
+  /**
+   * Answer bad input with an error response (default true, as a server must). A client sets
+   * false: its peer sent no request to answer, and the client ends the connection instead.
+   */
+  answerBadInput?: boolean;
 }
 
 type ReaderState = 'new' | 'listening' | 'stopped';
@@ -199,6 +204,7 @@ export class FramedReader extends AbstractMessageReader {
 
   private answer(error: FramingError): void {
     this.options.onProtocolError?.({ code: error.code, message: error.message });
+    if (this.options.answerBadInput === false) return;
     // A failed write already surfaces as the writer's error event; nothing more to do here.
     this.sink.write(errorResponse(error)).catch(ignore);
   }

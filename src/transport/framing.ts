@@ -20,6 +20,8 @@ export interface FramedTransportOptions {
   initialFraming?: Framing;
   /** Told of every -32700/-32600/-32040 the transport answers, e.g. to log it. */
   onProtocolError?: (info: ProtocolErrorInfo) => void;
+  /** Answer bad input with an error response (default true; a client sets false and hangs up). */
+  answerBadInput?: boolean;
 }
 
 export interface FramedTransport {

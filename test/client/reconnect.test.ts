@@ -1,0 +1,116 @@
+// The TypeScript client across a server restart: with `reconnect`, a writer's calls wait for the
+// new server and a subscriber's handlers keep receiving under the same subscription id, caught
+// up with `since`; the subscriber sees every acknowledged append exactly once, in order.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { ConnectionState } from '../../src/client/index.js';
+import { ConnectionClosedError, connect } from '../../src/client/index.js';
+import type { Ctx } from '../helpers/cli.js';
+import { serveSocket } from '../helpers/cli.js';
+import { entry, TIMEOUT } from '../helpers/feed.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+
+const fast = { initialDelayMs: 20, maxDelayMs: 200 };
+
+/** A `serve` process on a socket in a fresh dir; `restart()` stops it (SIGTERM) and serves the same dir again. */
+async function realServer(t: Ctx) {
+  const dir = tempDir();
+  const socket = `${dir}/s.sock`;
+  let current = await serveSocket(t, statePathIn(dir), socket);
+  return {
+    socket,
+    stop: async () => {
+      current.child.kill('SIGTERM');
+      await current.exited;
+    },
+    start: async () => {
+      current = await serveSocket(t, statePathIn(dir), socket);
+    },
+  };
+}
+
+test('a writer and a subscriber ride over a server restart: every acknowledged append seen once, in order', { timeout: TIMEOUT }, async (t) => {
+  const server = await realServer(t);
+  const { socket } = server;
+  const setup = await connect({ socket });
+  t.after(() => setup.close());
+  await setup.sessionAdd({ session: { name: 'a' } });
+  for (let i = 0; i < 5; i++) await setup.transcriptAppend({ name: 'a', entry: entry(`early${i}`) });
+
+  const writer = await connect({ socket, reconnect: fast, callTimeoutMs: 30_000 });
+  const subscriber = await connect({ socket, reconnect: fast });
+  t.after(() => writer.close());
+  t.after(() => subscriber.close());
+  const states: ConnectionState['state'][] = [];
+  subscriber.onConnectionState((s) => states.push(s.state));
+  const seen: number[] = [];
+  const ids = new Set<string>();
+  const sessionsSeen: string[] = [];
+  subscriber.onNotification('transcript/didAppend', (n) => {
+    seen.push(n.seq);
+    ids.add(n.subscription);
+  });
+  subscriber.onNotification('state/resync', (n) => sessionsSeen.push(...(n.state.sessions ?? []).map((s) => s.name)));
+  const sub = await subscriber.watchSubscribe({ transcripts: ['a'], sessions: true });
+
+  const acked: number[] = [];
+  let lost = 0;
+  const append = async (text: string): Promise<void> => {
+    try {
+      acked.push((await writer.transcriptAppend({ name: 'a', entry: entry(text) })).seq);
+    } catch (err) {
+      // In flight when the connection went: it may or may not be in the file; not acknowledged.
+      assert.ok(err instanceof ConnectionClosedError, String(err));
+      lost++;
+    }
+  };
+  for (let i = 0; i < 40; i++) await append(`before${i}`);
+  // The restart, with appends in flight; the new server comes up a little later.
+  const inFlight = Array.from({ length: 10 }, (_, i) => append(`racing${i}`));
+  await server.stop();
+  const restarting = new Promise((resolve) => setTimeout(resolve, 150)).then(() => server.start());
+  const during = Array.from({ length: 10 }, (_, i) => append(`waiting${i}`));
+  await restarting;
+  await Promise.all([...inFlight, ...during]);
+  for (let i = 0; i < 40; i++) await append(`after${i}`);
+  const last = acked[acked.length - 1]!;
+  await new Promise<void>((resolve) => {
+    const check = (): void => void (seen.includes(last) ? resolve() : setTimeout(check, 20));
+    check();
+  });
+
+  assert.ok(acked.length >= 90, `acknowledged ${acked.length}, lost ${lost}`);
+  for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! > seen[i - 1]!, `seq ${seen[i]} after ${seen[i - 1]}: out of order or duplicate`);
+  const missing = acked.filter((s) => !seen.includes(s));
+  assert.deepEqual(missing, [], 'every acknowledged append was seen');
+  assert.deepEqual([...ids], [sub.subscription], 'one subscription id throughout');
+  assert.ok(states.includes('lost') && states.includes('restored'), `states: ${states.join(', ')}`);
+  assert.deepEqual(sessionsSeen, ['a'], 'the new run sent state/resync once');
+  assert.equal(subscriber.closed, undefined);
+});
+
+test('without reconnect, a lost connection closes the client: calls fail at once with ConnectionClosedError', { timeout: TIMEOUT }, async (t) => {
+  const server = await realServer(t);
+  const client = await connect({ socket: server.socket });
+  t.after(() => client.close());
+  const states: ConnectionState['state'][] = [];
+  client.onConnectionState((s) => states.push(s.state));
+  await client.sessionList();
+  await server.stop();
+  await new Promise<void>((resolve) => {
+    const check = (): void => void (client.closed ? resolve() : setTimeout(check, 10));
+    check();
+  });
+  await assert.rejects(client.sessionList(), ConnectionClosedError);
+  assert.deepEqual(states, ['closed']);
+});
+
+test('reconnect with maxAttempts gives up when no server comes back: waiting calls fail, closed is set', { timeout: TIMEOUT }, async (t) => {
+  const server = await realServer(t);
+  const client = await connect({ socket: server.socket, reconnect: { initialDelayMs: 10, maxDelayMs: 20, maxAttempts: 3 } });
+  t.after(() => client.close());
+  await client.sessionList();
+  await server.stop();
+  await assert.rejects(client.sessionList(), (err: unknown) => err instanceof ConnectionClosedError && /did not come back/.test(err.message));
+  assert.ok(client.closed instanceof Error);
+});
