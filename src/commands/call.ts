@@ -3,6 +3,7 @@
 import { ResponseError } from 'vscode-jsonrpc';
 import { connect } from '../client/client.js';
 import type { ClientOptions } from './client-options.js';
+import { replyTimeoutMs } from './reply-timeout.js';
 import type { MethodName } from '../protocol/table.js';
 
 export interface CallOptions extends ClientOptions {
@@ -22,7 +23,7 @@ export async function call(o: CallOptions): Promise<number> {
   }
   let client;
   try {
-    client = await connect(o);
+    client = await connect({ ...o, callTimeoutMs: replyTimeoutMs() });
   } catch (err) {
     process.stderr.write(`herrscher-state call: ${(err as Error).message}\n`);
     return 1;

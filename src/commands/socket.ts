@@ -4,12 +4,13 @@
 import { connect } from '../client/client.js';
 import { describeSource, discoverSocket } from '../transport/discovery.js';
 import type { ClientOptions } from './client-options.js';
+import { replyTimeoutMs } from './reply-timeout.js';
 
 export async function socket(o: ClientOptions): Promise<number> {
   const found = await discoverSocket({ socket: o.socket, state: o.state });
   try {
     // connect() applies the same rule and the ownership checks; one `status` proves a server answers.
-    const client = await connect({ ...o, socket: found.path });
+    const client = await connect({ ...o, socket: found.path, callTimeoutMs: replyTimeoutMs() });
     try {
       await client.status();
     } finally {

@@ -5,13 +5,14 @@ import { connect } from '../client/client.js';
 import type { MethodTable } from '../protocol/table.js';
 import type { z } from 'zod';
 import type { ClientOptions } from './client-options.js';
+import { replyTimeoutMs } from './reply-timeout.js';
 
 type Status = z.output<MethodTable['status']['result']>;
 
 export async function status(o: ClientOptions & { json: boolean }): Promise<number> {
   let s: Status;
   try {
-    const client = await connect(o);
+    const client = await connect({ ...o, callTimeoutMs: replyTimeoutMs() });
     try {
       s = await client.status();
     } finally {

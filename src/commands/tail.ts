@@ -3,6 +3,7 @@
 import { connect } from '../client/client.js';
 import type { TranscriptEntry } from '../protocol/model.js';
 import type { ClientOptions } from './client-options.js';
+import { replyTimeoutMs } from './reply-timeout.js';
 import { safeJson } from './escape.js';
 import { formatEntry, formatSessions } from './format.js';
 
@@ -12,15 +13,18 @@ export interface TailOptions {
   /** One JSON object per entry, `{"seq":N,"entry":{…}}`, instead of the readable line. */
   json: boolean;
   raw: boolean;
+  /** With follow: ride over a server restart (reconnect and catch up) instead of exiting 1. */
+  reconnect: boolean;
 }
 
 /**
- * Prints the newest `lines` entries; with `follow`, then every new one until interrupted (exit 0),
- * the session is removed (exit 0, said on stderr) or the server goes away (exit 1: no reconnect).
- * A name with no session row is exit 1.
+ * Prints the newest `lines` entries; with `follow`, then every new one until interrupted (exit 0)
+ * or the session is removed (exit 0, said on stderr). When the server goes away, `follow`
+ * reconnects (said on stderr) and prints what was appended meanwhile, each entry once; with
+ * `reconnect` false it exits 1 instead. A name with no session row is exit 1.
  */
 export async function tail(name: string, t: TailOptions, o: ClientOptions): Promise<number> {
-  const client = await connect(o);
+  const client = await connect({ ...o, reconnect: t.follow && t.reconnect, callTimeoutMs: replyTimeoutMs() });
   const print = (seq: number, entry: TranscriptEntry): void =>
     void process.stdout.write(`${t.json ? safeJson({ seq, entry }) : formatEntry(entry, { raw: t.raw })}\n`);
   const say = (message: string): void => void process.stderr.write(`herrscher-state tail: ${message}\n`);
@@ -43,6 +47,14 @@ export async function tail(name: string, t: TailOptions, o: ClientOptions): Prom
     client.onNotification('session/didChange', (n) => {
       if (n.name === name && n.kind === 'removed') removed?.();
     });
+    // After a restart the server sends the whole document: the row gone means removed meanwhile.
+    client.onNotification('state/resync', (n) => {
+      if (!(n.state.sessions ?? []).some((s) => s.name === name)) removed?.();
+    });
+    client.onConnectionState((c) => {
+      if (c.state === 'lost' && t.reconnect) say(`the server went away (${c.error.message}); reconnecting…`);
+      else if (c.state === 'restored') say('reconnected; following again from the last entry shown');
+    });
     await client.watchSubscribe({ sessions: true, transcripts: [name] });
   }
   const { session } = await client.sessionFind({ name });
@@ -62,12 +74,16 @@ export async function tail(name: string, t: TailOptions, o: ClientOptions): Prom
   for (const n of appended) show(n.seq, n.entry);
   const end = await new Promise<'gone' | 'removed' | 'signal'>((resolve) => {
     removed = () => resolve('removed');
-    client.connection.onClose(() => resolve('gone'));
+    client.onConnectionState((c) => {
+      if (c.state === 'closed') resolve('gone');
+    });
+    if (client.closed) resolve('gone');
     for (const s of ['SIGINT', 'SIGHUP', 'SIGTERM'] as const) process.once(s, () => resolve('signal'));
   });
+  const why = client.closed?.message;
   await client.close();
   if (end === 'gone') {
-    say('the server went away (the connection closed); not reconnecting');
+    say(`the server went away (${why ?? 'the connection closed'}); not reconnecting (--no-reconnect)`);
     return 1;
   }
   if (end === 'removed') say(`session ${JSON.stringify(name)} was removed; nothing more to follow`);
@@ -75,7 +91,7 @@ export async function tail(name: string, t: TailOptions, o: ClientOptions): Prom
 }
 
 export async function sessions(o: ClientOptions & { json: boolean; raw: boolean }): Promise<number> {
-  const client = await connect(o);
+  const client = await connect({ ...o, callTimeoutMs: replyTimeoutMs() });
   try {
     const result = await client.sessionInfos();
     process.stdout.write(`${o.json ? safeJson(result, 2) : formatSessions(result.sessions, { raw: o.raw })}\n`);

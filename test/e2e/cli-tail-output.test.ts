@@ -1,7 +1,8 @@
 // tail and sessions for people and scripts: a name with no session is exit 1 with a message;
 // transcript text cannot drive the terminal (control characters, escape sequences and bidi
 // overrides printed escaped unless --raw); --json for scripts; tail -f ends when the session is
-// removed (exit 0) and when the server goes away (exit 1, said on stderr). The server runs in
+// removed (exit 0), rides over a server restart (said on stderr), and with --no-reconnect ends
+// when the server goes away (exit 1, said on stderr). The server runs in
 // process; the CLI is spawned because its output and exit code are the subject.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -13,6 +14,7 @@ import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import type { Ctx } from '../helpers/server.js';
 import { startServer } from '../helpers/server.js';
 import { escapeForTerminal, safeJson } from '../../src/commands/escape.js';
+import { connect } from '../../src/client/client.js';
 
 /** Text a hostile channel member could send: colour, bell, carriage return, right-to-left override. */
 const HOSTILE = 'red \x1b[31mALERT\x1b[0m bell\x07 cr\rover \u202Egnp.exe\nsecond\tline';
@@ -98,18 +100,45 @@ test('tail -f ends with exit 0 when the session is removed, saying so on stderr'
   assert.equal(tail.stderr(), 'herrscher-state tail: session "main" was removed; nothing more to follow\n');
 });
 
-test('tail -f exits 1 when the server goes away, saying it does not reconnect', { timeout: TIMEOUT }, async (t) => {
+test('tail -f --no-reconnect exits 1 when the server goes away, saying it does not reconnect', { timeout: TIMEOUT }, async (t) => {
   // A server process that dies: the kernel closes its end, as no in-process stop does.
   const dir = tempDir();
   const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'));
   const client = await typedClient(t, server.socket);
   await client.sessionAdd({ session: { name: 'main', type: 'text', cmd: 'claude' } });
   await client.transcriptAppend({ name: 'main', entry: entry('one') });
-  const tail = runCli(t, ['tail', 'main', '-f', '--socket', server.socket]);
+  const tail = runCli(t, ['tail', 'main', '-f', '--no-reconnect', '--socket', server.socket]);
   await untilLines(tail, 1);
   server.child.kill('SIGKILL');
   assert.deepEqual(await tail.exited, { code: 1, signal: null }, tail.stderr());
-  await waitForStderr(tail, /^herrscher-state tail: the server went away \(the connection closed\); not reconnecting\n$/);
+  await waitForStderr(tail, /^herrscher-state tail: the server went away \(the server closed the connection\); not reconnecting \(--no-reconnect\)\n$/);
+});
+
+test('tail -f rides over a server restart: says so on stderr, then prints what was appended meanwhile and after, each entry once', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  let server = await serveSocket(t, statePathIn(dir), socket);
+  const writer = await connect({ socket, reconnect: { initialDelayMs: 20, maxDelayMs: 200 }, callTimeoutMs: 60_000 });
+  t.after(() => writer.close());
+  await writer.sessionAdd({ session: { name: 'main', type: 'text', cmd: 'claude' } });
+  for (let i = 0; i < 3; i++) await writer.transcriptAppend({ name: 'main', entry: entry(`first${i}`) });
+  const tail = runCli(t, ['tail', 'main', '-f', '--json', '-n', '2', '--socket', socket]);
+  await untilLines(tail, 2);
+  server.child.kill('SIGTERM');
+  await server.exited;
+  await waitForStderr(tail, /the server went away .*; reconnecting…\n/);
+  server = await serveSocket(t, statePathIn(dir), socket);
+  // Appended before tail is back: it catches up on them from the file.
+  for (let i = 0; i < 3; i++) await writer.transcriptAppend({ name: 'main', entry: entry(`second${i}`) });
+  await waitForStderr(tail, /reconnected; following again/);
+  for (let i = 0; i < 3; i++) await writer.transcriptAppend({ name: 'main', entry: entry(`third${i}`) });
+  await untilLines(tail, 2 + 6);
+  const lines = tail.stdout().trim().split('\n').map((l) => JSON.parse(l) as { seq: number; entry: { text: string } });
+  assert.deepEqual(lines.map((l) => `${l.seq} ${l.entry.text}`), [
+    '1 first1', '2 first2', '3 second0', '4 second1', '5 second2', '6 third0', '7 third1', '8 third2',
+  ]);
+  tail.child.kill('SIGTERM');
+  assert.deepEqual(await tail.exited, { code: 0, signal: null }, tail.stderr());
 });
 
 test('escaping covers C0 but newline and tab, DEL, C1 and every bidi override and isolate', () => {

@@ -1,0 +1,35 @@
+// The client commands against a broken server (test/fixtures/fake-server.mjs): status, call and
+// socket exit 1 with a message, never hang, whether the server never answers (bounded by
+// $HERRSCHER_STATE_REPLY_TIMEOUT_MS), speaks garbage or hangs up mid-reply.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { privateRuntimeDir, runToEnd } from '../helpers/cli.js';
+import type { FakeMode } from '../helpers/fake-server.js';
+import { startFakeServer } from '../helpers/fake-server.js';
+import { TIMEOUT } from '../helpers/feed.js';
+
+const env = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  HERRSCHER_STATE_DIR: undefined,
+  HERRSCHER_STATE_SOCKET: undefined,
+  XDG_RUNTIME_DIR: privateRuntimeDir(),
+  HERRSCHER_STATE_REPLY_TIMEOUT_MS: '300',
+});
+
+const cases: [FakeMode, RegExp][] = [
+  ['silent', /no reply within 300 ms/],
+  ['garbage', /broke the protocol/],
+  ['close-mid-reply', /closed the connection|broke the protocol/],
+];
+
+for (const [mode, says] of cases) {
+  test(`status, call and socket exit 1 with a message against a server whose reply is ${mode}`, { timeout: TIMEOUT }, async (t) => {
+    const socket = await startFakeServer(t, mode);
+    for (const args of [['status'], ['call', 'session/list'], ['socket']]) {
+      const got = await runToEnd([...args, '--socket', socket], { env: env() });
+      assert.equal(got.code, 1, `${args.join(' ')}: ${got.stderr}`);
+      assert.equal(got.stdout, '');
+      assert.match(got.stderr, says, args.join(' '));
+    }
+  });
+}
