@@ -105,8 +105,14 @@ export class StateStore {
    * file that cannot be loaded is logged (once) and the last document kept; writes are refused
    * until it is fixed.
    */
-  refresh(): Promise<void> {
-    if (!this.queue.idle) return Promise.resolve();
+  async refresh(): Promise<void> {
+    if (!this.queue.idle) return;
+    // The common case, nothing changed, costs one lstat and no turn of the queue. A commit that
+    // renamed its file while this stat ran is told apart inside the queue, by the stamp it left.
+    // A stat that fails is left to the look inside the queue, which reports it.
+    const now = await stampOf(this.io, this.file).catch(() => 'unknown' as const);
+    if (now !== 'unknown' && (now === null || sameStamp(now, this.stamp))) return;
+    if (!this.queue.idle) return;
     this.refreshing ??= this.queue
       .exclusive(async () => {
         try {
@@ -119,7 +125,7 @@ export class StateStore {
         }
       })
       .finally(() => (this.refreshing = undefined));
-    return this.refreshing;
+    await this.refreshing;
   }
 
   /** The last committed document: what is in the file. */
