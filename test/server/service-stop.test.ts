@@ -165,3 +165,19 @@ for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
     await assertWritesKept(dir, await replies);
   });
 }
+
+test('serve whose state dir is removed exits 0 by itself, with a warn line and no error line', TIMEOUT, async (t) => {
+  const dir = tempDir('hs-stop-');
+  const state = statePathIn(path.join(dir, 'state'));
+  const socket = path.join(dir, 's.sock');
+  const server = await serveSocket(t, state, socket, ['--log-level', 'debug', '--log-format', 'json']);
+  const rpc = await server.connect('ndjson');
+  await rpc.call('session/add', { session: { name: 'a' } });
+  assert.deepEqual(await pipelineAppends(rpc, 'a'), Array.from({ length: APPENDS }, (_, i) => ({ seq: i })));
+  rmSync(path.dirname(state), { recursive: true, force: true });
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
+  const lines = server.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+  assertOrderedStop({ lines }, 'state dir removed', 0);
+  assert.ok(lines.some((l) => l.level === 40 && /was removed/.test(l.msg ?? '')), server.stderr());
+  assert.equal(existsSync(socket), false, 'the socket outside the removed dir is removed too');
+});
