@@ -13,7 +13,9 @@ import type { Io } from './io.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 
+/** The marks of `state.json`; another state file's are in its own side folder (paths.ts, sideOf). */
 export const HIGH_WATER_REL = '.herrscher-state/high-water.json';
+export const highWaterRelIn = (side: string): string => `${side}/high-water.json`;
 
 const checksum = (json: string): string => crc32(json).toString(16).padStart(8, '0');
 
@@ -24,31 +26,37 @@ export class HighWater {
 
   private constructor(
     private readonly io: Io,
+    private readonly rel: string,
     private readonly file: string,
     private readonly marks: Map<string, number>,
   ) {}
 
   /** Reads the marks; a missing file has none, a damaged one is logged at error and read as none. */
-  static async load(io: Io, dir: string, log: StoreLog): Promise<HighWater> {
-    const file = path.join(dir, HIGH_WATER_REL);
+  static async load(io: Io, dir: string, log: StoreLog, rel = HIGH_WATER_REL): Promise<HighWater> {
+    const file = path.join(dir, rel);
     const marks = new Map<string, number>();
     let text: string | undefined;
     try {
       text = (await io.readFile(file)).toString('utf8');
     } catch (err) {
-      if (!isErrno(err, 'ENOENT')) throw ioError('read', HIGH_WATER_REL, err);
+      if (!isErrno(err, 'ENOENT')) throw ioError('read', rel, err);
     }
     if (text !== undefined) {
       const parsed = parse(text);
       if (parsed) for (const [k, v] of Object.entries(parsed)) marks.set(k, v);
-      else log.error(`${HIGH_WATER_REL} is damaged (checksum or syntax); the seq high-water marks it held are lost, the transcripts' side files still number them`);
+      else log.error(`${rel} is damaged (checksum or syntax); the seq high-water marks it held are lost, the transcripts' side files still number them`);
     }
-    return new HighWater(io, file, marks);
+    return new HighWater(io, rel, file, marks);
   }
 
   /** The mark for `name` (0 when none). */
   get(name: string): number {
     return this.marks.get(name) ?? 0;
+  }
+
+  /** Every mark, by name. */
+  entries(): IterableIterator<[string, number]> {
+    return this.marks.entries();
   }
 
   /** Raises the mark of `name` to `next` (never lowers it); written by the next save(). */
@@ -80,7 +88,7 @@ export class HighWater {
       await this.io.writeAtomic(this.file, `${checksum(json)} ${json}\n`, { mode: 0o600, sync: true });
     } catch (err) {
       this.dirty = true;
-      throw ioError('write', HIGH_WATER_REL, err);
+      throw ioError('write', this.rel, err);
     }
   }
 }

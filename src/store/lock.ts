@@ -49,6 +49,25 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
 }
 
 /**
+ * Takes the server lock of a state file (`<side>/server.lock`, its own open, so its own open file
+ * description): held by the one server of the state file however it got the state file's lock.
+ * The state file's lock alone cannot tell two servers apart when both were handed the same
+ * descriptor (`serve --lock-fd N` twice, from one host): flock is per open file description, and
+ * both share the host's. Refused (kind locked) while another server holds it.
+ */
+export function lockServer(serverLockPath: string, statePath: string, lockFd?: number): HeldLock {
+  try {
+    return lockStateFile(serverLockPath, statePath);
+  } catch (err) {
+    if (!(err instanceof StoreError) || err.kind !== 'locked') throw err;
+    const pid = err.data?.pid;
+    throw new StoreError('locked', `another server is already serving ${statePath}${pid ? ` (pid ${String(pid)})` : ''}`
+      + (lockFd !== undefined ? `: --lock-fd ${lockFd} refused (the lock is held through it, but a server already serves through that lock)` : ''),
+    { ...err.data, ...(lockFd !== undefined ? { fd: lockFd } : {}) });
+  }
+}
+
+/**
  * Adopts the lock a host holds and hands over as descriptor `fd` (`serve --lock-fd N`). Checks
  * that `fd` is open on `lockPath` itself (same device and inode) and that the flock is held
  * through it: some process holds the lock (a fresh descriptor cannot take it), and an exclusive

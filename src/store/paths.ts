@@ -41,12 +41,32 @@ export interface StatePaths {
   readonly dir: string;
   /** `<dir>/.<base>.lock`, the file Go's daemon flocks (core/host/lock.go), so the two exclude each other. */
   readonly lockPath: string;
+  /** The folder of this state file's own side files (write-ahead log, marks, metas), relative to dir. */
+  readonly side: string;
+  /** `<side>/server.lock`: held by the one server of this state file (also when it adopted --lock-fd). */
+  readonly serverLockPath: string;
 }
+
+/** Where every side file of the state file `state.json` lives, and did for every state file before. */
+export const LEGACY_SIDE = '.herrscher-state';
+const DEFAULT_BASE = 'state.json';
+
+/**
+ * The side-file folder of the state file named `base`: `.herrscher-state/` for `state.json` (the
+ * layout every existing dir has), `.herrscher-state/<base>.d/` for any other, so two state files
+ * in one folder never share a log, a mark or a meta. (`.d` keeps it apart from the folder
+ * `transcripts/` and from the `<base>.serving.json` records beside it.)
+ */
+export const sideOf = (base: string): string => (base === DEFAULT_BASE ? LEGACY_SIDE : `${LEGACY_SIDE}/${base}.d`);
 
 export function statePaths(statePath: string): StatePaths {
   const abs = path.resolve(statePath);
   const dir = path.dirname(abs);
-  return { statePath: abs, dir, lockPath: path.join(dir, `.${path.basename(abs)}.lock`) };
+  const side = sideOf(path.basename(abs));
+  return {
+    statePath: abs, dir, lockPath: path.join(dir, `.${path.basename(abs)}.lock`),
+    side, serverLockPath: path.join(dir, side, 'server.lock'),
+  };
 }
 
 export const transcriptRel = (name: string): string => `transcripts/${name}.jsonl`;

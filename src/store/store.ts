@@ -1,16 +1,18 @@
 // The store: one state dir owned by one process. Every operation of DESIGN.md §2 as a method,
 // with Go's results except where DESIGN.md lists a Go defect we fix. Knows nothing of RPC.
+import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { HomeRef, NewSession, Session } from '../protocol/model.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import { StorageHealth } from './health.js';
-import { HighWater } from './high-water.js';
+import { HighWater, highWaterRelIn } from './high-water.js';
 import type { HeldLock } from './lock.js';
-import { adoptLock, lockStateFile } from './lock.js';
+import { adoptLock, lockServer, lockStateFile } from './lock.js';
 import { DEFAULT_CACHED_NAMES, NameCache } from './name-cache.js';
 import { Participants } from './participants.js';
+import type { StatePaths } from './paths.js';
 import { assertPathComponent, assertSessionName, isPathComponent, participantsRel, statePaths, transcriptRel } from './paths.js';
 import type { Defaults, Doc } from './state-document.js';
 import * as docs from './state-document.js';
@@ -26,7 +28,8 @@ import { Transcript } from './transcript.js';
 import { metaRel } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
-import { replayWal, WriteAheadLog } from './wal.js';
+import { replayWal, walRelIn, WriteAheadLog } from './wal.js';
+import { adoptSharedSideFiles } from './side-files.js';
 import { zeroUsage } from './usage.js';
 
 export interface StoreOptions {
@@ -101,6 +104,8 @@ export class Store {
     /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
     readonly health: StorageHealth,
     cachedNames: number,
+    /** This state file's side folder, relative to dir (paths.ts, sideOf). */
+    private readonly side: string,
   ) {
     const hasRow = (name: string): boolean => docs.findSession(this.state.pendingDocument, name) !== undefined;
     const onError = (message: string, err?: unknown): void => log.error(message, err);
@@ -150,21 +155,30 @@ export class Store {
     const health = options.health ?? new StorageHealth();
     const log = storeLog({ warn: options.warn, error: options.error, health });
     let wal: WriteAheadLog | undefined;
+    let serverLock: HeldLock | undefined;
+    // Folders this start creates: a start that fails removes them again (a refused start changes nothing).
+    const created = await missingFolders(io, paths.dir, paths.side);
     try {
-      await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log);
+      await io.mkdir(path.join(paths.dir, paths.side), 0o700);
+      if (lock) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
+      await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
       // Before anything reads a transcript: put back what a crash kept from the files.
-      const marks = await HighWater.load(io, paths.dir, log);
+      const marks = await HighWater.load(io, paths.dir, log, highWaterRelIn(paths.side));
+      await adoptSharedSideFiles(io, paths.dir, paths.side, marks, nameOfTranscript, log);
       await replayWal(io, paths.dir, log, async (seqs) => {
         for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
         await marks.save();
-      });
+      }, { rel: walRelIn(paths.side) });
       const state = await StateStore.load(io, paths.statePath, durability, log);
       if (durability === 'sync') {
-        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, () => marks.save(), options.walCheckpointBytes);
+        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, () => marks.save(),
+          options.walCheckpointBytes, walRelIn(paths.side));
       }
-      return new Store(paths.statePath, paths.dir, state, io, durability, lock, log, wal, marks, health,
-        options.cachedNames ?? DEFAULT_CACHED_NAMES);
+      return new Store(paths.statePath, paths.dir, state, io, durability, bothLocks(serverLock, lock), log, wal, marks, health,
+        options.cachedNames ?? DEFAULT_CACHED_NAMES, paths.side);
     } catch (err) {
+      serverLock?.release();
+      await removeIfCreated(io, paths, created);
       lock?.release();
       throw err;
     }
@@ -493,7 +507,7 @@ export class Store {
 
   private newTranscript(name: string): Transcript {
     const rel = transcriptRel(name);
-    const meta = metaRel(name);
+    const meta = metaRel(name, this.side);
     return new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.log,
       (seq, entry) => {
         for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
@@ -506,6 +520,50 @@ export class Store {
       for (const l of this.listeners) l.participantAdded?.(name, userId);
     }, this.wal);
   }
+}
+
+/** The folders of `side` (relative to dir) that do not exist yet, outermost first. */
+async function missingFolders(io: Io, dir: string, side: string): Promise<string[]> {
+  const parts = side.split('/');
+  const out: string[] = [];
+  for (let i = 1; i <= parts.length; i++) {
+    const rel = parts.slice(0, i).join('/');
+    try {
+      await io.lstat(path.join(dir, rel));
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw err;
+      out.push(rel);
+    }
+  }
+  return out;
+}
+
+/** After a failed start: the server lock file and the folders the start made, when nothing else is in them. */
+async function removeIfCreated(io: Io, paths: StatePaths, created: string[]): Promise<void> {
+  if (created.length === 0) return;
+  try {
+    await io.unlink(paths.serverLockPath);
+  } catch {
+    // absent (the start failed before taking it) or not removable: the folders then stay, harmless
+  }
+  for (const rel of created.reverse()) {
+    try {
+      await rmdir(path.join(paths.dir, rel));
+    } catch {
+      return; // not empty: the start wrote something there that is worth keeping; leave it
+    }
+  }
+}
+
+/** The server lock, then the state file's lock, released as one (the server's first). */
+function bothLocks(server: HeldLock | undefined, state: HeldLock | undefined): HeldLock | undefined {
+  if (!state) return server;
+  return {
+    release() {
+      server?.release();
+      state.release();
+    },
+  };
 }
 
 /** The session name of `transcripts/<name>.jsonl`. */

@@ -30,9 +30,9 @@ async function sweep(io: Io, root: string, rel: string, isTemp: (name: string) =
   }
 }
 
-export async function sweepTempFiles(io: Io, dir: string, stateBase: string, log: StoreLog): Promise<void> {
+export async function sweepTempFiles(io: Io, dir: string, stateBase: string, log: StoreLog, side = '.herrscher-state'): Promise<void> {
   const stateTemp = new RegExp(`^${escape(stateBase)}\\.(tmp|\\d+)$`);
   await sweep(io, dir, '', (n) => stateTemp.test(n), log);
   await sweep(io, dir, 'transcripts', (n) => /\.jsonl\.(tmp|compact|\d+)$/.test(n), log);
-  await sweep(io, dir, '.herrscher-state/transcripts', (n) => /\.(json|summary)\.\d+$/.test(n), log);
+  await sweep(io, dir, `${side}/transcripts`, (n) => /\.(json|summary)\.\d+$/.test(n), log);
 }

@@ -35,7 +35,8 @@ export interface TranscriptMeta extends Generation {
   prev?: Generation;
 }
 
-export const metaRel = (name: string): string => `.herrscher-state/transcripts/${name}.json`;
+/** The meta of transcript `name` in the side folder `side` (state.json's by default: paths.ts, sideOf). */
+export const metaRel = (name: string, side = '.herrscher-state'): string => `${side}/transcripts/${name}.json`;
 const COPY_SUFFIX = '.copy';
 
 const checksum = (data: string | Buffer): string => crc32(data).toString(16).padStart(8, '0');

@@ -20,7 +20,10 @@ import { isPathComponent } from './paths.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 
+/** The log of `state.json`; another state file's is in its own side folder (paths.ts, sideOf). */
 export const WAL_REL = '.herrscher-state/wal.log';
+/** The log in the side folder `side` (relative to the state dir). */
+export const walRelIn = (side: string): string => `${side}/wal.log`;
 /** Past this size the log is checkpointed: replay after a crash stays short. */
 const CHECKPOINT_BYTES = 16 * 1024 * 1024;
 
@@ -125,6 +128,8 @@ export class WriteAheadLog {
 
   private constructor(
     private readonly io: Io,
+    /** The log's name relative to the state dir, for messages. */
+    private readonly rel: string,
     private readonly fh: FileHandle,
     private readonly syncFile: (rel: string) => Promise<void>,
     private readonly checkpointBytes: number,
@@ -143,16 +148,17 @@ export class WriteAheadLog {
     log: StoreLog,
     beforeEmpty: () => Promise<void>,
     checkpointBytes = CHECKPOINT_BYTES,
+    rel = WAL_REL,
   ): Promise<WriteAheadLog> {
-    const file = path.join(dir, WAL_REL);
+    const file = path.join(dir, rel);
     try {
       await io.mkdir(path.dirname(file), 0o700);
       const fh = await io.open(file, 'a+', 0o600);
-      const wal = new WriteAheadLog(io, fh, syncFile, checkpointBytes, log, beforeEmpty);
+      const wal = new WriteAheadLog(io, rel, fh, syncFile, checkpointBytes, log, beforeEmpty);
       wal.size = await io.size(fh);
       return wal;
     } catch (err) {
-      throw ioError('open', WAL_REL, err);
+      throw ioError('open', rel, err);
     }
   }
 
@@ -211,7 +217,7 @@ export class WriteAheadLog {
     try {
       await this.fh.close();
     } catch (err) {
-      this.log.error(`closing ${WAL_REL} failed`, err);
+      this.log.error(`closing ${this.rel} failed`, err);
     }
   }
 
@@ -227,7 +233,7 @@ export class WriteAheadLog {
       this.size = 0;
       this.poisoned = undefined;
     } catch (err) {
-      throw ioError('checkpoint', WAL_REL, err);
+      throw ioError('checkpoint', this.rel, err);
     }
   }
 
@@ -239,13 +245,13 @@ export class WriteAheadLog {
       await this.io.datasync(this.fh);
       this.size = before + batch.reduce((n, p) => n + p.bytes.length, 0);
     } catch (err) {
-      const e = ioError('append to', WAL_REL, err);
+      const e = ioError('append to', this.rel, err);
       // Records of a failed batch must never be replayed: their appends were refused and cut back.
       try {
         await this.io.truncate(this.fh, before);
       } catch (cutErr) {
-        this.poisoned = ioError('append to', WAL_REL, cutErr);
-        this.log.error(`${WAL_REL} could not be cut back after a failed write; appends are refused until a checkpoint empties it`, cutErr);
+        this.poisoned = ioError('append to', this.rel, cutErr);
+        this.log.error(`${this.rel} could not be cut back after a failed write; appends are refused until a checkpoint empties it`, cutErr);
         this.scheduleRetry();
       }
       throw e;
@@ -259,7 +265,7 @@ export class WriteAheadLog {
     if (this.queuedCheckpoint || this.retryTimer || this.closed) return;
     this.checkpoint().catch((err: unknown) => {
       this.log.error(
-        `checkpoint of ${WAL_REL} failed; appends stay durable (their records are kept in the log, now ${this.size} bytes, and replayed at the next start); retried in ${this.retryDelay} ms`,
+        `checkpoint of ${this.rel} failed; appends stay durable (their records are kept in the log, now ${this.size} bytes, and replayed at the next start); retried in ${this.retryDelay} ms`,
         err,
       );
       this.scheduleRetry();
@@ -311,21 +317,28 @@ export async function replayWal(
   log: StoreLog,
   /** Told, before the log is emptied, the seq after the last record of each transcript (by relative path). */
   keepSeqs: (next: Map<string, number>) => Promise<void> = async () => undefined,
+  opts: {
+    /** The log, relative to dir (default: state.json's). */
+    rel?: string;
+    /** Leave the log's records in it (another state file's log, replayed for its records only once). */
+    keepLog?: boolean;
+  } = {},
 ): Promise<number> {
-  const file = path.join(dir, WAL_REL);
+  const rel = opts.rel ?? WAL_REL;
+  const file = path.join(dir, rel);
   let buf: Buffer;
   try {
     buf = await io.readFile(file);
   } catch (err) {
     if (isErrno(err, 'ENOENT')) return 0; // never ran in sync mode: nothing to replay
-    throw ioError('read', WAL_REL, err);
+    throw ioError('read', rel, err);
   }
   const files = new Map<string, ReplayFile>();
   const seqs = new Map<string, number>();
   const { records, damaged } = scanWal(buf);
   if (damaged.length) {
     const lines = damaged.slice(0, 10).map((d) => `line ${d.line} (${d.why})`).join(', ');
-    log.error(`wal: ${damaged.length} damaged record(s) in ${WAL_REL} skipped: ${lines}${damaged.length > 10 ? ', …' : ''}; ` +
+    log.error(`wal: ${damaged.length} damaged record(s) in ${rel} skipped: ${lines}${damaged.length > 10 ? ', …' : ''}; ` +
       `the ${records.length} valid record(s) around them are replayed; an append whose record was damaged is put back only if its file kept it`);
   }
   let failure: unknown;
@@ -345,29 +358,31 @@ export async function replayWal(
     }
     for (const f of files.values()) if (f.fh) await io.datasync(f.fh);
   } catch (err) {
-    failure = ioError('replay', WAL_REL, err);
+    failure = ioError('replay', rel, err);
   }
   for (const f of files.values()) {
     try {
       await f.fh?.close();
     } catch (err) {
-      failure ??= ioError('replay', WAL_REL, err);
+      failure ??= ioError('replay', rel, err);
     }
   }
   if (failure) throw failure;
   await keepSeqs(seqs);
-  const wal = await io.open(file, 'r+');
-  try {
-    await io.truncate(wal, 0);
-    await io.datasync(wal);
-  } finally {
-    await wal.close();
+  if (!opts.keepLog) {
+    const wal = await io.open(file, 'r+');
+    try {
+      await io.truncate(wal, 0);
+      await io.datasync(wal);
+    } finally {
+      await wal.close();
+    }
   }
   let restored = 0;
-  for (const [rel, f] of files) {
+  for (const [fileRel, f] of files) {
     restored += f.restored + f.reappended;
     if (f.reappended) {
-      log.error(`wal: ${rel} holds bytes this server did not write where its records belong (another writer appended after a crash); kept them and re-appended ${f.reappended} entr${f.reappended === 1 ? 'y' : 'ies'} after the file's end`);
+      log.error(`wal: ${fileRel} holds bytes this server did not write where its records belong (another writer appended after a crash); kept them and re-appended ${f.reappended} entr${f.reappended === 1 ? 'y' : 'ies'} after the file's end`);
     }
   }
   if (restored) log.warn(`wal: ${restored} append(s) the files lacked after a crash were put back`);
