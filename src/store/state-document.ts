@@ -6,6 +6,7 @@ import { sessionGoFields, stateGoFields } from '../protocol/model.js';
 import { keptValueProblem } from './go-decode.js';
 import { encodeSession, encodeStateDocument, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
+import { goFoldKey } from './key-fold.js';
 import { SessionIndex } from './session-index.js';
 import { StoreError } from './store-error.js';
 import { hasOwn, setOwn } from '../common/own-key.js';
@@ -193,7 +194,7 @@ export function checkIncarnation(doc: Doc, name: string, expected: string | unde
 }
 
 const knownSessionKeys = new Set(sessionGoFields.map((x) => x.key));
-const foldedSessionKeys = new Map(sessionGoFields.map((x) => [x.key.toLowerCase(), x.key]));
+const foldedSessionKeys = new Map(sessionGoFields.map((x) => [goFoldKey(x.key), x.key]));
 
 /**
  * Refuses an unknown field the file could not give back as it came (an integer beyond 2^53-1,
@@ -204,11 +205,12 @@ const foldedSessionKeys = new Map(sessionGoFields.map((x) => [x.key.toLowerCase(
 function assertKeptExactly(session: NewSession): void {
   for (const [key, value] of Object.entries(session)) {
     if (knownSessionKeys.has(key)) continue;
-    // Go's decoder (and ours) matches keys case-insensitively: written back, "Name" would be read
-    // as "name" on the next start, replacing the row's name.
-    const folded = foldedSessionKeys.get(key.toLowerCase());
+    // Go's decoder (and ours) matches keys case-insensitively, under Unicode simple folding
+    // (key-fold.ts): written back, "Name" or "reſumeToken" would be read as "name" or
+    // "resumeToken" by Go, replacing the row's own.
+    const folded = foldedSessionKeys.get(goFoldKey(key));
     if (folded) {
-      throw new StoreError('invalid-input', `session.${key} differs from the field "${folded}" only in case; `
+      throw new StoreError('invalid-input', `session.${key} differs from the field "${folded}" only in case (as Go folds keys); `
         + 'the next start would read it as that field');
     }
     const bad = keptValueProblem(value, `session.${key}`, 3);
@@ -282,7 +284,7 @@ export function goQuote(s: string): string {
 
 const omittableTop = stateGoFields.filter((x) => x.omitempty && x.kind === 'string').map((x) => x.key);
 const knownTopKeys = new Set(stateGoFields.map((x) => x.key));
-const foldedTopKeys = new Map(stateGoFields.map((x) => [x.key.toLowerCase(), x.key]));
+const foldedTopKeys = new Map(stateGoFields.map((x) => [goFoldKey(x.key), x.key]));
 
 /**
  * Go's Save of a whole in-memory document (state/save): the rows in the order given, every field
@@ -339,9 +341,9 @@ function encodeTop(doc: Doc): string {
 function assertTopKeptExactly(doc: Doc): void {
   for (const [key, value] of Object.entries(doc)) {
     if (knownTopKeys.has(key)) continue;
-    const folded = foldedTopKeys.get(key.toLowerCase());
+    const folded = foldedTopKeys.get(goFoldKey(key));
     if (folded) {
-      throw new StoreError('invalid-input', `state.${key} differs from the field "${folded}" only in case; `
+      throw new StoreError('invalid-input', `state.${key} differs from the field "${folded}" only in case (as Go folds keys); `
         + 'the next start would read it as that field');
     }
     const bad = keptValueProblem(value, `state.${key}`, 1);
