@@ -62,6 +62,14 @@ export function linkRefused(): NodeJS.ErrnoException {
   });
 }
 
+/** The error for a name that holds a folder, a FIFO, a socket or a device where a file belongs. */
+export function notRegularFile(st: Stats): NodeJS.ErrnoException {
+  const what = st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device or other special file';
+  // A folder keeps the errno reading one gives (EISDIR); the rest have none of their own.
+  const code = st.isDirectory() ? 'EISDIR' : 'EFTYPE';
+  return Object.assign(new Error(`${code}: ${what} is where a regular file belongs`), { code, syscall: 'open' });
+}
+
 /**
  * Opens `file` without following a link at its name. O_NOFOLLOW's own ELOOP reads "too many
  * symbolic links encountered", which misleads: it is replaced by one that says what happened.
@@ -151,8 +159,12 @@ export const nodeIo: Io = {
   datasync: (fh) => fh.datasync(),
   truncate: (fh, len) => fh.truncate(len),
   async readFile(file) {
-    const fh = await openNoFollow(file, 'r');
+    // O_NONBLOCK: a FIFO planted where a file belongs must not hold a thread (and every later
+    // read, and the stop) until a writer comes; only a regular file is read at all.
+    const fh = await openNoFollow(file, C.O_RDONLY | C.O_NONBLOCK);
     try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw notRegularFile(st);
       return await fh.readFile();
     } finally {
       await fh.close();

@@ -80,6 +80,11 @@ export async function findGeneration(io: Io, file: string, rel: string, ino: num
     try {
       text = (await io.readFile(f)).toString('utf8');
     } catch (err) {
+      if (isErrno(err, 'EFTYPE') || isErrno(err, 'EISDIR')) {
+        out.any = true;
+        out.damaged.push(r); // a folder or a FIFO at its name: a copy that holds nothing
+        continue;
+      }
       if (!isErrno(err, 'ENOENT')) throw ioError('read', r, err);
       out.missing.push(r);
       continue;
@@ -193,12 +198,21 @@ export interface Summary {
 }
 
 /** The summary at `file` if it describes the file with this inode, size and first bytes; undefined otherwise. */
-export async function readSummary(io: Io, file: string, rel: string, ino: number, size: number, prefix: Buffer): Promise<Summary | undefined> {
+export async function readSummary(
+  io: Io, file: string, rel: string, ino: number, size: number, prefix: Buffer,
+  /** Told when the summary's name holds something else than a file (a folder, a FIFO): it is ignored. */
+  ignored: (why: string) => void = () => undefined,
+): Promise<Summary | undefined> {
   let text: string;
   try {
     text = (await io.readFile(file)).toString('utf8');
   } catch (err) {
     if (isErrno(err, 'ENOENT')) return undefined; // never written, or removed: scan
+    // Only a shortcut: something else at its name costs a scan, never the read it would speed up.
+    if (isErrno(err, 'EFTYPE') || isErrno(err, 'EISDIR')) {
+      ignored(`${rel} is not a regular file (${(err as Error).message}); ignored, the transcript is scanned instead`);
+      return undefined;
+    }
     throw ioError('read', rel, err);
   }
   const json = text.trimEnd();

@@ -305,7 +305,8 @@ export class Transcript {
       const prefix = Buffer.alloc(Math.min(size, HEAD_BYTES));
       await this.io.read(fh, prefix, 0);
       // A clean stop left what this file holds: believed only if it names this very file (inode, size, first bytes).
-      const known = await readSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), ino, size, prefix);
+      const known = await readSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), ino, size, prefix,
+        (why) => this.log.error(why));
       if (known) {
         // The seq numbering still comes from the meta, as for a scan (its copies checked and repaired,
         // a loss reported); a summary that disagrees with it is not used.
@@ -352,8 +353,13 @@ export class Transcript {
     if (found.gen) {
       const bad = [...found.damaged, ...found.missing];
       if (bad.length) {
-        await this.rebuildMeta({ ...found.gen, head: found.gen.head ?? headOf(prefix) });
-        this.log.warn(`${bad.join(' and ')} ${bad.length === 1 ? 'was' : 'were'} missing or damaged; rebuilt from the other copy`);
+        try {
+          await this.rebuildMeta({ ...found.gen, head: found.gen.head ?? headOf(prefix) });
+          this.log.warn(`${bad.join(' and ')} ${bad.length === 1 ? 'was' : 'were'} missing or damaged; rebuilt from the other copy`);
+        } catch (err) {
+          // A repair that fails (a folder where the copy belongs) must not fail the read: one copy holds.
+          this.log.error(`${bad.join(' and ')} ${bad.length === 1 ? 'is' : 'are'} missing or damaged and could not be rebuilt; the other copy is used`, err);
+        }
       }
       return { firstSeq: found.gen.firstSeq, dropped: found.gen.dropped };
     }
