@@ -5,6 +5,7 @@ import { ErrorCodes } from '../protocol/errors.js';
 export type FramingErrorCode =
   | typeof ErrorCodes.ParseError
   | typeof ErrorCodes.InvalidRequest
+  | typeof ErrorCodes.MethodNotFound
   | typeof ErrorCodes.MessageTooLarge;
 
 /** What the peer sent wrong, with the code its reply carries; `fatal` ones end the connection. */
@@ -45,6 +46,11 @@ export function parseError(detail: string): FramingError {
 /** A -32600 for JSON that is not a JSON-RPC 2.0 message. */
 export function invalidRequest(detail: string, id: string | number | null = null): FramingError {
   return new FramingError(ErrorCodes.InvalidRequest, `invalid request: ${detail}`, id);
+}
+
+/** A -32601 for a method name no method of ours could have. */
+export function methodNotFound(detail: string, id: string | number | null): FramingError {
+  return new FramingError(ErrorCodes.MethodNotFound, detail, id);
 }
 
 /** A -32040 for a message over the limit or a header we cannot trust. */

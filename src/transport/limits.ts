@@ -30,6 +30,14 @@ export const CLOSE_LINGER_MS = 2000;
 /** How much of a peer's bytes an error message quotes: enough to recognise, never a flood. */
 export const MAX_QUOTED_CHARS = 80;
 
+/**
+ * The longest method name passed on to the connection. Ours are short (`transcript/appendMany`);
+ * a request naming a longer one is answered -32601 by the transport, and such a notification
+ * dropped: a 60 MB method name handed on kept hundreds of MB alive per connection that never
+ * read its replies.
+ */
+export const MAX_METHOD_CHARS = 256;
+
 /** Quotes a value seen on the wire for an error message, shortened to MAX_QUOTED_CHARS. */
 export function quote(text: string): string {
   const short = text.length > MAX_QUOTED_CHARS ? `${text.slice(0, MAX_QUOTED_CHARS)}…` : text;

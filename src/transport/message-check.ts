@@ -3,8 +3,8 @@
 import { isUtf8 } from 'node:buffer';
 import type { Message } from 'vscode-jsonrpc/node';
 import type { FramingError } from './framing-error.js';
-import { invalidRequest, parseError } from './framing-error.js';
-import { quote } from './limits.js';
+import { invalidRequest, methodNotFound, parseError } from './framing-error.js';
+import { MAX_METHOD_CHARS, quote } from './limits.js';
 
 type Id = string | number | null;
 
@@ -66,6 +66,9 @@ export function checkMessage(value: unknown): Message | FramingError {
     if (value.id === null) {
       return invalidRequest('a request "id" must be a string or a number (omit it for a notification). Got null');
     }
+    if (method.length > MAX_METHOD_CHARS && value.id !== undefined) {
+      return methodNotFound(`unknown method ${quote(method)}: no method name is longer than ${MAX_METHOD_CHARS} characters`, replyId);
+    }
     if (value.params === null) delete value.params;
     if (value.params !== undefined && typeof value.params !== 'object') {
       return invalidRequest(`"params" must be an object or an array. Got ${kindOf(value.params)}`, replyId);
@@ -100,6 +103,9 @@ function checkResponse(value: Record<string, unknown>): Message | FramingError {
  */
 export function unusableNotification(message: Message): string | undefined {
   const m = message as { method?: unknown; id?: unknown; params?: unknown };
+  if (typeof m.method === 'string' && m.method.length > MAX_METHOD_CHARS && m.id === undefined) {
+    return `a notification named ${quote(m.method)}: no method name is longer than ${MAX_METHOD_CHARS} characters`;
+  }
   if (m.method !== '$/cancelRequest' || m.id !== undefined) return undefined;
   const params = m.params;
   if (!isObject(params)) return `$/cancelRequest needs params {"id": <a request id>}. Got ${params === undefined ? 'no params' : kindOf(params)}`;

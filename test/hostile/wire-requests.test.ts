@@ -117,7 +117,7 @@ test(`params nested exactly ${MAX_PARAMS_DEPTH} deep pass the wire's check (the 
   assert.match(past.error?.message ?? '', /params may nest at most/);
 });
 
-test('an error reply quotes an unknown method, key or session row field in at most 200 characters, never in full', LIMIT, async (t) => {
+test('an error reply quotes an unknown method (80 characters), key or session row field (200) in part, never in full', LIMIT, async (t) => {
   const w = await wireServer(t, { maxMessageBytes: 4 * 1024 * 1024 });
   const c = await w.connect('ndjson');
   await c.call('session/add', { session: { name: 'a' } });
@@ -133,7 +133,8 @@ test('an error reply quotes an unknown method, key or session row field in at mo
     assert.ok(reply.error, `an error for ${method.slice(0, 40)}`);
     const text = JSON.stringify(reply);
     assert.ok(text.length < 8 * 1024, `reply of ${text.length} characters: ${text.slice(0, 400)}`);
-    assert.match(text, /k{200}…/, `the key is recognisable: ${text.slice(0, 400)}`);
+    // 200 characters of an echoed key; a method name that long is answered by the transport, quoting 80.
+    assert.match(text, method === long ? /"code":-32601.*k{80}…/ : /k{200}…/, `the key is recognisable: ${text.slice(0, 400)}`);
   }
   assert.deepEqual(await c.call('session/list', {}), { sessions: [(await c.call('session/find', { name: 'a' }) as { session: unknown }).session] });
 });
