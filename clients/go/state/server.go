@@ -162,14 +162,31 @@ func (srv *server) connectLocked() error {
 // cannot tell); a top-level change, which the feed names without values, is read at the next
 // call that reads.
 func (srv *server) follow(c *stateclient.Client, w *stateclient.Watcher) {
-	for ev := range w.Events() {
-		srv.mu.Lock()
-		if srv.client == c && srv.loaded && !srv.stale {
-			srv.apply(ev)
+	for {
+		for ev := range w.Events() {
+			srv.mu.Lock()
+			if srv.client == c && srv.loaded && !srv.stale {
+				srv.apply(ev)
+			}
+			srv.mu.Unlock()
 		}
-		srv.mu.Unlock()
+		if !errors.Is(w.Err(), stateclient.ErrWatchOverflow) || c.Err() != nil {
+			break
+		}
+		// This process fell behind the feed (it was stalled): subscribe again on the same
+		// connection (closing it would stop a server we own, under our bridges) and read the
+		// document again once the new watch has begun.
+		srv.markStale(c)
+		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+		next, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true})
+		cancel()
+		if err != nil {
+			break
+		}
+		srv.markStale(c)
+		w = next
 	}
-	// The watch ended (the connection closed, or the feed overflowed): without it the
+	// The watch ended with the connection (or could not begin again): without it the
 	// replica cannot be trusted, so the next call connects again.
 	srv.mu.Lock()
 	if srv.client == c {
@@ -178,6 +195,14 @@ func (srv *server) follow(c *stateclient.Client, w *stateclient.Watcher) {
 	}
 	srv.mu.Unlock()
 	_ = c.Close()
+}
+
+func (srv *server) markStale(c *stateclient.Client) {
+	srv.mu.Lock()
+	if srv.client == c {
+		srv.stale = true
+	}
+	srv.mu.Unlock()
 }
 
 func (srv *server) apply(ev stateclient.Event) {
