@@ -29,9 +29,12 @@ function methodDef(m: Method): string | undefined {
   const py = snakeName(go);
   for (const p of m.params) {
     if (PY_KEYWORDS.has(p.name) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p.name)) throw new Error(`${m.name}: param ${p.name} is no Python identifier`);
+    if (p.name === 'timeout') throw new Error(`${m.name}: param timeout would shadow the per-call timeout`);
   }
-  const args = ['self', ...m.params.filter((p) => p.required).map((p) => p.name), ...m.params.filter((p) => !p.required).map((p) => `${p.name}=None`)];
-  const kwargs = m.params.map((p) => `${p.name}=${p.name}`).join(', ');
+  // Every call takes timeout= (seconds; None: the client's call_timeout); a notification has no reply to wait for.
+  const timeout = m['x-notification'] ? [] : ['timeout=None'];
+  const args = ['self', ...m.params.filter((p) => p.required).map((p) => p.name), ...m.params.filter((p) => !p.required).map((p) => `${p.name}=None`), ...timeout];
+  const kwargs = [...(m['x-notification'] ? [] : ['_timeout=timeout']), ...m.params.map((p) => `${p.name}=${p.name}`)].join(', ');
   const callArgs = [pyString(m.name), ...(kwargs ? [kwargs] : [])].join(', ');
   const schema = m.result?.schema;
   const props = schema?.type === 'object' && schema.properties ? Object.keys(schema.properties as Json) : [];

@@ -145,6 +145,41 @@ ERRORS_BY_CODE = {
 # </generated:errors>
 
 
+# The server's default message limit (serve --max-message-bytes): the longest reply line read.
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class _ProtocolError(Exception):
+    """The peer sent what no herrscher-state server sends: the connection cannot be trusted on."""
+
+
+def _quote(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 200 else s[:200] + "..."
+
+
+def _encode(msg: Dict[str, Any], method: str = "") -> bytes:
+    """One NDJSON line; NaN and Infinity (which JSON has no word for) raise ValueError, as does
+    any value json cannot write, before anything is sent."""
+    try:
+        return (json.dumps(msg, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+    except ValueError as e:
+        raise ValueError("%s: params not sent: %s (JSON has no NaN or Infinity)" % (method or msg.get("method", "?"), e)) from None
+    except TypeError as e:
+        raise ValueError("%s: params not sent: %s" % (method or msg.get("method", "?"), e)) from None
+
+
+def _parse_message(body: bytes) -> Dict[str, Any]:
+    """A JSON-RPC message object, or _ProtocolError (not JSON, too deep to read, not an object)."""
+    try:
+        msg = json.loads(body)
+    except (ValueError, RecursionError) as e:
+        raise _ProtocolError("not JSON: %s" % _quote(str(e))) from None
+    if not isinstance(msg, dict):
+        raise _ProtocolError("JSON that is not an object: %s" % _quote(body[:200].decode("utf-8", "replace")))
+    return msg
+
+
 class Notification:
     """One notification of the change feed: method (transcript/didAppend…) and its params."""
 
@@ -210,8 +245,13 @@ class Client:
     """A connection to a server over a socket or a spawned server's stdio (JSON-RPC 2.0,
     newline-delimited JSON). Use connect() or spawn() to make one."""
 
-    def __init__(self, reader: Any, writer: Any, on_close: Any = None):
+    def __init__(self, reader: Any, writer: Any, on_close: Any = None,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, call_timeout: Optional[float] = None):
         self._reader = reader
+        self._max = max_message_bytes
+        # The bound of a call that names none (seconds; None: wait for the reply or the end).
+        self.call_timeout = call_timeout
+        self._abandoned: set = set()
         self._writer = writer
         self._on_close = on_close
         self._wlock = threading.Lock()
@@ -228,24 +268,54 @@ class Client:
     # -- the connection ---------------------------------------------------------------------
 
     def _read(self) -> None:
+        # Whatever happens here ends the connection with a reason: the reader never dies silently,
+        # and a broken peer (garbage, an endless line, a reply no call waits for) never leaves a
+        # call waiting or the buffer growing.
         cause: BaseException = ConnectionClosed("the server closed the connection")
+        broken = True
         try:
-            for line in iter(self._reader.readline, b""):
-                if line.strip():
-                    self._dispatch(json.loads(line))
-        except (OSError, ValueError) as e:
-            cause = ConnectionClosed("the connection failed: %s" % e)
+            while True:
+                # At most the limit + "\r\n": a longer line is refused before it is all read.
+                line = self._reader.readline(self._max + 2)
+                if not line:
+                    broken = False
+                    break
+                if not line.endswith(b"\n") and len(line) > self._max:
+                    raise _ProtocolError("a reply line over the message limit of %d bytes" % self._max)
+                body = line.rstrip(b"\r\n")
+                if len(body) > self._max:
+                    raise _ProtocolError("a reply line over the message limit of %d bytes" % self._max)
+                if body.strip():
+                    self._dispatch(_parse_message(body))
+        except _ProtocolError as e:
+            cause = ConnectionClosed("the server sent a malformed reply: %s" % e)
+        except Exception as e:  # noqa: BLE001 - any failure of the reader is the connection's end
+            cause = ConnectionClosed("the connection failed: %s: %s" % (type(e).__name__, e))
         self._fail(cause)
+        if broken:
+            self._close_streams()  # nothing more is read from, or sent to, a peer we cannot trust
 
     def _dispatch(self, msg: Dict[str, Any]) -> None:
         if "method" in msg:
+            if not isinstance(msg["method"], str):
+                raise _ProtocolError("a method that is not a string: %s" % _quote(msg["method"]))
             if "id" not in msg:
-                self._notification(Notification(msg["method"], msg.get("params") or {}))
-            return
+                params = msg.get("params")
+                self._notification(Notification(msg["method"], params if isinstance(params, dict) else {}))
+            return  # a request from the server: this client serves none
+        mid = msg.get("id")
+        if not isinstance(mid, int) or isinstance(mid, bool):
+            err = msg.get("error")
+            why = " (it says: %s)" % _quote(err.get("message")) if isinstance(err, dict) else ""
+            raise _ProtocolError("a reply whose id is %s, not one of ours%s" % (_quote(mid), why))
         with self._lock:
-            slot = self._pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+            slot = self._pending.pop(mid, None)
+            abandoned = slot is None and mid in self._abandoned
+            self._abandoned.discard(mid)
         if slot is None:
-            return  # the caller gave up (timeout); the answer is dropped
+            if abandoned:
+                return  # the caller gave up (timeout); the answer is dropped
+            raise _ProtocolError("a reply to id %d, which no call waits for" % mid)
         slot[1] = msg
         slot[0].set()
 
@@ -275,7 +345,7 @@ class Client:
             return self._subs.pop(sid, None) is not None
 
     def _send(self, msg: Dict[str, Any]) -> None:
-        data = (json.dumps(msg, separators=(",", ":")) + "\n").encode("utf-8")
+        data = _encode(msg)
         with self._wlock:
             self._writer.write(data)
             flush = getattr(self._writer, "flush", None)
@@ -287,6 +357,9 @@ class Client:
         StateError subclass of the answer's code, ConnectionClosed when the connection ends first,
         TimeoutError after _timeout seconds (the server is sent $/cancelRequest)."""
         params = {k: v for k, v in params.items() if v is not None}
+        if _timeout is None:
+            _timeout = self.call_timeout
+        _encode({"params": params}, method)  # NaN, Infinity, a non-JSON value: refused before an id is taken
         event = threading.Event()
         slot: List[Any] = [event, None]
         with self._lock:
@@ -305,8 +378,13 @@ class Client:
             with self._lock:
                 waiting = self._pending.pop(mid, None) is not None
             if waiting:
+                with self._lock:
+                    self._abandoned.add(mid)
                 # A read not yet answered is cancelled; a write already queued is still applied.
-                self.notify("$/cancelRequest", id=mid)
+                try:
+                    self.notify("$/cancelRequest", id=mid)
+                except OSError:
+                    pass  # the connection ended meanwhile: nothing is left to cancel
                 raise TimeoutError("%s: no answer within %ss" % (method, _timeout))
         reply = slot[1]
         if reply is None:
@@ -350,12 +428,15 @@ class Client:
         if self._on_close is not None:
             on_close, self._on_close = self._on_close, None
             on_close()
+        self._close_streams()
+        self._fail(ConnectionClosed("closed by the client"))
+
+    def _close_streams(self) -> None:
         for stream in (self._writer, self._reader):
             try:
                 stream.close()
-            except OSError:
+            except (OSError, ValueError):
                 pass  # already closed by the peer: the connection is over either way
-        self._fail(ConnectionClosed("closed by the client"))
 
     def __enter__(self) -> "Client":
         return self
@@ -371,141 +452,141 @@ class Client:
     # -- one method per wire method ---------------------------------------------------------
 
     # <generated:methods> written by `npm run schema` from src/protocol; do not edit.
-    def initialize(self, processId=None, rootUri=None, capabilities=None, clientInfo=None) -> Any:
+    def initialize(self, processId=None, rootUri=None, capabilities=None, clientInfo=None, timeout=None) -> Any:
         """Optional handshake: who the server is, which state file it serves, which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown keys are ignored, so a newer client never breaks an older server. (initialize)"""
-        return self.call("initialize", processId=processId, rootUri=rootUri, capabilities=capabilities, clientInfo=clientInfo)
+        return self.call("initialize", _timeout=timeout, processId=processId, rootUri=rootUri, capabilities=capabilities, clientInfo=clientInfo)
 
-    def shutdown(self) -> Any:
+    def shutdown(self, timeout=None) -> Any:
         """Finishes every pending write, then refuses writes with -32030; send `exit` next. (shutdown)"""
-        return self.call("shutdown")
+        return self.call("shutdown", _timeout=timeout)
 
     def exit(self) -> None:
         """Notification: the server exits (0 after shutdown, 1 without). (exit)"""
         self.notify("exit")
 
-    def discover(self) -> Any:
+    def discover(self, timeout=None) -> Any:
         """The OpenRPC 1.3.2 document of this server (schema/openrpc.json). (rpc.discover)"""
-        return self.call("rpc.discover")
+        return self.call("rpc.discover", _timeout=timeout)
 
-    def status(self) -> Any:
+    def status(self, timeout=None) -> Any:
         """The server's identity, load and storage health; `healthy` is false while a checkpoint is failing or after a storage error in the last minute. (status)"""
-        return self.call("status")
+        return self.call("status", _timeout=timeout)
 
-    def state(self, persisted=None) -> Any:
+    def state(self, persisted=None, timeout=None) -> Any:
         """The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true. (state/get)"""
-        return self.call("state/get", persisted=persisted)
+        return self.call("state/get", _timeout=timeout, persisted=persisted)
 
-    def state_save(self, state, revision) -> Any:
+    def state_save(self, state, revision, timeout=None) -> Any:
         """Replaces the whole document as Go's Save writes it (row order, every field, unknown fields), if revision is still the current one; else -32050 with data.revision. (state/save)"""
-        return self.call("state/save", state=state, revision=revision)
+        return self.call("state/save", _timeout=timeout, state=state, revision=revision)
 
-    def apply_defaults(self, home=None, workspace=None, source=None) -> Any:
+    def apply_defaults(self, home=None, workspace=None, source=None, timeout=None) -> Any:
         """Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json. (state/applyDefaults; returns its state)"""
-        return self.call("state/applyDefaults", home=home, workspace=workspace, source=source)["state"]
+        return self.call("state/applyDefaults", _timeout=timeout, home=home, workspace=workspace, source=source)["state"]
 
-    def set_home(self, home) -> Any:
+    def set_home(self, home, timeout=None) -> Any:
         """Sets the home (category or forum) sessions are created under. (state/setHome; returns its changed)"""
-        return self.call("state/setHome", home=home)["changed"]
+        return self.call("state/setHome", _timeout=timeout, home=home)["changed"]
 
-    def set_workspace(self, workspace) -> Any:
+    def set_workspace(self, workspace, timeout=None) -> Any:
         """Sets the workspace root ("" removes it). (state/setWorkspace; returns its changed)"""
-        return self.call("state/setWorkspace", workspace=workspace)["changed"]
+        return self.call("state/setWorkspace", _timeout=timeout, workspace=workspace)["changed"]
 
-    def set_source(self, source) -> Any:
+    def set_source(self, source, timeout=None) -> Any:
         """Sets the Herrscher source checkout ("" removes it). (state/setSource; returns its changed)"""
-        return self.call("state/setSource", source=source)["changed"]
+        return self.call("state/setSource", _timeout=timeout, source=source)["changed"]
 
-    def set_status_message_id(self, statusMessageID) -> Any:
+    def set_status_message_id(self, statusMessageID, timeout=None) -> Any:
         """Sets the id of the status message. (state/setStatusMessageID; returns its changed)"""
-        return self.call("state/setStatusMessageID", statusMessageID=statusMessageID)["changed"]
+        return self.call("state/setStatusMessageID", _timeout=timeout, statusMessageID=statusMessageID)["changed"]
 
-    def set_instance_id(self, instanceID) -> Any:
+    def set_instance_id(self, instanceID, timeout=None) -> Any:
         """Sets the instance id used in socket names and qualified names. (state/setInstanceID; returns its changed)"""
-        return self.call("state/setInstanceID", instanceID=instanceID)["changed"]
+        return self.call("state/setInstanceID", _timeout=timeout, instanceID=instanceID)["changed"]
 
-    def workspace_root(self) -> Any:
+    def workspace_root(self, timeout=None) -> Any:
         """The workspace, else the legacy repo field, else "". (state/workspaceRoot; returns its workspaceRoot)"""
-        return self.call("state/workspaceRoot")["workspaceRoot"]
+        return self.call("state/workspaceRoot", _timeout=timeout)["workspaceRoot"]
 
-    def source_dir(self) -> Any:
+    def source_dir(self, timeout=None) -> Any:
         """The source checkout, or "". (state/sourceDir; returns its sourceDir)"""
-        return self.call("state/sourceDir")["sourceDir"]
+        return self.call("state/sourceDir", _timeout=timeout)["sourceDir"]
 
-    def qualified_name(self, name) -> Any:
+    def qualified_name(self, name, timeout=None) -> Any:
         """<instanceID>__<name>, or the name alone when there is no instance id. (state/qualifiedName; returns its qualifiedName)"""
-        return self.call("state/qualifiedName", name=name)["qualifiedName"]
+        return self.call("state/qualifiedName", _timeout=timeout, name=name)["qualifiedName"]
 
-    def add_session(self, session) -> Any:
+    def add_session(self, session, timeout=None) -> Any:
         """Adds a session; assigns its id (s_<name>[_N]) when absent and always a fresh incarnation. (session/add; returns its session)"""
-        return self.call("session/add", session=session)["session"]
+        return self.call("session/add", _timeout=timeout, session=session)["session"]
 
-    def remove_session(self, name, purge=None, incarnation=None) -> Any:
+    def remove_session(self, name, purge=None, incarnation=None, timeout=None) -> Any:
         """Removes every row with that name; with purge, its transcript and journal too. (session/remove; returns its removed)"""
-        return self.call("session/remove", name=name, purge=purge, incarnation=incarnation)["removed"]
+        return self.call("session/remove", _timeout=timeout, name=name, purge=purge, incarnation=incarnation)["removed"]
 
-    def find_session(self, name) -> Any:
+    def find_session(self, name, timeout=None) -> Any:
         """The first row with that name, or null. (session/find; returns its session)"""
-        return self.call("session/find", name=name)["session"]
+        return self.call("session/find", _timeout=timeout, name=name)["session"]
 
-    def snapshot_sessions(self) -> Any:
+    def snapshot_sessions(self, timeout=None) -> Any:
         """Every session row, in file order. (session/list; returns its sessions)"""
-        return self.call("session/list")["sessions"]
+        return self.call("session/list", _timeout=timeout)["sessions"]
 
-    def set_resume_token(self, name, resumeToken, incarnation=None) -> Any:
+    def set_resume_token(self, name, resumeToken, incarnation=None, timeout=None) -> Any:
         """Sets the backend resume token. (session/setResumeToken)"""
-        return self.call("session/setResumeToken", name=name, resumeToken=resumeToken, incarnation=incarnation)
+        return self.call("session/setResumeToken", _timeout=timeout, name=name, resumeToken=resumeToken, incarnation=incarnation)
 
-    def set_paused_reason(self, name, paused_reason, incarnation=None) -> Any:
+    def set_paused_reason(self, name, paused_reason, incarnation=None, timeout=None) -> Any:
         """Sets why the budget gate paused the session ("" clears it). (session/setPausedReason)"""
-        return self.call("session/setPausedReason", name=name, paused_reason=paused_reason, incarnation=incarnation)
+        return self.call("session/setPausedReason", _timeout=timeout, name=name, paused_reason=paused_reason, incarnation=incarnation)
 
-    def set_budget(self, name, cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason, incarnation=None) -> Any:
+    def set_budget(self, name, cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason, incarnation=None, timeout=None) -> Any:
         """Sets the four caps and the paused reason at once (0 means no cap). (session/setBudget)"""
-        return self.call("session/setBudget", name=name, cost_cap=cost_cap, token_cap=token_cap, cohort_cost_cap=cohort_cost_cap, cohort_token_cap=cohort_token_cap, paused_reason=paused_reason, incarnation=incarnation)
+        return self.call("session/setBudget", _timeout=timeout, name=name, cost_cap=cost_cap, token_cap=token_cap, cohort_cost_cap=cohort_cost_cap, cohort_token_cap=cohort_token_cap, paused_reason=paused_reason, incarnation=incarnation)
 
-    def set_backend_target(self, name, vendor, cmd, modelId, incarnation=None) -> Any:
+    def set_backend_target(self, name, vendor, cmd, modelId, incarnation=None, timeout=None) -> Any:
         """Switches vendor, cmd and model, and clears the resume token (it belonged to the old backend). (session/setBackendTarget)"""
-        return self.call("session/setBackendTarget", name=name, vendor=vendor, cmd=cmd, modelId=modelId, incarnation=incarnation)
+        return self.call("session/setBackendTarget", _timeout=timeout, name=name, vendor=vendor, cmd=cmd, modelId=modelId, incarnation=incarnation)
 
-    def set_archived(self, name, archived, incarnation=None) -> Any:
+    def set_archived(self, name, archived, incarnation=None, timeout=None) -> Any:
         """Archives or resumes a session (row, transcript and journal are kept). (session/setArchived)"""
-        return self.call("session/setArchived", name=name, archived=archived, incarnation=incarnation)
+        return self.call("session/setArchived", _timeout=timeout, name=name, archived=archived, incarnation=incarnation)
 
-    def infos(self) -> Any:
+    def infos(self, timeout=None) -> Any:
         """Every session with its last activity and usage, in one call, from memory (what a session list needs). (session/infos; returns its sessions)"""
-        return self.call("session/infos")["sessions"]
+        return self.call("session/infos", _timeout=timeout)["sessions"]
 
-    def append_transcript(self, name, entry, incarnation=None, requireSession=None) -> Any:
+    def append_transcript(self, name, entry, incarnation=None, requireSession=None, timeout=None) -> Any:
         """Appends one entry; answered once the line is in the file. The session row must exist unless requireSession is false. (transcript/append; returns its seq)"""
-        return self.call("transcript/append", name=name, entry=entry, incarnation=incarnation, requireSession=requireSession)["seq"]
+        return self.call("transcript/append", _timeout=timeout, name=name, entry=entry, incarnation=incarnation, requireSession=requireSession)["seq"]
 
-    def read_page(self, name, limit=None, before=None) -> Any:
+    def read_page(self, name, limit=None, before=None, timeout=None) -> Any:
         """The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq. (transcript/read)"""
-        return self.call("transcript/read", name=name, limit=limit, before=before)
+        return self.call("transcript/read", _timeout=timeout, name=name, limit=limit, before=before)
 
-    def last_transcript_timestamp(self, name) -> Any:
+    def last_transcript_timestamp(self, name, timeout=None) -> Any:
         """The ts of the newest entry, or "" (served from memory after the first call). (transcript/last; returns its ts)"""
-        return self.call("transcript/last", name=name)["ts"]
+        return self.call("transcript/last", _timeout=timeout, name=name)["ts"]
 
-    def usage(self, name) -> Any:
+    def usage(self, name, timeout=None) -> Any:
         """Spend and token sums over every entry ever appended, including those compaction removed; O(1). (transcript/usage)"""
-        return self.call("transcript/usage", name=name)
+        return self.call("transcript/usage", _timeout=timeout, name=name)
 
-    def remove_transcript(self, name) -> Any:
+    def remove_transcript(self, name, timeout=None) -> Any:
         """Deletes the transcript file; removed is false when there was none. (transcript/remove; returns its removed)"""
-        return self.call("transcript/remove", name=name)["removed"]
+        return self.call("transcript/remove", _timeout=timeout, name=name)["removed"]
 
-    def append_participant(self, name, userId, incarnation=None, requireSession=None) -> Any:
+    def append_participant(self, name, userId, incarnation=None, requireSession=None, timeout=None) -> Any:
         """Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present. The session row must exist unless requireSession is false. (participants/append; returns its added)"""
-        return self.call("participants/append", name=name, userId=userId, incarnation=incarnation, requireSession=requireSession)["added"]
+        return self.call("participants/append", _timeout=timeout, name=name, userId=userId, incarnation=incarnation, requireSession=requireSession)["added"]
 
-    def read_participants(self, name) -> Any:
+    def read_participants(self, name, timeout=None) -> Any:
         """Every user id, in first-seen order. (participants/read; returns its userIds)"""
-        return self.call("participants/read", name=name)["userIds"]
+        return self.call("participants/read", _timeout=timeout, name=name)["userIds"]
 
-    def remove_participants(self, name) -> Any:
+    def remove_participants(self, name, timeout=None) -> Any:
         """Deletes the journal; removed is false when there was none. (participants/remove; returns its removed)"""
-        return self.call("participants/remove", name=name)["removed"]
+        return self.call("participants/remove", _timeout=timeout, name=name)["removed"]
     # </generated:methods>
 
 
@@ -604,10 +685,14 @@ def check_socket(path: str) -> None:
 
 
 def connect(socket: Optional[str] = None, state: Optional[str] = None, instance: Optional[str] = None,
-            env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 5.0) -> Client:
+            env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 5.0,
+            call_timeout: Optional[float] = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Client:
     """Connects to a running server found by find_socket(), after check_socket(). With state
     named, the server must answer initialize with that state file (real paths compared), else
-    NoServer: a state with no live server never falls through to another state's server."""
+    NoServer: a state with no live server never falls through to another state's server.
+    timeout bounds the connect; call_timeout bounds each call that passes no timeout= of its own
+    (None: a call waits for its reply or the connection's end); a reply line longer than
+    max_message_bytes (the server's default limit) ends the connection."""
     path = find_socket(socket, state, instance, env)
     check_socket(path)
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -620,7 +705,7 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
             raise NoServer("no server for %s: nothing answers at %s: %s" % (state, path, e)) from e
         raise ConnectionClosed("no server at %s: %s" % (path, e)) from e
     s.settimeout(None)
-    client = Client(s.makefile("rb"), _SocketWriter(s))
+    client = Client(s.makefile("rb"), _SocketWriter(s), max_message_bytes=max_message_bytes, call_timeout=call_timeout)
     if not state:
         return client
     # The socket found may be another state's server (the default socket, a stale record whose

@@ -361,5 +361,117 @@ class Discovery(unittest.TestCase):
             self.assertEqual(c.status()["statePath"], srv.state)
 
 
+FAKE_SERVER = os.path.join(HERE, "..", "..", "test", "fixtures", "fake-server.mjs")
+
+
+class FakeServer:
+    """test/fixtures/fake-server.mjs: a server that misbehaves in one chosen way."""
+
+    def __init__(self, test, mode, ok=0):
+        self.socket = os.path.join(private_dir(test), "fake.sock")
+        self.proc = subprocess.Popen(["node", FAKE_SERVER, "--socket", self.socket, "--mode", mode, "--ok", str(ok)],
+                                     stdout=subprocess.PIPE)
+        test.addCleanup(self.stop)
+        line = self.proc.stdout.readline().decode()
+        if not line.startswith("listening"):
+            raise RuntimeError("the fake server did not start: %r" % line)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait()
+        self.proc.stdout.close()
+
+
+class BrokenPeer(unittest.TestCase):
+    """A broken server never hangs a call nor grows the client without bound: the connection
+    ends, every pending call raises ConnectionClosed, closed says why."""
+
+    def _calls_fail_and_the_connection_ends(self, mode):
+        fake = FakeServer(self, mode)
+        c = hs.connect(socket=fake.socket)
+        self.addCleanup(c.close)
+        errors = []
+
+        def one():
+            try:
+                c.status(timeout=60)
+                errors.append(None)
+            except Exception as e:  # the test asserts its type
+                errors.append(e)
+
+        threads = [threading.Thread(target=one) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(90)
+            self.assertFalse(t.is_alive(), "%s: a call hangs" % mode)
+        self.assertEqual(len(errors), 2)
+        for e in errors:
+            self.assertIsInstance(e, hs.ConnectionClosed, "%s: %r" % (mode, e))
+        self.assertIsInstance(c.closed, hs.ConnectionClosed)
+        with self.assertRaises(hs.ConnectionClosed):
+            c.status(timeout=5)
+        return c
+
+    def test_garbage(self):
+        c = self._calls_fail_and_the_connection_ends("garbage")
+        self.assertIn("malformed", str(c.closed))
+
+    def test_a_reply_line_over_the_message_limit(self):
+        c = self._calls_fail_and_the_connection_ends("huge")
+        self.assertIn("message limit", str(c.closed))
+
+    def test_json_that_is_not_an_object(self):
+        for mode in ("non-object", "array"):
+            with self.subTest(mode=mode):
+                c = self._calls_fail_and_the_connection_ends(mode)
+                self.assertIn("not an object", str(c.closed))
+
+    def test_ids_no_call_waits_for(self):
+        for mode in ("wrong-id", "null-id", "list-id"):
+            with self.subTest(mode=mode):
+                c = self._calls_fail_and_the_connection_ends(mode)
+                self.assertIn("id", str(c.closed))
+
+    def test_a_100k_deep_array(self):
+        c = self._calls_fail_and_the_connection_ends("deep-array")
+        self.assertIn("not JSON", str(c.closed))
+
+    def test_a_close_mid_reply(self):
+        self._calls_fail_and_the_connection_ends("close-mid-reply")
+
+    def test_a_server_that_never_answers_times_the_call_out(self):
+        fake = FakeServer(self, "silent")
+        with hs.connect(socket=fake.socket, call_timeout=0.2) as c:
+            with self.assertRaises(TimeoutError):
+                c.status()
+            with self.assertRaises(TimeoutError):
+                c.status(timeout=0.1)
+            self.assertIsNone(c.closed)
+
+    def test_a_late_answer_to_a_timed_out_call_is_dropped(self):
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as c:
+            srv.proc.send_signal(signal.SIGSTOP)
+            try:
+                with self.assertRaises(TimeoutError):
+                    c.snapshot_sessions(timeout=0.2)
+            finally:
+                srv.proc.send_signal(signal.SIGCONT)
+            self.assertEqual(c.snapshot_sessions(timeout=20), [])
+            self.assertIsNone(c.closed)
+
+    def test_nan_and_infinity_are_refused_before_sending(self):
+        fake = FakeServer(self, "echo")
+        with hs.connect(socket=fake.socket) as c:
+            for bad in (float("nan"), float("inf"), float("-inf")):
+                with self.assertRaisesRegex(ValueError, "transcript/append: params not sent"):
+                    c.append_transcript("x", {"ts": "t", "role": "user", "text": "", "cost": bad})
+            self.assertEqual(c._next_id, 0)  # no id was taken: nothing was sent
+            self.assertEqual(c.status(timeout=20), {})
+            self.assertIsNone(c.closed)
+
+
 if __name__ == "__main__":
     unittest.main()
