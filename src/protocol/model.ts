@@ -4,7 +4,7 @@
 // order and omitempty set are derived from these declarations (goFieldsOf), not listed again.
 import { z } from 'zod';
 
-/** The largest integer a JS number holds exactly; token counts and caps must stay within it. */
+/** The largest integer a JS number holds exactly; beyond it a Go integer is held as a bigint. */
 export const MAX_SAFE_COUNT = Number.MAX_SAFE_INTEGER;
 
 /**
@@ -13,13 +13,48 @@ export const MAX_SAFE_COUNT = Number.MAX_SAFE_INTEGER;
  */
 export const GO_TYPE_KEY = 'x-go-type';
 
-const Count = z
-  .number()
-  .int('must be an integer')
-  .min(0, 'must be >= 0')
-  .max(MAX_SAFE_COUNT, 'must be <= 2^53-1');
-const Cap = Count.meta({ [GO_TYPE_KEY]: 'uint64' });
-const Cost = z.number().refine(Number.isFinite, 'must be a finite number');
+/**
+ * A value of a Go integer field: a number while JSON.parse holds it exactly, a bigint beyond
+ * 2^53-1 (the wire and the files parse such literals exactly, see common/exact-json).
+ */
+export type GoInteger = number | bigint;
+
+/** The range of each Go integer type (int is 64 bits on every platform Herrscher runs on). */
+export const GO_INTEGER_RANGE = {
+  int: [-(2n ** 63n), 2n ** 63n - 1n],
+  uint64: [0n, 2n ** 64n - 1n],
+} as const;
+
+/** Whether `v` is an integer Go's `type` holds: what Go's json.Unmarshal accepts there. */
+export function isGoInteger(v: unknown, type: keyof typeof GO_INTEGER_RANGE): v is GoInteger {
+  const [min, max] = GO_INTEGER_RANGE[type];
+  if (typeof v === 'number') return Number.isSafeInteger(v) && (type === 'int' || v >= 0);
+  return typeof v === 'bigint' && v >= min && v <= max;
+}
+
+/** A field Go declares as `int` or `uint64`: every value of that type, exactly. */
+const goInteger = (type: keyof typeof GO_INTEGER_RANGE) =>
+  z
+    .custom<GoInteger>((v) => isGoInteger(v, type), {
+      message: type === 'int' ? 'must be an integer from -2^63 to 2^63-1 (Go int)' : 'must be an integer from 0 to 2^64-1 (Go uint64)',
+    })
+    .meta({ type: 'integer', format: type === 'int' ? 'int64' : 'uint64', ...(type === 'uint64' ? { minimum: 0 } : {}), [GO_TYPE_KEY]: type });
+
+const Count = goInteger('int');
+const Cap = goInteger('uint64');
+/** A sum of Go ints: exact, so past 2^53-1 a bigint, and past int64 when the entries add up so. */
+const Sum = z
+  .custom<GoInteger>((v) => typeof v === 'bigint' || Number.isSafeInteger(v), { message: 'must be an integer' })
+  .meta({ type: 'integer' });
+/**
+ * A float64 field: any finite number. Go writes an integral float64 below 1e21 as plain digits
+ * (1e20 as 100000000000000000000), which parses as a bigint past 2^53-1: taken as its nearest
+ * double, as Go's decoder takes it.
+ */
+const Cost = z
+  .custom<number | bigint>((v) => (typeof v === 'number' || typeof v === 'bigint') && Number.isFinite(Number(v)), { message: 'must be a finite number' })
+  .transform((v) => Number(v))
+  .meta({ type: 'number', [GO_TYPE_KEY]: 'float64' });
 
 /** Herrscher's session-name rule (manager/validate.go): what session/add accepts. */
 export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -52,7 +87,7 @@ const sessionShape = {
   owned: z.boolean().optional(),
   extractor: z.string().optional(),
   journal: z.string().optional(),
-  consolidateEvery: z.number().int('must be an integer').optional(),
+  consolidateEvery: Count.optional(),
   gateways: z.array(z.string()).optional(),
   participants: z.array(z.string()).optional(),
   parent: z.string().optional(),
@@ -117,11 +152,11 @@ export const TranscriptUsage = z
   .object({
     entries: z.number().int().describe('Entries ever appended, including those compaction removed.'),
     cost: z.number(),
-    tokens_in: z.number().int(),
-    tokens_out: z.number().int(),
-    cache_read: z.number().int(),
-    cache_create: z.number().int(),
-    dur_ms: z.number().int(),
+    tokens_in: Sum,
+    tokens_out: Sum,
+    cache_read: Sum,
+    cache_create: Sum,
+    dur_ms: Sum,
     firstTs: z.string().describe('ts of the first entry ever appended, or ""'),
     lastTs: z.string().describe('ts of the newest entry, or ""'),
   })
@@ -146,10 +181,10 @@ export interface GoField {
 function goKindOf(key: string, s: z.ZodType): GoKind {
   if (s instanceof z.ZodString) return 'string';
   if (s instanceof z.ZodBoolean) return 'bool';
-  if (s instanceof z.ZodNumber) {
-    if (!s.isInt) return 'float';
-    return z.globalRegistry.get(s)?.[GO_TYPE_KEY] === 'uint64' ? 'uint' : 'int';
-  }
+  if (s instanceof z.ZodNumber) return s.isInt ? 'int' : 'float';
+  const goType = z.globalRegistry.get(s)?.[GO_TYPE_KEY];
+  if (s instanceof z.ZodPipe && goType === 'float64') return 'float';
+  if (s instanceof z.ZodCustom) return goType === 'uint64' ? 'uint' : 'int';
   if (s instanceof z.ZodArray) return s.element instanceof z.ZodString ? 'strings' : 'sessions';
   if (s instanceof z.ZodNullable) return goKindOf(key, s.unwrap() as z.ZodType);
   if (s instanceof z.ZodObject) return 'home';

@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
+import { stringifyExactJson } from '../common/exact-json.js';
 import { ErrorCodes } from '../protocol/errors.js';
 import type { Session, StateDocument, TranscriptEntry } from '../protocol/model.js';
 import type { NotificationName, NotificationTable } from '../protocol/table.js';
@@ -347,7 +348,7 @@ export class Subscriptions {
 
 function sameField(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  return JSON.stringify(a) === JSON.stringify(b);
+  return stringifyExactJson(a) === stringifyExactJson(b);
 }
 
 type RowChange = { kind: 'added' | 'updated' | 'removed'; name: string; session?: Session };

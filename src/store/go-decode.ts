@@ -1,9 +1,12 @@
 // Decodes parsed JSON into our shapes with Go's encoding/json rules, so a file the Go package
 // accepts loads here and one it rejects is refused (or, for a transcript line, skipped):
-// case-insensitive keys, null = zero value, type mismatches are errors, ints must be integer literals.
+// keys matched with Go's case folding, null = zero value, type mismatches are errors, ints must be
+// integer literals in their Go type's range (exact beyond 2^53: they parse as bigints).
+import { parseExactJson } from '../common/exact-json.js';
 import type { GoField, GoKind } from '../protocol/model.js';
-import { MAX_SAFE_COUNT, entryGoFields, homeGoFields, sessionGoFields, stateGoFields } from '../protocol/model.js';
+import { entryGoFields, homeGoFields, isGoInteger, sessionGoFields, stateGoFields } from '../protocol/model.js';
 import { wellFormed } from './go-text.js';
+import { goFoldKey } from './key-fold.js';
 
 export class DecodeError extends Error {
   constructor(readonly path: string, readonly rule: string) {
@@ -20,7 +23,7 @@ interface Spec {
 
 function spec(fields: readonly GoField[], keepUnknown: boolean): Spec {
   const byFold = new Map<string, GoField>();
-  for (const field of fields) if (!byFold.has(field.key.toLowerCase())) byFold.set(field.key.toLowerCase(), field);
+  for (const field of fields) if (!byFold.has(goFoldKey(field.key))) byFold.set(goFoldKey(field.key), field);
   return { byKey: new Map(fields.map((x) => [x.key, x])), byFold, keepUnknown };
 }
 
@@ -33,7 +36,7 @@ const entrySpec = spec(entryGoFields, false);
 const wellFormedString = (s: string): string => (s.isWellFormed() ? s : s.toWellFormed());
 
 const isZero = (v: unknown): boolean =>
-  v === '' || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
+  v === '' || v === 0 || v === 0n || v === false || (Array.isArray(v) && v.length === 0);
 
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
 
@@ -46,14 +49,18 @@ function decodeValue(kind: GoKind, v: unknown, path: string): unknown {
       if (typeof v !== 'boolean') throw new DecodeError(path, `must be a boolean, got ${typeName(v)}`);
       return v;
     case 'int':
-    case 'uint':
-      if (typeof v !== 'number' || !Number.isInteger(v)) throw new DecodeError(path, `must be an integer, got ${JSON.stringify(v)}`);
-      if (kind === 'uint' && v < 0) throw new DecodeError(path, `must be >= 0, got ${v}`);
-      if (Math.abs(v) > MAX_SAFE_COUNT) {
-        throw new DecodeError(path, `${v} is beyond 2^53-1, which this server cannot hold exactly; lower it (0 means no cap)`);
+    case 'uint': {
+      const type = kind === 'int' ? 'int' : 'uint64';
+      if (typeof v === 'number' && !Number.isInteger(v)) throw new DecodeError(path, `must be an integer, got ${v}`);
+      if (typeof v !== 'number' && typeof v !== 'bigint') throw new DecodeError(path, `must be an integer, got ${typeName(v)}`);
+      if (!isGoInteger(v, type)) {
+        throw new DecodeError(path, `${v} is out of range for Go's ${type} (${kind === 'uint' ? '0 to 2^64-1' : '-2^63 to 2^63-1'})`);
       }
       return v;
+    }
     case 'float':
+      // An integer literal past 2^53-1 parsed exactly; a float64 field holds its nearest double, as in Go.
+      if (typeof v === 'bigint') return Number(v);
       if (typeof v !== 'number') throw new DecodeError(path, `must be a number, got ${typeName(v)}`);
       if (!Number.isFinite(v)) throw new DecodeError(path, 'must be a finite number');
       return v;
@@ -73,7 +80,7 @@ function decodeStruct(v: unknown, s: Spec, path: string): Record<string, unknown
   if (v === null) return out;
   if (typeof v !== 'object' || Array.isArray(v)) throw new DecodeError(path, `must be an object, got ${typeName(v)}`);
   for (const [key, value] of Object.entries(v as Record<string, unknown>)) {
-    const field = s.byKey.get(key) ?? s.byFold.get(key.toLowerCase());
+    const field = s.byKey.get(key) ?? s.byFold.get(goFoldKey(key));
     if (!field) {
       if (s.keepUnknown) {
         checkUnknown(value, `${path}.${key}`);
@@ -117,8 +124,9 @@ function nestsDeeperThan(text: string, max: number): boolean {
 
 /**
  * Why a kept value (an unknown field) could not be written back as it came, or undefined: a
- * number JSON.parse could not hold (1e400, an integer beyond 2^53, already rounded), or nesting
- * past MAX_DOCUMENT_DEPTH with `depth` levels above it. Iterative, so any depth is safe to check.
+ * number beyond float64 (1e400, which JSON.parse makes Infinity), or nesting past
+ * MAX_DOCUMENT_DEPTH with `depth` levels above it. Integer literals of any size are exact
+ * (bigints past 2^53-1). Iterative, so any depth is safe to check.
  */
 export function keptValueProblem(value: unknown, path: string, depth: number): { at: string; rule: string } | undefined {
   const stack: [unknown, string, number][] = [[value, path, depth]];
@@ -126,9 +134,6 @@ export function keptValueProblem(value: unknown, path: string, depth: number): {
     const [v, at, level] = top;
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return { at, rule: 'holds a number beyond float64; this server would alter it on rewrite' };
-      if (Number.isInteger(v) && Math.abs(v) > MAX_SAFE_COUNT) {
-        return { at, rule: `holds the integer ${v} beyond 2^53-1, which this server cannot keep exactly (send it as a string)` };
-      }
     } else if (v !== null && typeof v === 'object') {
       if (level + 1 > MAX_DOCUMENT_DEPTH) {
         return { at: path, rule: `is nested deeper than state.json may be (at most ${MAX_DOCUMENT_DEPTH} levels in all)` };
@@ -150,17 +155,25 @@ function checkUnknown(v: unknown, path: string): void {
   if (bad) throw new DecodeError(bad.at, bad.rule);
 }
 
-function integerLiteralCheck(fields: readonly GoField[]): RegExp {
-  const keys = fields.filter((x) => x.kind === 'int' || x.kind === 'uint').map((x) => x.key);
-  return new RegExp(`"(${keys.join('|')})"\\s*:\\s*-?\\d+(?:\\.|[eE])`, 'i');
+/**
+ * JSON.parse reads 1.0 as 1; Go refuses it for an int field, so the literal is checked in the
+ * text: the first key (as Go folds it) of `fields`' integers holding a fraction or an exponent.
+ */
+function integerLiteralCheck(fields: readonly GoField[]): (text: string) => string | undefined {
+  const ints = new Set(fields.filter((x) => x.kind === 'int' || x.kind === 'uint').map((x) => goFoldKey(x.key)));
+  const literal = /"([^"\\]*)"\s*:\s*-?\d+(?:\.|[eE])/g;
+  return (text) => {
+    if (!/\d[.eE]/.test(text)) return undefined;
+    for (const m of text.matchAll(literal)) if (ints.has(goFoldKey(m[1] as string))) return m[1];
+    return undefined;
+  };
 }
-// JSON.parse reads 1.0 as 1; Go refuses it for an int field, so the literal is checked in the text.
 const stateNonInteger = integerLiteralCheck([...sessionGoFields]);
 const entryNonInteger = integerLiteralCheck(entryGoFields);
 
 function parseJson(text: string, label: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseExactJson(text);
   } catch (err) {
     const detail = text.trim() === '' ? 'unexpected end of JSON input' : (err as Error).message;
     throw new DecodeError(label, `invalid JSON: ${detail}`);
@@ -174,8 +187,8 @@ export function decodeStateText(text: string, label: string): Record<string, unk
     throw new DecodeError(label, `nested deeper than this server reads (at most ${MAX_DOCUMENT_DEPTH} levels of arrays and objects; Go allows 10000)`);
   }
   const value = parseJson(text, label);
-  const m = stateNonInteger.exec(text);
-  if (m) throw new DecodeError(label, `"${m[1]}" must be an integer literal, got a fraction or exponent`);
+  const key = stateNonInteger(text);
+  if (key !== undefined) throw new DecodeError(label, `"${key}" must be an integer literal, got a fraction or exponent`);
   const doc = decodeStruct(value, stateSpec, label);
   return doc;
 }
@@ -188,12 +201,12 @@ export function decodeTranscriptLine(line: string): Record<string, unknown> | un
   if (line.charCodeAt(0) === 0xfeff) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(line);
+    value = parseExactJson(line);
   } catch {
     return undefined;
   }
   if (value !== null && (typeof value !== 'object' || Array.isArray(value))) return undefined;
-  if (entryNonInteger.test(line)) return undefined;
+  if (entryNonInteger(line) !== undefined) return undefined;
   try {
     const e = decodeStruct(value, entrySpec, 'entry');
     return { ts: '', role: '', text: '', ...e };

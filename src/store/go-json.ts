@@ -2,7 +2,7 @@
 // byte-identical to the Go package's: HTML-safe escapes, U+2028/9, struct key order, omitempty,
 // MarshalIndent layout. JSON.stringify differs on all of these.
 import type { GoField } from '../protocol/model.js';
-import { entryGoFields, homeGoFields, sessionGoFields, stateGoFields } from '../protocol/model.js';
+import { entryGoFields, homeGoFields, isGoInteger, sessionGoFields, stateGoFields } from '../protocol/model.js';
 import { MAX_DOCUMENT_DEPTH } from './go-decode.js';
 
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\<>&\u2028\u2029\ud800-\udfff]/;
@@ -46,14 +46,15 @@ export class UnsupportedValueError extends Error {
 }
 
 /**
- * Go's int and uint fields hold integers (uint: >= 0); a JS number beyond 2^53-1 is not exact.
- * Refused here, since a file holding 1.5 or -1 there would load neither in Go nor in this store.
+ * Go's int and uint64 fields hold integers of their range (a bigint past 2^53-1). Refused here,
+ * since a file holding 1.5, -1 for a uint64 or 2^64 would load neither in Go nor in this store.
  */
 function checkInteger(field: GoField, v: unknown, path: string): void {
-  if ((field.kind !== 'int' && field.kind !== 'uint') || typeof v !== 'number') return;
-  if (!Number.isSafeInteger(v) || (field.kind === 'uint' && v < 0)) {
-    const range = field.kind === 'uint' ? '0..2^53-1' : '-(2^53-1)..2^53-1';
-    throw new UnsupportedValueError(path, v, `must be an integer in ${range}`);
+  if (field.kind !== 'int' && field.kind !== 'uint') return;
+  const type = field.kind === 'int' ? 'int' : 'uint64';
+  if (!isGoInteger(v, type)) {
+    const range = type === 'uint64' ? '0..2^64-1' : '-2^63..2^63-1';
+    throw new UnsupportedValueError(path, v, `must be an integer in ${range} (Go ${type})`);
   }
 }
 
@@ -73,6 +74,7 @@ function encodeAny(v: unknown, indent: string | null, prefix: string, path: stri
   switch (typeof v) {
     case 'string': return encodeGoString(v);
     case 'number': return encodeNumber(v, path);
+    case 'bigint': return String(v);
     case 'boolean': return v ? 'true' : 'false';
     case 'object': break;
     default: throw new UnsupportedValueError(path, v);
@@ -103,7 +105,7 @@ function isZero(kind: GoField['kind'], v: unknown): boolean {
   switch (kind) {
     case 'string': return v === '';
     case 'bool': return v === false;
-    case 'int': case 'uint': case 'float': return v === 0;
+    case 'int': case 'uint': case 'float': return v === 0 || v === 0n;
     case 'strings': case 'sessions': return Array.isArray(v) && v.length === 0;
     case 'home': return false;
   }

@@ -4,7 +4,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { AppendFile } from './append-file.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
-import { goTrimSpace } from './go-text.js';
+import { goDecodeUtf8, goTrimSpace } from './go-text.js';
 import { scanLines } from './line-scan.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
@@ -28,7 +28,7 @@ export async function readJournal(io: Io, fh: FileHandle): Promise<Set<string>> 
     await io.size(fh),
     (line) => {
       if (line.length > GO_SCAN_MAX_LINE) return false;
-      const id = goTrimSpace(line.toString('utf8'));
+      const id = goTrimSpace(goDecodeUtf8(line));
       if (id !== '') seen.add(id);
     },
     { unterminated: false },

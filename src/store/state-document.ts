@@ -197,9 +197,9 @@ const knownSessionKeys = new Set(sessionGoFields.map((x) => x.key));
 const foldedSessionKeys = new Map(sessionGoFields.map((x) => [goFoldKey(x.key), x.key]));
 
 /**
- * Refuses an unknown field the file could not give back as it came (an integer beyond 2^53-1,
- * rounded by JSON.parse already; nesting past what state.json may hold; a key that is a known
- * field's in another case), so a value accepted
+ * Refuses an unknown field the file could not give back as it came (a number beyond float64;
+ * nesting past what state.json may hold; a key Go's decoder folds onto a known field: another
+ * case, ſ for s, K for k), so a value accepted
  * now can never make the next start refuse the file. A row sits 3 levels deep in state.json.
  */
 function assertKeptExactly(session: NewSession): void {

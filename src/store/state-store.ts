@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import { encodeStateDocumentBytes, RowCache, UnsupportedValueError } from './go-json.js';
+import { goDecodeUtf8 } from './go-text.js';
 import { CommitQueue } from './commit-queue.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
@@ -310,7 +311,7 @@ async function readDocument(io: Io, file: string): Promise<{ doc: Doc; stamp: St
     try {
       before = await stampOf(io, file);
       try {
-        text = (await io.readFile(file)).toString('utf8');
+        text = goDecodeUtf8(await io.readFile(file));
       } catch (err) {
         if (!isErrno(err, 'ENOENT')) throw err;
       }

@@ -2,7 +2,7 @@
 // with Go's results except where DESIGN.md lists a Go defect we fix. Knows nothing of RPC.
 import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { HomeRef, NewSession, Session } from '../protocol/model.js';
+import type { GoInteger, HomeRef, NewSession, Session } from '../protocol/model.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
@@ -353,7 +353,7 @@ export class Store {
   /** Go's SetBudget: all four caps and the paused reason at once. */
   setBudget(
     name: string,
-    b: { cost_cap: number; token_cap: number; cohort_cost_cap: number; cohort_token_cap: number; paused_reason: string },
+    b: { cost_cap: number; token_cap: GoInteger; cohort_cost_cap: number; cohort_token_cap: GoInteger; paused_reason: string },
     guard: Guard = {},
   ): Promise<{ found: boolean; changed: boolean }> {
     const { cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason } = b;

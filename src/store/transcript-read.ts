@@ -6,7 +6,7 @@ import type { TranscriptEntry } from '../protocol/model.js';
 import { decodeTranscriptLine } from './go-decode.js';
 import type { Io } from './io.js';
 import { scanLines } from './line-scan.js';
-import { goTrimSpace } from './go-text.js';
+import { goDecodeUtf8, goTrimSpace } from './go-text.js';
 import { errnoOf } from '../common/errno.js';
 
 export type Entry = TranscriptEntry;
@@ -44,7 +44,7 @@ export async function scanEntries(io: Io, fh: FileHandle, size: number, onEntry:
     fh,
     size,
     (line) => {
-      const e = parseLine(line.toString('utf8'));
+      const e = parseLine(goDecodeUtf8(line));
       if (e) onEntry(e);
     },
     { unterminated: true },
@@ -98,7 +98,7 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
     const take = (head: Buffer): boolean => {
       const bytes = tail.length === 0 ? head : Buffer.concat([head, ...tail.reverse()]);
       tail = [];
-      const e = parseLine(bytes.toString('utf8'));
+      const e = parseLine(goDecodeUtf8(bytes));
       if (!e) return false;
       if (skip > 0) skip--;
       else found.push(e);

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { AppendFile } from './append-file.js';
 import { compactionSlots } from './compaction-slots.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
-import { wellFormed } from './go-text.js';
+import { goDecodeUtf8, wellFormed } from './go-text.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
@@ -87,7 +87,7 @@ interface Newest {
   count: number;
   /** The kept entries' lines, in file order. */
   lines: Buffer[];
-  /** Usage of the entries not kept, in file order. */
+  /** Usage of everything compacted away: the entries not kept folded onto the earlier sum. */
   removed: UsageSum;
 }
 
@@ -129,7 +129,7 @@ export class Transcript {
       wal,
       log,
       // Repair never changes what a read returns: a fragment Go would parse is kept, any other dropped.
-      tornTail: (fragment) => (parseLine(fragment.toString('utf8')) ? 'keep' : 'drop'),
+      tornTail: (fragment) => (parseLine(goDecodeUtf8(fragment)) ? 'keep' : 'drop'),
       cutAfter: (size) => size > COMPACT_TRIGGER_BYTES,
       afterCut: () => this.compact(),
       opened: (size, ino) => {
@@ -321,9 +321,17 @@ export class Transcript {
       // Streamed: only the numbers are kept, and the event loop runs between chunks.
       // A torn tail counts as Go's reader counts it; its repair before the next append keeps that.
       const inFile = zeroSum();
-      await scanEntries(this.io, fh, size, (e) => addEntry(inFile, e));
+      const costs: number[] = [];
+      await scanEntries(this.io, fh, size, (e) => {
+        addEntry(inFile, e);
+        costs.push(e.cost ?? 0);
+      });
       const { firstSeq, dropped } = await this.numbering(ino, prefix, inFile.entries);
       this.mark.raise(firstSeq + inFile.entries);
+      const total = concatUsage(dropped, inFile);
+      // The cost goes on from the compacted part's sum entry by entry, as the appends added it:
+      // float addition regrouped (dropped + the file's own sum) could differ in the last bits.
+      if (dropped.entries > 0) total.cost = costs.reduce((sum, c) => sum + c, dropped.cost);
       return {
         ino,
         size,
@@ -331,7 +339,7 @@ export class Transcript {
         count: inFile.entries,
         firstSeq,
         dropped,
-        total: concatUsage(dropped, inFile),
+        total,
         lastTs: inFile.entries > 0 ? inFile.lastTs : '',
         generation: 0,
       };
@@ -411,7 +419,7 @@ export class Transcript {
     let newest: Newest;
     let next: TranscriptMeta;
     try {
-      newest = await this.newestOfFile();
+      newest = await this.newestOfFile(snap.dropped);
       if (newest.count === 0) return;
       // A crash's leftover is swept at start; whatever is at the name now is removed, not written
       // through (O_EXCL: a link planted there is never followed).
@@ -430,7 +438,7 @@ export class Transcript {
         ino,
         head: headOf(prefixOf(newest.lines)),
         firstSeq: snap.firstSeq + newest.count - newest.lines.length,
-        dropped: concatUsage(snap.dropped, newest.removed),
+        dropped: newest.removed,
         prev: { ino: snap.ino, ...(snap.head === undefined ? {} : { head: snap.head }), firstSeq: snap.firstSeq, dropped: snap.dropped },
       };
       await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
@@ -469,13 +477,13 @@ export class Transcript {
    * re-encoded lines fit in COMPACT_KEEP_BYTES (at least one), as newestWithin picks them, and
    * the usage of the others. A window slides over the file, so only ~2 MiB of lines is held.
    */
-  private async newestOfFile(): Promise<Newest> {
+  private async newestOfFile(before: UsageSum): Promise<Newest> {
     const fh = await this.io.open(this.file, 'r');
     const window: Buffer[] = [];
     let head = 0; // window[head..] is the kept suffix so far
     let bytes = 0;
     let count = 0;
-    const removed = zeroSum();
+    const removed = { ...before };
     const entries: Entry[] = [];
     try {
       await scanEntries(this.io, fh, await this.io.size(fh), (e) => {

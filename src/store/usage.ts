@@ -1,97 +1,131 @@
 // Spend and token sums of a transcript: what the budget gate needs, kept up to date on append so
 // it never re-reads a file, and carried across compaction so spend history is never lost.
 //
-// Cost is summed exactly, in integer nano-units (each entry's cost rounded to 1e-9, the sum a
-// bigint): a float sum depends on grouping, and the sums are regrouped at every restart (the
-// compacted part from the meta, the rest from the file), so a float total changed its last digits
-// across a restart. Token and duration fields are integers, exact as numbers up to 2^53.
-import type { TranscriptEntry } from '../protocol/model.js';
+// Cost is summed as Go sums it: float64 addition from 0, in append order, so a sum never differs
+// from what Go's budget gate adds up over the same entries (cents and 5e-324 alike; past float64
+// it is ±Infinity, as in Go). Every sum is folded onto the one before it (the compacted part's
+// sum, then each later entry), never regrouped. Token and duration fields are Go ints, summed
+// exactly: numbers while the sum is below 2^53, bigints past it (an entry may hold any int64, so
+// two of them may not fit one).
+import type { GoInteger, TranscriptEntry } from '../protocol/model.js';
 
 /** Usage as the protocol reports it. */
 export interface Usage {
   entries: number;
   cost: number;
-  tokens_in: number;
-  tokens_out: number;
-  cache_read: number;
-  cache_create: number;
-  dur_ms: number;
+  tokens_in: GoInteger;
+  tokens_out: GoInteger;
+  cache_read: GoInteger;
+  cache_create: GoInteger;
+  dur_ms: GoInteger;
   firstTs: string;
   lastTs: string;
 }
 
-/** Usage as the store keeps it: the cost as an exact sum of nano-units. */
-export interface UsageSum extends Omit<Usage, 'cost'> {
-  costNanos: bigint;
-}
-
-const NANOS = 1e9;
+/** Usage as the store keeps it (the same numbers; the cost may be ±Infinity). */
+export type UsageSum = Usage;
 
 export const zeroUsage = (): Usage => ({
   entries: 0, cost: 0, tokens_in: 0, tokens_out: 0, cache_read: 0, cache_create: 0, dur_ms: 0, firstTs: '', lastTs: '',
 });
 
-export const zeroSum = (): UsageSum => ({
-  entries: 0, costNanos: 0n, tokens_in: 0, tokens_out: 0, cache_read: 0, cache_create: 0, dur_ms: 0, firstTs: '', lastTs: '',
-});
+export const zeroSum = zeroUsage;
 
-/** An entry's cost in nano-units (finite: NaN and ±Inf are refused before an entry is written). */
-const nanosOf = (cost: number | undefined): bigint => (cost ? BigInt(Math.round(cost * NANOS)) : 0n);
+/** a + b exactly: a number while the sum is a safe integer, else a bigint. */
+export function addInteger(a: GoInteger, b: GoInteger | undefined): GoInteger {
+  if (b === undefined) return a;
+  if (typeof a === 'number' && typeof b === 'number') {
+    const sum = a + b;
+    if (Number.isSafeInteger(sum)) return sum;
+  }
+  const sum = BigInt(a) + BigInt(b);
+  return sum >= BigInt(Number.MIN_SAFE_INTEGER) && sum <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(sum) : sum;
+}
 
 /** Adds one entry, in append order. */
 export function addEntry(u: UsageSum, e: TranscriptEntry): void {
   if (u.entries === 0) u.firstTs = e.ts;
   u.entries++;
-  u.costNanos += nanosOf(e.cost);
-  u.tokens_in += e.tokens_in ?? 0;
-  u.tokens_out += e.tokens_out ?? 0;
-  u.cache_read += e.cache_read ?? 0;
-  u.cache_create += e.cache_create ?? 0;
-  u.dur_ms += e.dur_ms ?? 0;
+  u.cost += e.cost ?? 0;
+  u.tokens_in = addInteger(u.tokens_in, e.tokens_in);
+  u.tokens_out = addInteger(u.tokens_out, e.tokens_out);
+  u.cache_read = addInteger(u.cache_read, e.cache_read);
+  u.cache_create = addInteger(u.cache_create, e.cache_create);
+  u.dur_ms = addInteger(u.dur_ms, e.dur_ms);
   u.lastTs = e.ts;
 }
 
-/** `a` then `b`: sums added, firstTs from `a` unless it is empty. */
+/**
+ * `a` then `b`: sums added, firstTs from `a` unless it is empty. The cost is a + b, which is the
+ * append-order sum only when `a` holds no cost; fold entries onto a copy of `a` (addEntry) to
+ * continue a sum exactly.
+ */
 export function concatUsage(a: UsageSum, b: UsageSum): UsageSum {
   if (a.entries === 0) return { ...b };
   if (b.entries === 0) return { ...a };
   return {
     entries: a.entries + b.entries,
-    costNanos: a.costNanos + b.costNanos,
-    tokens_in: a.tokens_in + b.tokens_in,
-    tokens_out: a.tokens_out + b.tokens_out,
-    cache_read: a.cache_read + b.cache_read,
-    cache_create: a.cache_create + b.cache_create,
-    dur_ms: a.dur_ms + b.dur_ms,
+    cost: a.cost + b.cost,
+    tokens_in: addInteger(a.tokens_in, b.tokens_in),
+    tokens_out: addInteger(a.tokens_out, b.tokens_out),
+    cache_read: addInteger(a.cache_read, b.cache_read),
+    cache_create: addInteger(a.cache_create, b.cache_create),
+    dur_ms: addInteger(a.dur_ms, b.dur_ms),
     firstTs: a.firstTs,
     lastTs: b.lastTs,
   };
 }
 
-/** The protocol's view of a sum: the cost as a number (the nearest double to the exact total). */
+/**
+ * The protocol's view of a sum. JSON has no Infinity: a cost past float64 (Go's sum would be
+ * ±Inf) is answered as ±Number.MAX_VALUE, beyond every cap.
+ */
 export function toUsage(u: UsageSum): Usage {
-  const { costNanos, ...rest } = u;
-  return { ...rest, cost: Number(costNanos) / NANOS };
+  const cost = Number.isFinite(u.cost) ? u.cost : Math.sign(u.cost) * Number.MAX_VALUE;
+  return { ...u, cost };
 }
 
-/** A sum as a side file stores it: the cost as a decimal string of nano-units (exact). */
+/** The integer counters of a sum. */
+const COUNTERS = ['tokens_in', 'tokens_out', 'cache_read', 'cache_create', 'dur_ms'] as const;
+
+/**
+ * A sum as a side file stores it: a counter past 2^53-1 as a decimal string (JSON.stringify has
+ * no bigint), a cost past float64 as "Infinity" or "-Infinity" (JSON has none).
+ */
 export function sumToJson(u: UsageSum): Record<string, unknown> {
-  const { costNanos, ...rest } = u;
-  return { ...rest, costNanos: costNanos.toString() };
+  const out: Record<string, unknown> = { ...u, cost: Number.isFinite(u.cost) ? u.cost : String(u.cost) };
+  for (const k of COUNTERS) if (typeof u[k] === 'bigint') out[k] = u[k].toString();
+  return out;
 }
 
-/** A stored sum back; also reads the first format's float `cost`. Undefined for anything else. */
+/** A counter as sumToJson stores it, or undefined. */
+function counterFromJson(v: unknown): GoInteger | undefined {
+  if (typeof v === 'number') return Number.isSafeInteger(v) ? v : undefined;
+  if (typeof v === 'string' && /^-?\d+$/.test(v)) return addInteger(0, BigInt(v));
+  return undefined;
+}
+
+/** A cost as sumToJson stores it, or as an earlier format did (nano-units as a decimal string). */
+function costFromJson(o: Record<string, unknown>): number | undefined {
+  if (typeof o.cost === 'number' && Number.isFinite(o.cost)) return o.cost;
+  if (o.cost === 'Infinity' || o.cost === '-Infinity') return Number(o.cost);
+  if (typeof o.costNanos === 'string' && /^-?\d+$/.test(o.costNanos)) return Number(o.costNanos) / 1e9;
+  return undefined;
+}
+
+/** A stored sum back. Undefined for anything else. */
 export function sumFromJson(v: unknown): UsageSum | undefined {
   const o = v as Record<string, unknown> | null;
   if (!o || typeof o !== 'object') return undefined;
-  const nums = ['entries', 'tokens_in', 'tokens_out', 'cache_read', 'cache_create', 'dur_ms'] as const;
-  if (!nums.every((k) => typeof o[k] === 'number' && Number.isFinite(o[k]))) return undefined;
+  if (typeof o.entries !== 'number' || !Number.isSafeInteger(o.entries)) return undefined;
   if (typeof o.firstTs !== 'string' || typeof o.lastTs !== 'string') return undefined;
-  let costNanos: bigint;
-  if (typeof o.costNanos === 'string' && /^-?\d+$/.test(o.costNanos)) costNanos = BigInt(o.costNanos);
-  else if (typeof o.cost === 'number' && Number.isFinite(o.cost)) costNanos = BigInt(Math.round(o.cost * NANOS));
-  else return undefined;
-  const out = zeroSum();
-  for (const k of nums) out[k] = o[k] as number;
-  return { ...out, costNanos, firstTs: o.firstTs, lastTs: o.lastTs };
+  const cost = costFromJson(o);
+  if (cost === undefined) return undefined;
+  const out: UsageSum = { ...zeroSum(), entries: o.entries, cost, firstTs: o.firstTs, lastTs: o.lastTs };
+  for (const k of COUNTERS) {
+    const n = counterFromJson(o[k]);
+    if (n === undefined) return undefined;
+    out[k] = n;
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
 // The LSP base protocol, what vscode-jsonrpc speaks: `Content-Length: N\r\n\r\n` then N bytes.
+import { stringifyExactJson } from '../common/exact-json.js';
 import type { FrameBudget } from './frame-budget.js';
 import { overBudget, processFrameBudget } from './frame-budget.js';
 import type { FrameDecoder, FrameHandlers } from './frame-decoder.js';
@@ -15,7 +16,7 @@ export function encodeLsp(message: unknown): string {
 
 /** The LSP frame of one message and its length in bytes (headers are ASCII: one byte each). */
 export function encodeLspFrame(message: unknown): { frame: string; bytes: number } {
-  const body = JSON.stringify(message);
+  const body = stringifyExactJson(message);
   const bodyBytes = Buffer.byteLength(body, 'utf8');
   const header = `Content-Length: ${bodyBytes}\r\n\r\n`;
   return { frame: header + body, bytes: header.length + bodyBytes };

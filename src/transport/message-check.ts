@@ -2,6 +2,7 @@
 // well-formed messages reach vscode-jsonrpc (which would log and drop the rest).
 import { isUtf8 } from 'node:buffer';
 import type { Message } from 'vscode-jsonrpc/node';
+import { parseExactJson } from '../common/exact-json.js';
 import type { FramingError } from './framing-error.js';
 import { invalidRequest, methodNotFound, parseError } from './framing-error.js';
 import { MAX_METHOD_CHARS, quote } from './limits.js';
@@ -28,7 +29,8 @@ export function checkFrame(body: Buffer): Message | FramingError {
   if (!isUtf8(body)) return parseError('the message is not valid UTF-8');
   let value: unknown;
   try {
-    value = JSON.parse(body.toString('utf8'));
+    // Exact: a Go int or uint64 past 2^53-1 arrives as a bigint, not rounded.
+    value = parseExactJson(body.toString('utf8'));
   } catch (err) {
     return parseError(err instanceof Error ? err.message.slice(0, 200) : 'not JSON');
   }

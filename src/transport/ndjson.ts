@@ -1,5 +1,6 @@
 // Newline-delimited JSON, the framing Herrscher's Go sockets and any language's standard JSON
 // encoder speak: one message per `\n`-terminated line.
+import { stringifyExactJson } from '../common/exact-json.js';
 import type { FrameBudget } from './frame-budget.js';
 import { overBudget, processFrameBudget } from './frame-budget.js';
 import type { FrameDecoder, FrameHandlers } from './frame-decoder.js';
@@ -19,7 +20,7 @@ const escapeLineBreaker = (c: string): string => `\\u${c.charCodeAt(0).toString(
  * (Go's encoder escapes those two for the same reason).
  */
 export function encodeNdjson(message: unknown): string {
-  return `${JSON.stringify(message).replace(LINE_BREAKERS, escapeLineBreaker)}\n`;
+  return `${stringifyExactJson(message).replace(LINE_BREAKERS, escapeLineBreaker)}\n`;
 }
 
 /**

@@ -2,6 +2,7 @@
 // `Content-Length` or newline-delimited JSON) over a child's stdio or a unix socket, and parses
 // what comes back strictly, so a test sees every byte the server sent, garbage included.
 import net from 'node:net';
+import { parseExactJson } from '../../src/common/exact-json.js';
 
 export type Framing = 'lsp' | 'ndjson';
 
@@ -90,7 +91,7 @@ export class FrameParser {
 
   private parse(text: string, out: Message[]): void {
     try {
-      const value: unknown = JSON.parse(text);
+      const value: unknown = parseExactJson(text);
       if (value === null || typeof value !== 'object' || Array.isArray(value)) {
         this.garbage.push(`not a JSON object: ${text.slice(0, 200)}`);
         return;

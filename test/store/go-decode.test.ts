@@ -62,17 +62,40 @@ test('state.json that Go refuses is refused with the file, the field and the rul
   assert.throws(() => decodeStateText('{"sessions":[{"name":5}]}', 'state.json'), refused('state.json.sessions[0].name: must be a string, got number'));
   assert.throws(() => decodeStateText('{"sessions":[{"name":"a","token_cap":1.5}]}', 'state.json'), refused('"token_cap" must be an integer literal'));
   assert.throws(() => decodeStateText('{"sessions":[{"name":"a","consolidateEvery":1.0}]}', 'state.json'), refused('"consolidateEvery" must be an integer literal'));
-  assert.throws(() => decodeStateText('{"sessions":[{"name":"a","token_cap":-1}]}', 'state.json'), refused('state.json.sessions[0].token_cap: must be >= 0, got -1'));
+  assert.throws(() => decodeStateText('{"sessions":[{"name":"a","token_cap":-1}]}', 'state.json'), refused("state.json.sessions[0].token_cap: -1 is out of range for Go's uint64"));
   assert.throws(() => decodeStateText('{"sessions":{}}', 'state.json'), refused('state.json.sessions: must be an array, got object'));
   assert.throws(() => decodeStateText('{"home":"x"}', 'state.json'), refused('state.json.home: must be an object, got string'));
 });
 
-test('a cap above 2^53-1 is refused (Go allows uint64); 2^53-1 itself loads exactly', () => {
-  assert.throws(
-    () => decodeStateText('{"sessions":[{"name":"a","token_cap":18446744073709551615}]}', 'state.json'),
-    refused('state.json.sessions[0].token_cap: 18446744073709552000 is beyond 2^53-1'),
+test('every uint64 cap and int loads exactly (a bigint past 2^53-1); one past its Go type is refused', () => {
+  const doc = decodeStateText(
+    '{"sessions":[{"name":"a","token_cap":18446744073709551615,"cohort_token_cap":9007199254740993,"consolidateEvery":-9223372036854775808},'
+      + '{"name":"b","token_cap":9007199254740991,"consolidateEvery":9223372036854775807}]}',
+    'state.json',
   );
-  assert.throws(() => decodeStateText('{"sessions":[{"name":"a","cohort_token_cap":9007199254740993}]}', 'state.json'), refused('beyond 2^53-1'));
-  const doc = decodeStateText('{"sessions":[{"name":"a","token_cap":9007199254740991}]}', 'state.json');
-  assert.deepEqual(doc.sessions, [{ name: 'a', token_cap: 9007199254740991 }]);
+  assert.deepEqual(doc.sessions, [
+    { name: 'a', token_cap: 18446744073709551615n, cohort_token_cap: 9007199254740993n, consolidateEvery: -9223372036854775808n },
+    { name: 'b', token_cap: 9007199254740991, consolidateEvery: 9223372036854775807n },
+  ]);
+  assert.throws(
+    () => decodeStateText('{"sessions":[{"name":"a","token_cap":18446744073709551616}]}', 'state.json'),
+    refused("state.json.sessions[0].token_cap: 18446744073709551616 is out of range for Go's uint64 (0 to 2^64-1)"),
+  );
+  assert.throws(() => decodeStateText('{"sessions":[{"name":"a","consolidateEvery":9223372036854775808}]}', 'state.json'), refused("out of range for Go's int"));
+});
+
+test('a transcript line with any Go int reads exactly; one past int64 is skipped, as Go skips it', () => {
+  assert.deepEqual(
+    decodeTranscriptLine('{"ts":"t","role":"r","text":"x","tokens_in":9223372036854775807,"tokens_out":-9223372036854775808,"dur_ms":-1}'),
+    { ts: 't', role: 'r', text: 'x', tokens_in: 9223372036854775807n, tokens_out: -9223372036854775808n, dur_ms: -1 },
+  );
+  assert.equal(decodeTranscriptLine('{"ts":"t","tokens_in":9223372036854775808}'), undefined);
+});
+
+test('keys match as Go folds them: ſ is an s and the Kelvin sign a k, dotted I is no i', () => {
+  assert.deepEqual(decodeTranscriptLine('{"ts":"t","role":"r","text":"x","to\u212aens_in":3}'), { ts: 't', role: 'r', text: 'x', tokens_in: 3 });
+  const doc = decodeStateText('{"sessions":[{"name":"a","reſumeToken":"evil","\u0130d":"kept"}]}', 'state.json');
+  assert.deepEqual(doc.sessions, [{ name: 'a', resumeToken: 'evil', '\u0130d': 'kept' }]);
+  // Go refuses 1.0 for an int field whatever the key's case.
+  assert.equal(decodeTranscriptLine('{"ts":"t","to\u212aens_in":1.0}'), undefined);
 });

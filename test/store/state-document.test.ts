@@ -2,7 +2,7 @@
 // extras) and the Go defects we fix (DESIGN.md §1): no-op writes, the defaults overlay, unknown
 // fields kept, values the file cannot hold refused.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Store } from '../../src/store/store.js';
 import { countingIo, newSession, openIn, reopen, snapshot, storeError, text } from '../helpers/store.js';
@@ -41,11 +41,14 @@ test('invalid JSON in state.json is refused naming the file, and left untouched'
   await refusedAtLoad('{"sessions":[{"name":"a",}]}', ['invalid JSON', 'position 25']);
 });
 
-test('a state.json with token_cap 18446744073709551615 (Go\'s uint64 max) is refused at load with the rule, never rounded', async () => {
-  await refusedAtLoad(
-    '{"sessions":[{"name":"a","incarnation":"inc_AAAAAAAAAAAAAAAAAAAAAAAAAA","token_cap":18446744073709551615}]}',
-    ['sessions[0].token_cap', 'beyond 2^53-1', 'cannot hold exactly'],
-  );
+test('a state.json with token_cap 18446744073709551615 (Go\'s uint64 max) loads exactly and a rewrite keeps it', async (t) => {
+  const dir = tempDir();
+  writeFileSync(statePathIn(dir), '{"sessions":[{"name":"a","incarnation":"inc_AAAAAAAAAAAAAAAAAAAAAAAAAA","token_cap":18446744073709551615}]}');
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  assert.equal(store.findSession('a')?.token_cap, 18446744073709551615n);
+  await store.setArchived('a', true);
+  assert.match(readFileSync(statePathIn(dir), 'utf8'), /"token_cap": 18446744073709551615\n/);
 });
 
 test('state.json holding null or {} opens as an empty state and is not rewritten', async () => {
@@ -262,12 +265,13 @@ test('a value set in the file wins over applyDefaults, and setting it persists o
 
 // ---- values the file cannot hold ---------------------------------------------------------
 
-const badBudgets: [string, Record<string, number>, string][] = [
+const badBudgets: [string, Record<string, number | bigint>, string][] = [
   ['a NaN cost_cap', { cost_cap: Number.NaN }, 'unsupported value NaN'],
   ['an infinite cohort_cost_cap', { cohort_cost_cap: Number.POSITIVE_INFINITY }, 'unsupported value Infinity'],
   ['a fractional token_cap', { token_cap: 1.5 }, 'token_cap'],
   ['a negative cohort_token_cap', { cohort_token_cap: -1 }, 'cohort_token_cap'],
-  ['a token_cap beyond 2^53-1', { token_cap: 2 ** 53 }, 'token_cap'],
+  ['a token_cap of 2^53 as an inexact JS number', { token_cap: 2 ** 53 }, 'token_cap'],
+  ['a cohort_token_cap past uint64', { cohort_token_cap: 2n ** 64n }, 'cohort_token_cap'],
 ];
 
 for (const [what, patch, part] of badBudgets) {
