@@ -104,6 +104,15 @@ func (c *Client) State(ctx context.Context, opts ...StateOptions) (StateResult, 
 type stateSaveParams struct {
 	State    StateDocument `json:"state"`
 	Revision int           `json:"revision"`
+	Epoch    string        `json:"epoch,omitempty"`
+}
+
+// StateSaveOptions holds the optional params of StateSave; the zero value sends none.
+type StateSaveOptions struct {
+	// The epoch of that revision (state/get, watch/subscribe). Given and not the current one: -32050,
+	// as a stale revision (a revision of an earlier run can equal one of this run). Omitted: the
+	// revision alone is compared.
+	Epoch string `json:"epoch,omitempty"`
 }
 
 // StateSave replaces the whole document as Go's Save writes it (row order, every field, unknown
@@ -111,10 +120,13 @@ type stateSaveParams struct {
 //
 // Wire method state/save. Errors: ErrInvalidParams, ErrConflict, ErrStorageFailure,
 // ErrShuttingDown.
-func (c *Client) StateSave(ctx context.Context, state StateDocument, revision int) (StateSaveResult, error) {
+func (c *Client) StateSave(ctx context.Context, state StateDocument, revision int, opts ...StateSaveOptions) (StateSaveResult, error) {
 	var p stateSaveParams
 	p.State = state
 	p.Revision = revision
+	for _, o := range opts {
+		p.Epoch = o.Epoch
+	}
 	var r StateSaveResult
 	err := c.call(ctx, "state/save", &p, &r)
 	return r, err

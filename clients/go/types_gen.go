@@ -268,6 +268,9 @@ type StateResult struct {
 	State StateDocument `json:"state"`
 	// Increases with every committed state change.
 	Revision int `json:"revision"`
+	// This run of the server: revisions count from 0 again in the next run, so a revision is
+	// comparable only within its epoch.
+	Epoch string `json:"epoch"`
 }
 
 // StateSaveResult is a part of a message.

@@ -476,9 +476,9 @@ class Client:
         """The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true. (state/get)"""
         return self.call("state/get", _timeout=timeout, persisted=persisted)
 
-    def state_save(self, state, revision, timeout=None) -> Any:
+    def state_save(self, state, revision, epoch=None, timeout=None) -> Any:
         """Replaces the whole document as Go's Save writes it (row order, every field, unknown fields), if revision is still the current one; else -32050 with data.revision. (state/save)"""
-        return self.call("state/save", _timeout=timeout, state=state, revision=revision)
+        return self.call("state/save", _timeout=timeout, state=state, revision=revision, epoch=epoch)
 
     def apply_defaults(self, home=None, workspace=None, source=None, timeout=None) -> Any:
         """Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json. (state/applyDefaults; returns its state)"""

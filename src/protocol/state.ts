@@ -8,6 +8,7 @@ const Changed = z.object({ changed: z.boolean().describe('false when the value w
 const NoParams = z.strictObject({}).default({});
 
 const Revision = z.number().int().describe('Increases with every committed state change.');
+const Epoch = z.string().describe('This run of the server: revisions count from 0 again in the next run, so a revision is comparable only within its epoch.');
 
 export const stateGet = defineMethod({
   method: 'state/get',
@@ -17,9 +18,9 @@ export const stateGet = defineMethod({
       persisted: z.boolean().optional().describe('true: exactly what state.json holds, without the defaults overlay (what a replica rebuilds from).'),
     })
     .default({}),
-  result: z.object({ state: StateDocument, revision: Revision }),
+  result: z.object({ state: StateDocument, revision: Revision, epoch: Epoch }),
   errors: [],
-  example: { params: {}, result: { state: { home: { id: '987', type: 'category' }, sessions: [] }, revision: 7 } },
+  example: { params: {}, result: { state: { home: { id: '987', type: 'category' }, sessions: [] }, revision: 7, epoch: 'e0c6…' } },
 });
 
 export const stateSave = defineMethod({
@@ -28,6 +29,7 @@ export const stateSave = defineMethod({
   params: z.strictObject({
     state: StateDocument.describe('The whole document. A row without an incarnation (or repeating an earlier one) gets a fresh one, as Go\'s Save; ids are written as given.'),
     revision: Revision.describe('The revision the document was read at (state/get, watch/subscribe or the feed).'),
+    epoch: Epoch.optional().describe('The epoch of that revision (state/get, watch/subscribe). Given and not the current one: -32050, as a stale revision (a revision of an earlier run can equal one of this run). Omitted: the revision alone is compared.'),
   }),
   result: z.object({
     revision: Revision.describe('The revision now: the save\'s own commit, or unchanged when nothing changed.'),

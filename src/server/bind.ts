@@ -53,8 +53,8 @@ export const handlers: Handlers = {
   'rpc.discover': (_p, ctx) => ctx.discover(),
   status: (_p, ctx) => ctx.status(),
 
-  'state/get': fresh((p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision })),
-  'state/save': (p, { store }) => store.saveState(p.state, p.revision),
+  'state/get': fresh((p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision, epoch: store.epoch })),
+  'state/save': (p, { store }) => store.saveState(p.state, p.revision, p.epoch),
   'state/applyDefaults': fresh((p, { store }) => ({ state: store.applyDefaults(p) })),
   'state/setHome': (p, { store }) => store.setHome(p.home),
   'state/setWorkspace': (p, { store }) => store.setWorkspace(p.workspace),

@@ -77,6 +77,7 @@ export class StateServer {
       get revision() {
         return store.revision;
       },
+      epoch: store.epoch,
       document: () => store.getState(),
       entriesFrom: (name, from) => entriesFrom(store, name, from),
       error: (message, err) => log.error({ err }, message),

@@ -61,6 +61,8 @@ export interface NotificationSink {
 export interface FeedSource {
   /** The state revision now. */
   readonly revision: number;
+  /** The run the revisions belong to (the store's); a feed without one makes its own. */
+  readonly epoch?: string;
   /** The state document now (what state/get answers). */
   document(): StateDocument;
   /**
@@ -116,8 +118,11 @@ export class Subscriptions {
   private readonly bySink = new Map<NotificationSink, Set<string>>();
   private next = 1;
   private readonly pendingBytesInTotal: number;
-  /** This run of the feed: revisions count from 0 again in the next one. */
-  readonly epoch: string = randomUUID();
+  /** The store's run: revisions count from 0 again in the next one. */
+  get epoch(): string {
+    return this.source?.epoch ?? this.ownEpoch;
+  }
+  private readonly ownEpoch = randomUUID();
   /** The latest commits, oldest first, for replay to a returning subscriber. */
   private readonly history: Commit[] = [];
   private historyRows = 0;

@@ -1,5 +1,6 @@
 // The store: one state dir owned by one process. Every operation of DESIGN.md §2 as a method,
 // with Go's results except where DESIGN.md lists a Go defect we fix. Knows nothing of RPC.
+import { randomUUID } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { GoInteger, HomeRef, NewSession, Session } from '../protocol/model.js';
@@ -90,6 +91,8 @@ export class Store {
   private closing: Promise<void> | undefined;
   private readonly listeners = new Set<Partial<StoreEvents>>();
   private revisionCount = 0;
+  /** This run of the store: revisions count from 0 again in the next one, so one is comparable only with its epoch. */
+  readonly epoch: string = randomUUID();
 
   private constructor(
     readonly statePath: string,
@@ -245,7 +248,7 @@ export class Store {
    * is in flight: one accepted but not yet committed would give the state a revision the caller
    * has not seen. Resolves with the save's own revision (unchanged when nothing changed).
    */
-  async saveState(doc: Doc, revision: number): Promise<{ revision: number; changed: boolean }> {
+  async saveState(doc: Doc, revision: number, epoch?: string): Promise<{ revision: number; changed: boolean }> {
     this.assertOpen();
     // A file changed by hand since the caller read it is a newer revision: the save is refused.
     await this.state.refresh();
@@ -255,9 +258,12 @@ export class Store {
     }
     const base = this.state.document;
     const stale = (): StoreError => new StoreError('conflict',
-      `the state is at revision ${this.revisionCount}, not ${revision}; read it again (state/get) and save on top of it`,
+      epoch !== undefined && epoch !== this.epoch
+        ? `revision ${revision} belongs to another run of the server (epoch ${epoch}, now ${this.epoch}); read it again (state/get) and save on top of it`
+        : `the state is at revision ${this.revisionCount}, not ${revision}; read it again (state/get) and save on top of it`,
       { revision: this.revisionCount });
-    if (revision !== this.revisionCount) throw stale();
+    // A revision of an earlier run can equal one of this run: only the epoch tells them apart.
+    if (revision !== this.revisionCount || (epoch !== undefined && epoch !== this.epoch)) throw stale();
     const { changed } = await this.mutate((d) => {
       // Re-applied onto another document only after a failed write before it: no longer the same base.
       if (d !== base) throw stale();

@@ -147,3 +147,26 @@ test('a value the file cannot hold is refused before anything is written', async
   assert.deepEqual(snapshot(store.statePath), before);
   assert.equal(store.revision, 0);
 });
+
+test('a revision of an earlier run is a conflict when its epoch is given, even where the numbers match', async (t) => {
+  const dir = tempDir();
+  const first = await openIn(dir);
+  await first.addSession(newSession('a', { incarnation: INC_A }));
+  const { revision: seen, epoch: seenEpoch } = first;
+  await first.close();
+  // The next run counts from 0 again: one commit of another writer brings it to the same number.
+  const second = await openIn(dir);
+  t.after(() => second.close());
+  await second.addSession(newSession('b', { incarnation: INC_B }));
+  assert.equal(second.revision, seen, 'the two runs reached the same revision number');
+  assert.notEqual(second.epoch, seenEpoch);
+  const before = snapshot(second.statePath);
+  const stale: StateDocument = { home: { id: '', type: '' }, sessions: [newSession('a', { incarnation: INC_A }) as StateDocument['sessions'] extends (infer R)[] | null ? R : never] };
+  await assert.rejects(() => second.saveState(stale, seen, seenEpoch), (err: unknown) => {
+    storeError('conflict', ['another run'])(err);
+    assert.deepEqual((err as { data?: unknown }).data, { revision: second.revision });
+    return true;
+  });
+  assert.deepEqual(snapshot(second.statePath), before, "b's row is not overwritten");
+  assert.deepEqual(await second.saveState(second.getPersistedState(), second.revision, second.epoch), { revision: second.revision, changed: false });
+});
