@@ -57,6 +57,12 @@ const Cost = z
   .meta({ type: 'number', [GO_TYPE_KEY]: 'float64' });
 
 /** Herrscher's session-name rule (manager/validate.go): what session/add accepts. */
+/**
+ * What an instance id may be, checked when it is set: it names the default socket
+ * (`herrscher-state-<id>.sock`), so one letter or digit, then letters, digits, `_`, `.` or `-`,
+ * 32 at most (with the longest default folder the path stays under sun_path's 107 bytes).
+ */
+export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$/;
 export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 export const HomeRef = z

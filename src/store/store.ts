@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { GoInteger, HomeRef, NewSession, Session } from '../protocol/model.js';
+import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
@@ -173,6 +174,12 @@ export class Store {
         await marks.save();
       }, { rel: walRelIn(paths.side) });
       const state = await StateStore.load(io, paths.statePath, durability, log);
+      const id = state.document.instanceID ?? '';
+      if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
+        // Written by another writer (Go checks nothing): served all the same, on the socket without it.
+        log.warn(`state.json's instanceID ${JSON.stringify(id.slice(0, 40))} cannot name a socket (1-32 letters, digits, "_", "." or "-"); `
+          + 'the default socket without an instance id is served instead');
+      }
       if (durability === 'sync') {
         wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, () => marks.save(),
           options.walCheckpointBytes, walRelIn(paths.side));
@@ -267,6 +274,12 @@ export class Store {
     const { changed } = await this.mutate((d) => {
       // Re-applied onto another document only after a failed write before it: no longer the same base.
       if (d !== base) throw stale();
+      // A new instance id is held to setInstanceID's rule; one the file already holds is kept as it is.
+      const id = doc.instanceID ?? '';
+      if (id !== (d.instanceID ?? '') && id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
+        throw new StoreError('invalid-input', `instanceID ${JSON.stringify(id.slice(0, 40))} must be 1-32 letters, digits, "_", "." or "-", `
+          + 'starting with a letter or digit: it names the default socket of every later start');
+      }
       return docs.replaceDocument(d, doc);
     });
     return { revision: this.revisionCount, changed };
@@ -294,7 +307,12 @@ export class Store {
     return this.mutate((d) => docs.setTopField(d, 'statusMessageID', id));
   }
 
+  /** Refused (invalid-input) unless empty or INSTANCE_ID_PATTERN: the id names the default socket of every later start. */
   setInstanceID(id: string): Promise<{ changed: boolean }> {
+    if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
+      return Promise.reject(new StoreError('invalid-input', `instanceID ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} `
+        + 'must be 1-32 letters, digits, "_", "." or "-", starting with a letter or digit: it names the default socket of every later start'));
+    }
     return this.mutate((d) => docs.setTopField(d, 'instanceID', id));
   }
 

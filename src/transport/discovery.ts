@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readLiveServerRecord } from './server-record.js';
-import { defaultSocketPath } from './socket.js';
+import { defaultSocketPath, SUN_PATH_BYTES } from './socket.js';
 
 /** Where the state lives when --state is not given, as Herrscher decides it (core/host/serve.go). */
 export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
@@ -50,7 +50,20 @@ export function serveSocket(o: { socket?: string; instanceId?: string; env?: Nod
   const env = o.env ?? process.env;
   if (o.socket) return { path: path.resolve(o.socket), source: 'explicit' };
   if (env.HERRSCHER_STATE_SOCKET) return { path: path.resolve(env.HERRSCHER_STATE_SOCKET), source: 'env' };
-  return { path: defaultSocketPath(o.instanceId || undefined, env), source: 'default' };
+  return { path: defaultSocketPath(usableInstanceId(o.instanceId, env), env), source: 'default' };
+}
+
+/**
+ * The instance id when it can name a socket that fits sun_path, else none: an id another writer
+ * put in state.json (Go checks nothing) must not stop a start; the store warns about it.
+ */
+function usableInstanceId(id: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
+  if (!id) return undefined;
+  try {
+    return Buffer.byteLength(defaultSocketPath(id, env)) < SUN_PATH_BYTES ? id : undefined;
+  } catch {
+    return undefined; // not a file name (assertInstanceId): "a/b"
+  }
 }
 
 /** How a found socket is described in an error: the path and the step that chose it. */
