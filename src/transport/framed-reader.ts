@@ -6,7 +6,7 @@
 // built on this transport works whichever of the two entry points its author imported.
 import { AbstractMessageReader, Disposable } from 'vscode-jsonrpc/node';
 import type { DataCallback, Message } from 'vscode-jsonrpc/node';
-import { ErrorCodes } from '../protocol/errors.js';
+import { ErrorCodes } from '../protocol/error-codes.js';
 import type { FrameBudget } from './frame-budget.js';
 import { processFrameBudget } from './frame-budget.js';
 import type { FrameDecoder, FrameHandlers, Framing } from './frame-decoder.js';

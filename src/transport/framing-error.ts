@@ -1,6 +1,6 @@
 // Framing failures are the transport's own: they never reach the connection's callback, they are
 // answered on the wire (DESIGN.md §2, "answered, not just logged").
-import { ErrorCodes } from '../protocol/errors.js';
+import { ErrorCodes } from '../protocol/error-codes.js';
 
 export type FramingErrorCode =
   | typeof ErrorCodes.ParseError
