@@ -4,22 +4,22 @@
 import { spawn as spawnChild } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import type { z } from 'zod';
 import type { FunctionName } from '../protocol/define.js';
 import { functionName } from '../protocol/define.js';
 import type { MethodName, MethodTable, NotificationName, NotificationTable } from '../protocol/table.js';
-import { methodList } from '../protocol/table.js';
 import type { Framing } from '../transport/framing.js';
 import { describeSource, discoverSocket, servesState } from '../transport/discovery.js';
 import { connectUnixSocket, SocketError } from '../transport/socket.js';
 import { assertFolderPrivate, assertSocketTrusted } from '../transport/socket-folder.js';
 import { childCommand } from './child-command.js';
+import { findCli, resolutionBases } from './cli-path.js';
 import type { CallOptions } from './client-core.js';
 import { ClientCore } from './client-core.js';
 import { ConnectionClosedError } from './client-errors.js';
 import { Link } from './link.js';
+import { methodNames } from './method-names.js';
 import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 
 type Params<M extends MethodName> = z.input<MethodTable[M]['params']>;
@@ -64,7 +64,7 @@ function makeClient(core: ClientCore): StateClient {
   };
   Object.defineProperty(client, 'connection', { get: () => core.connection, enumerable: true });
   Object.defineProperty(client, 'closed', { get: () => core.closed, enumerable: true });
-  for (const def of methodList) client[functionName(def.method)] = (params?: unknown, options?: CallOptions) => call(def.method, params, options);
+  for (const method of methodNames) client[functionName(method)] = (params?: unknown, options?: CallOptions) => call(method, params, options);
   return client as unknown as StateClient;
 }
 
@@ -160,7 +160,10 @@ export interface SpawnOptions {
   /** More `serve` arguments (--durability, --log-level, --socket, --no-socket…). */
   args?: string[];
   framing?: Framing;
-  /** The CLI to run; default the built one beside this module. */
+  /**
+   * The CLI to run; default `require.resolve('herrscher-state/cli')` from this module, the bundle it
+   * was bundled into, the main script or the working directory, first found.
+   */
   cli?: string;
   env?: NodeJS.ProcessEnv;
   /**
@@ -184,7 +187,8 @@ export interface SpawnedClient extends StateClient {
   readonly exited: Promise<number | null>;
 }
 
-const builtCli = (): string => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.js');
+// import.meta is empty in a CommonJS bundle (esbuild) and absent from our CommonJS build.
+const builtCli = (): string => findCli(resolutionBases(import.meta.url));
 
 /** Spawns `herrscher-state serve --stdio` as a child and talks to it over its stdio, as the host does. */
 export function spawn(options: SpawnOptions): SpawnedClient {

@@ -118,6 +118,20 @@ test('the packed tarball installs without a compiler and serves', { timeout: TIM
   const unreached = shipped.filter((p) => !reached.has(path.join(installed, p)));
   assert.deepEqual(unreached, [], 'modules shipped that nothing loads');
 
+  // Every relative link in the shipped markdown (README, docs/) names a file or folder the tarball
+  // holds: the README is the manual an installed package carries.
+  const shippedPaths = packed[0].files.map((f) => f.path);
+  const broken: string[] = [];
+  for (const md of shippedPaths.filter((p) => p.endsWith('.md'))) {
+    for (const m of readFileSync(path.join(installed, md), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = (m[1] as string).split('#')[0] as string;
+      if (!target || /^[a-z]+:/i.test(target)) continue;
+      const rel = path.posix.normalize(path.posix.join(path.posix.dirname(md), target)).replace(/\/$/, '');
+      if (!shippedPaths.some((p) => p === rel || p.startsWith(`${rel}/`))) broken.push(`${md} → ${target}`);
+    }
+  }
+  assert.deepEqual(broken, [], 'links in the shipped markdown to files the tarball does not hold');
+
   // Every source map names only sources it carries (the TypeScript is not shipped).
   for (const p of packed[0].files.map((f) => f.path).filter((f) => f.endsWith('.map'))) {
     const map = JSON.parse(readFileSync(path.join(installed, p), 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };

@@ -1,0 +1,210 @@
+// The package as an editor extension or a bridge consumes it, from `npm pack`: a scratch project
+// installs the tarball (and @types/node) and then, with this repo's TypeScript, esbuild and webpack:
+// - typechecks one consumer under moduleResolution node10, node16, nodenext and bundler, as
+//   CommonJS and as an ES module where the mode has both, with the calls' types checked (a wrong
+//   param must fail);
+// - require()s and imports the entry under plain Node and calls spawn() with no `cli`, which must
+//   find the CLI itself; `herrscher-state/cli` resolves to it;
+// - bundles a TypeScript extension that uses spawn() as CommonJS with esbuild and with webpack and
+//   runs the bundles;
+// - bundles `connect` + one call with esbuild, minified, prints its size and holds it to 100 kB,
+//   with neither zod nor pino nor a native addon in it.
+// Slow (an npm install), so in `npm run test:install` (CI), not `npm test`.
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { before, test } from 'node:test';
+import type * as Esbuild from 'esbuild';
+import type { Stats as WebpackStats } from 'webpack';
+import type webpackFunction from 'webpack';
+import { REPO } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+const TIMEOUT = 300_000;
+/** The bound on a bundle of `connect` + one call (minified, as an extension ships it). */
+const CLIENT_BUNDLE_MAX_BYTES = 100_000;
+const repoRequire = createRequire(path.join(REPO, 'package.json'));
+const TSC = path.join(REPO, 'node_modules/typescript/bin/tsc');
+
+let project = '';
+
+/** Writes `files` (relative to the project) and returns the project folder. */
+function write(files: Record<string, string>): void {
+  for (const [rel, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(project, rel)), { recursive: true });
+    writeFileSync(path.join(project, rel), text);
+  }
+}
+
+const env = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR });
+
+/** Runs a consumer script with plain Node in the project; its stdout is one JSON line. */
+function runNode(args: string[]): unknown {
+  const r = spawnSync(process.execPath, args, { cwd: project, env: env(), encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, `node ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop() as string);
+}
+
+before(
+  () => {
+    const root = tempDir();
+    // --ignore-scripts: prepack would rebuild dist/ under tests running beside this one; the build is up to date.
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', root], { cwd: REPO, encoding: 'utf8' })) as [{ filename: string }];
+    project = path.join(root, 'consumer');
+    mkdirSync(project);
+    // No "type": CommonJS, as an extension's package.json is by default.
+    const types = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies['@types/node'];
+    writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+    const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(root, packed[0].filename), `@types/node@${types}`], {
+      cwd: project,
+      encoding: 'utf8',
+    });
+    assert.equal(install.status, 0, `npm install failed:\n${install.stdout}\n${install.stderr}`);
+  },
+  { timeout: TIMEOUT },
+);
+
+// What an extension writes: the calls' params and results are typed from the contract. The ts-
+// expect-error directive proves they are (an `any` from an unresolved import would make it unused, an
+// error); skipLibCheck as extension templates set it (zod's own declarations need esModuleInterop
+// under node10).
+const CONSUMER_TS = `import { connect, spawn, ErrorCodes, ResponseError, SocketError } from 'herrscher-state';
+import type { StateClient, Session } from 'herrscher-state';
+export async function run(state: string): Promise<string> {
+  const server = spawn({ state, args: ['--no-socket'] });
+  const { session } = await server.sessionAdd({ session: { name: 'ext' } });
+  const s: Session = session;
+  // @ts-${'expect-error'} the name is a string: a number must not typecheck
+  const bad = () => server.sessionAdd({ session: { name: 5 } });
+  const code: number = ErrorCodes.UnknownSession;
+  const c: (o: { socket: string }) => Promise<StateClient> = connect;
+  await server.close();
+  return [s.name, code, typeof bad, typeof c, ResponseError.name, SocketError.name].join(',');
+}
+`;
+
+for (const mode of ['node10', 'node16', 'nodenext', 'bundler'] as const) {
+  test(`the entry typechecks under moduleResolution ${mode}`, { timeout: TIMEOUT }, () => {
+    const dir = `types-${mode}`;
+    const module = { node10: 'commonjs', node16: 'node16', nodenext: 'nodenext', bundler: 'esnext' }[mode];
+    // node16/nodenext: the .ts file is CommonJS (no "type" in package.json), the .mts an ES module.
+    const files = mode === 'node16' || mode === 'nodenext' ? ['consumer.ts', 'consumer.mts'] : ['consumer.ts'];
+    write({
+      [`${dir}/tsconfig.json`]: JSON.stringify({
+        compilerOptions: { module, moduleResolution: mode, target: 'es2022', strict: true, noEmit: true, types: ['node'], skipLibCheck: true, typeRoots: ['../node_modules/@types'] },
+        files,
+      }),
+      ...Object.fromEntries(files.map((f) => [`${dir}/${f}`, CONSUMER_TS])),
+    });
+    const r = spawnSync(process.execPath, [TSC, '-p', path.join(project, dir, 'tsconfig.json')], { cwd: project, encoding: 'utf8' });
+    assert.equal(r.status, 0, `tsc (${mode}) failed:\n${r.stdout}\n${r.stderr}`);
+  });
+}
+
+/** A consumer script body (CommonJS or ESM) that spawns the server with no `cli` and adds a session. */
+const probeBody = (load: string): string => `${load}
+const os = require('node:os'), fs = require('node:fs'), path = require('node:path');
+(async () => {
+  const state = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hs-consumer-')), 'state.json');
+  const server = hs.spawn({ state, args: ['--no-socket'] });
+  const { session } = await server.sessionAdd({ session: { name: 'probe' } });
+  await server.close();
+  const loaded = Object.keys(require.cache).filter((k) => /node_modules[\\\\/](zod|pino)[\\\\/]/.test(k));
+  console.log(JSON.stringify({ name: session.name, exit: await server.exited, loaded, cli: require.resolve('herrscher-state/cli') }));
+})().catch((err) => { console.error(err); process.exit(1); });
+`;
+
+test('require() and import of the entry spawn the server with no cli given', { timeout: TIMEOUT }, () => {
+  write({
+    'require.cjs': probeBody("const hs = require('herrscher-state');"),
+    'import.mjs': `import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\nconst hs = await import('herrscher-state');\n${probeBody('')}`,
+  });
+  const cli = path.join(project, 'node_modules/herrscher-state/dist/src/cli.js');
+  for (const script of ['require.cjs', 'import.mjs']) {
+    assert.deepEqual(runNode([script]), { name: 'probe', exit: 0, loaded: [], cli }, script);
+  }
+});
+
+const EXTENSION_TS = `import { spawn } from 'herrscher-state';
+import os from 'node:os';
+import fs from 'node:fs';
+import path from 'node:path';
+export async function activate(): Promise<string> {
+  const state = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hs-ext-')), 'state.json');
+  const server = spawn({ state, args: ['--no-socket'] });
+  const { session } = await server.sessionAdd({ session: { name: 'bundled' } });
+  await server.close();
+  return session.name + ':' + String(await server.exited);
+}
+`;
+const RUN_EXTENSION = (bundle: string): string =>
+  `require(${JSON.stringify(bundle)}).activate().then((r) => console.log(JSON.stringify(r)), (e) => { console.error(e); process.exit(1); })`;
+
+test('an esbuild CommonJS bundle of an extension that calls spawn() runs', { timeout: TIMEOUT }, async () => {
+  write({ 'ext/extension.ts': EXTENSION_TS });
+  const esbuild = repoRequire('esbuild') as typeof Esbuild;
+  const out = path.join(project, 'out-esbuild/extension.js');
+  const result = await esbuild.build({
+    absWorkingDir: project,
+    entryPoints: ['ext/extension.ts'],
+    outfile: out,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    logLevel: 'silent',
+  });
+  assert.deepEqual(result.warnings.map((w) => w.text), [], 'the bundle builds without a warning');
+  assert.equal(runNode(['-e', RUN_EXTENSION(out)]), 'bundled:0');
+});
+
+test('a webpack CommonJS bundle of an extension that calls spawn() runs', { timeout: TIMEOUT }, async () => {
+  write({ 'ext/extension.js': EXTENSION_TS.replace(': Promise<string>', '') });
+  const webpack = repoRequire('webpack') as typeof webpackFunction;
+  const outDir = path.join(project, 'out-webpack');
+  const stats = await new Promise<WebpackStats>((resolve, reject) => {
+    webpack(
+      {
+        mode: 'production',
+        target: 'node20',
+        context: project,
+        entry: './ext/extension.js',
+        output: { path: outDir, filename: 'extension.js', library: { type: 'commonjs2' } },
+        resolve: { modules: [path.join(project, 'node_modules')] },
+        optimization: { minimize: false },
+      },
+      (err, s) => (err || !s ? reject(err ?? new Error('webpack: no stats')) : resolve(s)),
+    );
+  });
+  assert.equal(stats.hasErrors(), false, stats.toString('errors-only'));
+  assert.equal(runNode(['-e', RUN_EXTENSION(path.join(outDir, 'extension.js'))]), 'bundled:0');
+});
+
+test('a bundle of connect and one call is small: no zod, no pino, no native addon', { timeout: TIMEOUT }, async () => {
+  write({ 'small/client.ts': `import { connect } from 'herrscher-state';\nvoid connect().then((c) => c.sessionList()).then((r) => console.log(r.sessions.length));\n` });
+  const esbuild = repoRequire('esbuild') as typeof Esbuild;
+  const sizes: Record<string, number> = {};
+  for (const format of ['cjs', 'esm'] as const) {
+    const out = path.join(project, `out-small/client.${format}.js`);
+    const result = await esbuild.build({
+      absWorkingDir: project,
+      entryPoints: ['small/client.ts'],
+      outfile: out,
+      bundle: true,
+      minify: true,
+      platform: 'node',
+      format,
+      target: 'node20',
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const inputs = Object.keys(result.metafile.inputs);
+    assert.deepEqual(inputs.filter((i) => /node_modules\/(zod|pino|fs-ext-extra-prebuilt)\/|\.node$/.test(i)), [], `${format}: neither zod nor pino nor native code`);
+    sizes[format] = statSync(out).size;
+  }
+  // A size is not a time: a bound on it is a fact of the build, the same on every machine.
+  console.log(`# client bundle (connect + one call, esbuild --minify): cjs ${sizes.cjs} B, esm ${sizes.esm} B; bound ${CLIENT_BUNDLE_MAX_BYTES} B`);
+  for (const [format, size] of Object.entries(sizes)) assert.ok(size <= CLIENT_BUNDLE_MAX_BYTES, `${format} bundle is ${size} B, over ${CLIENT_BUNDLE_MAX_BYTES}`);
+});
