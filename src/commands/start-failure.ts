@@ -8,6 +8,7 @@ import type { Logging } from './logger.js';
 /** What to do about a store that cannot be opened, by what went wrong. */
 function storeHint(err: StoreError, state: string): string {
   if (err.kind === 'locked') return 'stop that process, or pass another --state';
+  if (err.kind === 'binding') return 'run the server with Node 20 or later (from Electron: a node on PATH, or spawn({ node }))';
   if (err.kind === 'invalid-input') return `fix ${state} or move it away (it was left untouched)`;
   if (err.code === 'EACCES' || err.code === 'EPERM') return `check that this user may read and write the folder of ${state}`;
   if (err.code === 'ENOSPC' || err.code === 'EDQUOT') return 'free some space on that disk';

@@ -15,6 +15,7 @@ const byKind: Record<StoreErrorKind, number> = {
   conflict: ErrorCodes.Conflict,
   io: ErrorCodes.StorageFailure,
   locked: ErrorCodes.StorageFailure,
+  binding: ErrorCodes.StorageFailure,
   closed: ErrorCodes.ShuttingDown,
 };
 

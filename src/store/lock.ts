@@ -1,10 +1,38 @@
 // One writer per state file: flock(2) on `<dir>/.<base>.lock`, the very lock Herrscher's Go daemon
 // takes (core/host/lock.go), so the Go daemon, a Go CLI and this server exclude one another. The
 // kernel drops the lock when its holder dies (kill -9 included): nothing to clean up by hand.
-import { flockSync } from 'fs-ext-extra-prebuilt';
 import fs from 'node:fs';
+import type * as FsExt from 'fs-ext-extra-prebuilt';
+import { createRequire } from 'node:module';
 import { StoreError } from './store-error.js';
 import { errnoOf } from '../common/errno.js';
+
+type FlockSync = typeof FsExt.flockSync;
+let binding: FlockSync | undefined;
+
+/**
+ * The flock(2) binding, loaded on first use rather than at import, so that a runtime it cannot
+ * load in (an Electron whose ABI has no prebuilt binary, or an install that left the optional
+ * dependency out) gets one line saying what to do instead of a crash at start. The store calls it
+ * before it touches the disk.
+ */
+export function loadFlockBinding(): FlockSync {
+  if (binding) return binding;
+  try {
+    binding = (createRequire(import.meta.url)('fs-ext-extra-prebuilt') as typeof FsExt).flockSync;
+    return binding;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const missing = e?.code === 'MODULE_NOT_FOUND';
+    const runtime = process.versions.electron
+      ? `Electron ${process.versions.electron} (Node ${process.versions.node}, ABI ${process.versions.modules})`
+      : `Node ${process.versions.node} (ABI ${process.versions.modules})`;
+    const why = missing
+      ? 'fs-ext-extra-prebuilt is not installed (an install with --omit=optional leaves it out; the server needs it, the client does not)'
+      : `fs-ext-extra-prebuilt does not load in ${runtime}: ${String(e?.message ?? err).split('\n')[0]}`;
+    throw new StoreError('binding', `cannot load the flock(2) binding the state lock needs: ${why}`, { code: e?.code }, e?.code);
+  }
+}
 
 export interface HeldLock {
   release(): void;
@@ -21,7 +49,7 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
     throw new StoreError('io', `the lock file ${lockPath} is a symbolic link, which the store never follows: remove it`, { code: 'ELOOP' }, 'ELOOP');
   }
   try {
-    flockSync(fd, 'exnb');
+    loadFlockBinding()(fd, 'exnb');
   } catch (err) {
     const code = errnoOf(err);
     const holder = fs.readFileSync(fd, 'utf8').trim();
@@ -98,7 +126,7 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
   const probe = fs.openSync(lockPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   let free = false;
   try {
-    flockSync(probe, 'exnb');
+    loadFlockBinding()(probe, 'exnb');
     free = true;
   } catch (err) {
     const code = errnoOf(err);
@@ -108,7 +136,7 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
   }
   if (free) throw refuse(`the lock file ${lockPath} is not locked: the host must hold the flock on it before it hands it over`);
   try {
-    flockSync(fd, 'exnb');
+    loadFlockBinding()(fd, 'exnb');
   } catch (err) {
     const code = errnoOf(err);
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
@@ -132,7 +160,7 @@ export function adoptLock(fd: number, lockPath: string, statePath: string): Held
  */
 export function tryFlock(fd: number): boolean {
   try {
-    flockSync(fd, 'exnb');
+    loadFlockBinding()(fd, 'exnb');
     return true;
   } catch (err) {
     const code = errnoOf(err);

@@ -9,6 +9,7 @@ export type StoreErrorKind =
   | 'conflict' // an incarnation guard that no longer matches
   | 'io' // the file system refused; `code` is the errno name (ENOSPC, EACCES…)
   | 'locked' // another process holds the state file's lock
+  | 'binding' // the flock binding does not load in this runtime (only at open: no request meets it)
   | 'closed'; // the store is shutting down
 
 export class StoreError extends Error {

@@ -11,7 +11,7 @@ import { nodeIo } from './io.js';
 import { StorageHealth } from './health.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
 import type { HeldLock } from './lock.js';
-import { adoptLock, lockServer, lockStateFile } from './lock.js';
+import { adoptLock, loadFlockBinding, lockServer, lockStateFile } from './lock.js';
 import { DEFAULT_CACHED_NAMES, NameCache } from './name-cache.js';
 import { Participants } from './participants.js';
 import type { StatePaths } from './paths.js';
@@ -147,6 +147,7 @@ export class Store {
     const given = statePaths(statePath);
     const baseIo = options.io ?? nodeIo;
     const durability = options.durability ?? 'sync';
+    if (options.lock !== false) loadFlockBinding(); // before anything is made on disk
     await baseIo.mkdir(given.dir, 0o700);
     // The dir itself may be reached through a link (a configured path); nothing inside it is.
     const dir = await baseIo.realpath(given.dir);

@@ -1,11 +1,12 @@
-// The client library inside an editor (issue 13 item 5): spawn() runs the server with Electron
-// acting as Node (ELECTRON_RUN_AS_NODE=1) or with a given `node`; SocketError and its codes are
-// exported; connect() finds the server by the discovery rule ($HERRSCHER_STATE_SOCKET here).
+// The client library inside an editor: spawn() runs the server with a given `node`, else inside
+// Electron with a Node 20+ found on PATH, else with Electron acting as Node
+// (ELECTRON_RUN_AS_NODE=1); SocketError and its codes are exported; connect() finds the server by
+// the discovery rule ($HERRSCHER_STATE_SOCKET here).
 import assert from 'node:assert/strict';
 import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { childCommand } from '../../src/client/child-command.js';
+import { childCommand, nodeOnPath } from '../../src/client/child-command.js';
 import { connect, SocketError, SocketErrorCodes, spawn } from '../../src/client/index.js';
 import { CLI, privateRuntimeDir } from '../helpers/cli.js';
 import { startServer } from '../helpers/server.js';
@@ -21,15 +22,20 @@ function fakeElectron(): string {
   return bin;
 }
 
-test('inside Electron the command is Electron itself with ELECTRON_RUN_AS_NODE=1; outside, plain Node; a node option wins', () => {
-  const o = { state: '/s/state.json', cli: '/x/cli.js', env: { PATH: '/bin' } };
-  const inElectron = childCommand(o, { execPath: '/Applications/Code.app/Electron', electron: '30.0.0' });
+test('inside Electron the command is a Node 20+ on PATH, else Electron itself with ELECTRON_RUN_AS_NODE=1; outside, plain Node; a node option wins', () => {
+  const o = { state: '/s/state.json', cli: '/x/cli.js', env: { PATH: '/bin', ELECTRON_RUN_AS_NODE: '1' } };
+  const electron = { execPath: '/Applications/Code.app/Electron', electron: '30.0.0' };
+  const withNode = childCommand(o, electron, () => '/usr/local/bin/node');
+  assert.equal(withNode.command, '/usr/local/bin/node');
+  assert.equal(withNode.env.ELECTRON_RUN_AS_NODE, undefined);
+  const inElectron = childCommand(o, electron, () => undefined);
   assert.equal(inElectron.command, '/Applications/Code.app/Electron');
   assert.equal(inElectron.env.ELECTRON_RUN_AS_NODE, '1');
   assert.deepEqual(inElectron.args, ['/x/cli.js', 'serve', '--stdio', '--state', '/s/state.json']);
-  const inNode = childCommand(o, { execPath: '/usr/bin/node' });
+  const inNode = childCommand({ ...o, env: { PATH: '/bin' } }, { execPath: '/usr/bin/node' }, () => assert.fail('outside Electron nothing is looked up'));
+  assert.equal(inNode.command, '/usr/bin/node');
   assert.equal(inNode.env.ELECTRON_RUN_AS_NODE, undefined);
-  const given = childCommand({ ...o, node: '/opt/node/bin/node' }, { execPath: '/Applications/Code.app/Electron', electron: '30.0.0' });
+  const given = childCommand({ ...o, env: { PATH: '/bin' }, node: '/opt/node/bin/node' }, electron, () => assert.fail('a node option is not looked up'));
   assert.equal(given.command, '/opt/node/bin/node');
   assert.equal(given.env.ELECTRON_RUN_AS_NODE, undefined);
   const locked = childCommand({ ...o, lockFd: 17 }, { execPath: '/usr/bin/node' });
@@ -37,21 +43,55 @@ test('inside Electron the command is Electron itself with ELECTRON_RUN_AS_NODE=1
   assert.deepEqual(locked.stdio, ['pipe', 'pipe', 'inherit', 17]);
 });
 
-test('spawn() from a simulated Electron host (execPath and process.versions.electron overridden) serves', { timeout: 30_000 }, async () => {
+/** A folder holding `node`: a stand-in that prints `version` for --version and otherwise runs this Node. */
+function nodeDir(version: string): string {
+  const dir = tempDir();
+  writeFileSync(path.join(dir, 'node'), `#!/bin/sh\n[ "$1" = --version ] && { echo ${version}; exit 0; }\nexec ${JSON.stringify(process.execPath)} "$@"\n`);
+  chmodSync(path.join(dir, 'node'), 0o755);
+  return dir;
+}
+
+test('nodeOnPath: the first node on PATH that is Node 20 or later; relative entries and older Nodes skipped', () => {
+  const old = nodeDir('v18.20.0');
+  const good = nodeDir('v22.3.0');
+  const also = nodeDir('v24.0.0');
+  assert.equal(nodeOnPath({ PATH: [old, 'relative/bin', good, also].join(path.delimiter) }), path.join(good, 'node'));
+  assert.equal(nodeOnPath({ PATH: [old, tempDir()].join(path.delimiter) }), undefined);
+  assert.equal(nodeOnPath({}), undefined);
+});
+
+/** Runs `fn` as if inside Electron: execPath is `bin`, process.versions.electron is set. */
+function asElectron<T>(bin: string, fn: () => T): T {
   const realExecPath = process.execPath;
-  process.execPath = fakeElectron();
+  process.execPath = bin;
   Object.defineProperty(process.versions, 'electron', { value: '30.0.0', configurable: true, enumerable: true });
-  let server;
   try {
-    server = spawn({ state: statePathIn(tempDir()), cli: CLI, args: ['--no-socket'], env: env() });
+    return fn();
   } finally {
     process.execPath = realExecPath;
     delete (process.versions as Record<string, string | undefined>).electron;
   }
+}
+
+test('spawn() from a simulated Electron host with no node on PATH runs Electron as Node', { timeout: 30_000 }, async () => {
+  const server = asElectron(fakeElectron(), () => spawn({ state: statePathIn(tempDir()), cli: CLI, args: ['--no-socket'], env: { ...env(), PATH: tempDir() } }));
   const { session } = await server.sessionAdd({ session: { name: 'from-electron' } });
   assert.equal(session.name, 'from-electron');
   await server.close();
   assert.equal(await server.exited, 0, 'the fake Electron ran the server as Node (it exits 97 otherwise)');
+});
+
+test('spawn() from a simulated Electron host runs a Node on PATH, not Electron, whatever Electron\'s version', { timeout: 30_000 }, async () => {
+  // An Electron that cannot serve at all (as one whose ABI has no prebuilt binding): exits 97 always.
+  const bin = path.join(tempDir(), 'electron');
+  writeFileSync(bin, '#!/bin/sh\necho "electron: no binding for this ABI" >&2\nexit 97\n');
+  chmodSync(bin, 0o755);
+  const PATH = nodeDir('v20.19.0');
+  const server = asElectron(bin, () => spawn({ state: statePathIn(tempDir()), cli: CLI, args: ['--no-socket'], env: { ...env(), PATH } }));
+  const { session } = await server.sessionAdd({ session: { name: 'via-node' } });
+  assert.equal(session.name, 'via-node');
+  await server.close();
+  assert.equal(await server.exited, 0);
 });
 
 test('SocketError is exported with its codes: a missing socket rejects ENOENT, naming the path', async () => {
