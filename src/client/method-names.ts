@@ -9,6 +9,7 @@ export const methodNames = [
   'rpc.discover',
   'status',
   'state/get',
+  'state/save',
   'state/applyDefaults',
   'state/setHome',
   'state/setWorkspace',
