@@ -20,12 +20,40 @@ export function parseCommandLine(cmd: Command, argv: string[]): Parsed {
     options[name] = { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.default !== undefined ? { default: f.default } : {}) };
   }
   try {
-    const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({ args: joinNegativeValues(cmd, argv), options, allowPositionals: true, strict: true });
     const { help, ...flags } = values as Record<string, string | boolean | undefined>;
     return { flags: flags as FlagValues<FlagSpecs>, positionals, help: help === true };
   } catch (err) {
     throw new UsageError(explain(cmd, err as Error & { code?: string }));
   }
+}
+
+/**
+ * `-n -1` → `--lines=-1`: node:util takes a value that starts with a dash for a flag ("ambiguous"),
+ * so the command's own check never saw it and the operator read "needs a value". A negative
+ * number after a flag that takes a value is that value (no flag of ours is a dash and a digit).
+ */
+function joinNegativeValues(cmd: Command, argv: string[]): string[] {
+  const takesValue = new Map<string, string>();
+  for (const [name, f] of Object.entries(cmd.flags)) {
+    if (f.type !== 'string') continue;
+    takesValue.set(`--${name}`, name);
+    if (f.short) takesValue.set(`-${f.short}`, name);
+  }
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') return out.concat(argv.slice(i));
+    const name = takesValue.get(arg);
+    const next = argv[i + 1];
+    if (name !== undefined && next !== undefined && /^-\d/.test(next)) {
+      out.push(`--${name}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
 }
 
 /** node:util's messages, reworded for an operator, with a did-you-mean for an unknown flag. */

@@ -63,8 +63,10 @@ export async function tail(name: string, t: TailOptions, o: ClientOptions): Prom
     say(`no session named ${JSON.stringify(name)} (herrscher-state sessions lists them)`);
     return 1;
   }
-  const page = await client.transcriptRead({ name, limit: t.lines });
-  page.entries.forEach((e, i) => print(page.firstSeq + i, e));
+  // transcript/read's limit 0 means all: for -n 0 read the newest entry only, to know where
+  // following starts, and print none.
+  const page = await client.transcriptRead({ name, limit: Math.max(t.lines, 1) });
+  if (t.lines > 0) page.entries.forEach((e, i) => print(page.firstSeq + i, e));
   shown = page.firstSeq + page.entries.length - 1;
   if (!t.follow) {
     await client.close();
