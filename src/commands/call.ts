@@ -9,6 +9,26 @@ import type { MethodName } from '../protocol/table.js';
 export interface CallOptions extends ClientOptions {
   method: string;
   params?: string;
+  /** The bound on the whole request: finding and connecting to the server, and its reply. */
+  requestTimeoutMs: number;
+}
+
+/** Codes vscode-jsonrpc gives a request on the client side, never sent by a server. */
+const CLIENT_SIDE_CODES: Record<number, string> = {
+  [-32099]: 'the request could not be written to the server',
+  [-32098]: 'the reply could not be read',
+  [-32097]: 'the connection closed before the server answered',
+  [-32096]: 'the connection was already closed',
+};
+
+/** A promise that rejects once `ms` have passed, naming --timeout; `cancel` stops it. */
+function deadline(ms: number): { expired: Promise<never>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply within ${ms} ms (--timeout ${ms} bounds the whole request)`)), ms);
+  });
+  expired.catch(() => undefined); // rejected only when raced: unhandled otherwise
+  return { expired, cancel: () => clearTimeout(timer) };
 }
 
 export async function call(o: CallOptions): Promise<number> {
@@ -21,19 +41,29 @@ export async function call(o: CallOptions): Promise<number> {
       return 2;
     }
   }
+  const limit = deadline(o.requestTimeoutMs);
+  const connecting = connect({ ...o, callTimeoutMs: replyTimeoutMs() });
   let client;
   try {
-    client = await connect({ ...o, callTimeoutMs: replyTimeoutMs() });
+    client = await Promise.race([connecting, limit.expired]);
   } catch (err) {
+    limit.cancel();
+    // A connection that arrives after the deadline is closed, so that the process can exit.
+    void connecting.then((c) => c.close(), () => undefined);
     process.stderr.write(`herrscher-state call: ${(err as Error).message}\n`);
     return 1;
   }
   try {
-    const result = await client.call(o.method as MethodName, params as never);
+    const result = await Promise.race([client.call(o.method as MethodName, params as never), limit.expired]);
+    // An operator's `call shutdown` means "stop": LSP's shutdown only refuses writes and waits
+    // for `exit`, which a one-shot call would never send, leaving the server running but useless.
+    if (o.method === 'shutdown') await client.call('exit');
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {
-    if (err instanceof ResponseError) {
+    if (err instanceof ResponseError && CLIENT_SIDE_CODES[err.code] !== undefined) {
+      process.stderr.write(`herrscher-state call: ${CLIENT_SIDE_CODES[err.code]} (client-side error ${err.code}: ${err.message})\n`);
+    } else if (err instanceof ResponseError) {
       process.stderr.write(`error ${err.code}: ${err.message}\n`);
       if (err.data !== undefined) process.stderr.write(`${JSON.stringify(err.data, null, 2)}\n`);
     } else {
@@ -41,6 +71,7 @@ export async function call(o: CallOptions): Promise<number> {
     }
     return 1;
   } finally {
+    limit.cancel();
     await client.close();
   }
 }

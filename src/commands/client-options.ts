@@ -12,7 +12,12 @@ export interface ClientOptions {
   framing: Framing;
   /** How long to wait for the socket to accept. */
   timeoutMs: number;
+  /** --timeout as given (undefined when absent), for a command that bounds more than the connect. */
+  givenTimeoutMs?: number;
 }
+
+/** How long a client command waits for the socket to accept, unless --timeout says. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 2000;
 
 export const CLIENT_FLAGS = {
   socket: {
@@ -26,13 +31,17 @@ export const CLIENT_FLAGS = {
     help: 'find the server of this state.json (default: as serve decides it)',
   },
   framing: { type: 'string', value: 'lsp|ndjson', default: 'lsp', help: 'wire framing' },
-  timeout: { type: 'string', value: 'MS', default: '2000', help: 'how long to wait for the socket to accept' },
+  timeout: {
+    type: 'string',
+    value: 'MS',
+    help: `call: how long the whole request may take, connecting and the reply\n(default $HERRSCHER_STATE_REPLY_TIMEOUT_MS, else 30000); the others: how long to wait\nfor the socket to accept (default ${DEFAULT_CONNECT_TIMEOUT_MS})`,
+  },
 } as const;
 
-export function clientOptions(v: { socket?: string | undefined; state?: string | undefined; framing: string; timeout: string }): ClientOptions {
+export function clientOptions(v: { socket?: string | undefined; state?: string | undefined; framing: string; timeout?: string | undefined }): ClientOptions {
   if (v.framing !== 'lsp' && v.framing !== 'ndjson') throw new UsageError(`--framing must be lsp or ndjson, got ${JSON.stringify(v.framing)}`);
-  const timeoutMs = Number(v.timeout);
-  if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new UsageError(`--timeout must be a number of milliseconds, got ${JSON.stringify(v.timeout)}`);
+  const given = v.timeout === undefined ? undefined : Number(v.timeout);
+  if (given !== undefined && (!Number.isFinite(given) || given < 0)) throw new UsageError(`--timeout must be a number of milliseconds, got ${JSON.stringify(v.timeout)}`);
   // The rest of the rule ($HERRSCHER_STATE_SOCKET, the record, the default) is connect()'s.
-  return { socket: v.socket, state: v.state, framing: v.framing, timeoutMs };
+  return { socket: v.socket, state: v.state, framing: v.framing, timeoutMs: given ?? DEFAULT_CONNECT_TIMEOUT_MS, givenTimeoutMs: given };
 }
