@@ -250,7 +250,9 @@ type StatusResult struct {
 	LastStorageError *StatusResultLastStorageError `json:"lastStorageError"`
 	// The last checkpoint of the write-ahead log failed and none succeeded since.
 	CheckpointFailing bool `json:"checkpointFailing"`
-	Healthy           bool `json:"healthy"`
+	// `shutdown` was received: writes are refused (-32030) and the server stops at `exit`.
+	Stopping bool `json:"stopping"`
+	Healthy  bool `json:"healthy"`
 }
 
 // StatusResultLastStorageError is a part of a message.

@@ -60,6 +60,7 @@ export async function serve(o: ServeOptions): Promise<void> {
       framing: { maxMessageBytes: o.maxMessageBytes },
       // The host that spawned us owns our lifecycle; a bridge on the socket must not end it for everyone.
       lifecycleOwner: o.stdio ? 'stdio' : 'any',
+      stopWhenShutdownClientLeaves: !o.stdio,
       ...(o.exitWhenIdleMs !== undefined ? { exitWhenIdleMs: o.exitWhenIdleMs } : {}),
     });
   } catch (err) {

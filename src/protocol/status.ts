@@ -12,7 +12,7 @@ export type StorageErrorInfo = z.infer<typeof StorageErrorInfo>;
 
 export const status = defineMethod({
   method: 'status',
-  summary: 'The server\'s identity, load and storage health; `healthy` is false while a checkpoint is failing or after a storage error in the last minute.',
+  summary: 'The server\'s identity, load and storage health; `healthy` is false while a checkpoint is failing, after a storage error in the last minute, or once `shutdown` was received (`stopping`).',
   params: z.strictObject({}).optional(),
   result: z.object({
     pid: z.number().int(),
@@ -29,6 +29,7 @@ export const status = defineMethod({
     walBytes: z.number().int().nonnegative().describe('Bytes in the write-ahead log not yet checkpointed (0 with durability write).'),
     lastStorageError: StorageErrorInfo.nullable(),
     checkpointFailing: z.boolean().describe('The last checkpoint of the write-ahead log failed and none succeeded since.'),
+    stopping: z.boolean().describe('`shutdown` was received: writes are refused (-32030) and the server stops at `exit`.'),
     healthy: z.boolean(),
   }),
   errors: [],
@@ -38,7 +39,7 @@ export const status = defineMethod({
       pid: 4242, version: '0.1.0', protocolVersion: '1.1.0', startedAt: '2026-01-01T10:00:00.000Z', uptimeMs: 3600000,
       statePath: '/home/u/.config/herrscher/state.json', socket: '/run/user/1000/herrscher-state/herrscher-state.sock',
       durability: 'sync', connections: 2, subscriptions: 1, revision: 17, walBytes: 4096,
-      lastStorageError: null, checkpointFailing: false, healthy: true,
+      lastStorageError: null, checkpointFailing: false, stopping: false, healthy: true,
     },
   },
 });

@@ -28,6 +28,11 @@ export interface ServerOptions {
   readonly lifecycleOwner?: 'stdio' | 'any';
   /** Where the server listens now (it can move after an instance id change); none for stdio alone. */
   readonly socket?: () => string | undefined;
+  /**
+   * Called when a connection that sent `shutdown` closes without `exit`: a socket-only server
+   * then stops, as it would at `exit`, instead of running on while refusing every write.
+   */
+  readonly onShutdownClientGone?: () => void;
   /** Bounds of the change feed (defaults in subscriptions.ts; tests go lower). */
   readonly feed?: SubscriptionLimits;
   /** Told when a connection opens, and when one has closed and answered all it received. */
@@ -113,9 +118,15 @@ export class StateServer {
     const refuse = (): never => {
       throw new ResponseError(ErrorCodes.InvalidRequest, 'shutdown and exit belong to the host on stdio; this connection may not end the server');
     };
+    let sentShutdown = false;
     const ctx: ServerContext = {
       ...this.shared,
-      shutdown: mayEnd ? this.shared.shutdown : refuse,
+      shutdown: mayEnd
+        ? () => {
+            sentShutdown = true;
+            return this.shared.shutdown();
+          }
+        : refuse,
       exit: mayEnd ? this.shared.exit : () => this.log.warn({ transport }, 'exit from a client that does not own the server ignored'),
       subscribe: (filter) => subs.subscribe(conn, filter),
       unsubscribe: (id) => subs.remove(conn, id),
@@ -129,6 +140,7 @@ export class StateServer {
       this.connections.delete(conn);
       conn.log.debug('connection closed');
       if (presence) void conn.idle().then(() => presence.leave());
+      if (sentShutdown) this.options.onShutdownClientGone?.();
     });
     conn.listen();
     conn.log.debug('connection opened');
@@ -155,7 +167,9 @@ export class StateServer {
       walBytes: this.store.walBytes,
       lastStorageError: last ? { message: last.message, ...(last.code ? { code: last.code } : {}), at: new Date(last.at).toISOString() } : null,
       checkpointFailing: health.checkpointFailing,
-      healthy: health.healthy,
+      stopping: this.shuttingDown !== undefined,
+      // A server that refuses writes is not healthy, whatever its storage says.
+      healthy: health.healthy && this.shuttingDown === undefined,
     };
   }
 

@@ -40,6 +40,11 @@ export interface ServiceOptions {
   framing: FramedTransportOptions;
   /** Who may send shutdown and exit (`serve --stdio`: only the host). */
   lifecycleOwner?: ServerOptions['lifecycleOwner'];
+  /**
+   * Stop with 0 when a connection that sent `shutdown` closes without `exit` (`serve` without a
+   * host: that client owned the stop, and a server refusing every write is of no use to anyone).
+   */
+  stopWhenShutdownClientLeaves?: boolean;
   /** Bounds of the change feed (tests go lower). */
   feed?: ServerOptions['feed'];
   /** How long a stop waits for answers still owed (default STOP_GRACE_MS). */
@@ -101,6 +106,7 @@ export class Service {
       version: o.version,
       onExit: (code) => void this.stop(code, 'exit notification'),
       lifecycleOwner: o.lifecycleOwner,
+      ...(o.stopWhenShutdownClientLeaves ? { onShutdownClientGone: () => void this.stop(0, 'the client that sent shutdown left without exit') } : {}),
       socket: () => this.listener?.path,
       ...(o.feed ? { feed: o.feed } : {}),
       ...(presence ? { presence } : {}),
