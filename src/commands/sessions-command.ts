@@ -6,7 +6,7 @@ import { sessions } from './tail.js';
 export const sessionsCommand = defineCommand({
   name: 'sessions',
   summary: 'list the sessions: name, vendor, archived, last activity, entries, cost',
-  usage: ['sessions [--json] [--socket PATH]'],
+  usage: ['sessions [--json] [--raw] [--socket PATH | --state FILE] [--framing lsp|ndjson] [--timeout MS]'],
   description: 'One line per session, from session/infos; text from the files printed escaped unless --raw.',
   flags: {
     json: { type: 'boolean', help: 'the session/infos result as JSON: {"sessions":[{session, lastTs, usage}…]}' },

@@ -6,7 +6,7 @@ import { socket } from './socket.js';
 export const socketCommand = defineCommand({
   name: 'socket',
   summary: 'print the socket of the running server; exit 1 when none answers',
-  usage: ['socket [--state FILE]'],
+  usage: ['socket [--state FILE | --socket PATH] [--framing lsp|ndjson] [--timeout MS]'],
   description:
     'Finds the server as call does ($HERRSCHER_STATE_SOCKET, else the socket the live server of\n' +
     'the state file recorded, else the default socket) and prints its path once it answers.',

@@ -6,7 +6,7 @@ import { status } from './status.js';
 export const statusCommand = defineCommand({
   name: 'status',
   summary: "the running server's health, identity and load; exit 1 when unhealthy",
-  usage: ['status [--json] [--state FILE | --socket PATH]'],
+  usage: ['status [--json] [--state FILE | --socket PATH] [--framing lsp|ndjson] [--timeout MS]'],
   description:
     'pid, uptime, version, state file, socket, durability, connections, subscriptions, revision,\n' +
     'write-ahead log bytes and the last storage error. Unhealthy (exit 1): a failing checkpoint,\n' +

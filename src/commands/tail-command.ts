@@ -6,7 +6,7 @@ import { tail } from './tail.js';
 export const tailCommand = defineCommand({
   name: 'tail',
   summary: "print a session's newest transcript entries, and follow new ones",
-  usage: ['tail NAME [-n N] [-f [--no-reconnect]] [--json] [--raw] [--socket PATH]'],
+  usage: ['tail NAME [-n N] [-f [--no-reconnect]] [--json] [--raw] [--socket PATH | --state FILE] [--framing lsp|ndjson] [--timeout MS]'],
   description:
     'One line per entry: time, role, cost, text (continuation lines indented). Control characters,\n' +
     'escape sequences and bidi overrides in the text are printed escaped (\\x1b, \\u202e) unless --raw.\n' +

@@ -85,7 +85,14 @@ export async function assertSocketTrusted(socketPath: string): Promise<void> {
   const st = await fs.stat(real);
   const refuse = (why: string): SocketError =>
     new SocketError(`refusing socket ${socketPath}: ${why}; another user may be impersonating the server, nothing was sent`, 'EUNSAFE');
-  if (!st.isSocket()) throw refuse('it is not a socket');
+  if (!st.isSocket()) {
+    // A wrong path, not an attack: say what is there instead of suspecting another user.
+    const what = st.isFile() ? 'a regular file' : st.isDirectory() ? 'a folder' : 'not a socket';
+    throw new SocketError(
+      `${socketPath} is ${what}, not a server's socket: no server listens there (is the socket path right? \`serve\` makes the socket itself); nothing was sent`,
+      'EEXIST',
+    );
+  }
   if (st.uid !== uid) throw refuse(`it belongs to uid ${st.uid}, not to us (uid ${uid})`);
   const dir = path.dirname(real);
   const why = folderRefusal(await fs.stat(dir), dir);
