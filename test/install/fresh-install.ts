@@ -118,6 +118,12 @@ test('the packed tarball installs without a compiler and serves', { timeout: TIM
   const unreached = shipped.filter((p) => !reached.has(path.join(installed, p)));
   assert.deepEqual(unreached, [], 'modules shipped that nothing loads');
 
+  // No script runs at install or build time for a user of the tarball: `prepare` is a build for
+  // developers (npm runs it on git installs and `npm install` in a clone, never needed here).
+  const manifest = JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const lifecycle = Object.keys(manifest.scripts ?? {}).filter((k) => ['prepare', 'preinstall', 'install', 'postinstall'].includes(k));
+  assert.deepEqual(lifecycle, [], 'the published package runs no lifecycle script at install');
+
   // Every relative link in the shipped markdown (README, docs/) names a file or folder the tarball
   // holds: the README is the manual an installed package carries.
   const shippedPaths = packed[0].files.map((f) => f.path);
