@@ -68,6 +68,9 @@ export async function tail(name: string, t: TailOptions, o: ClientOptions): Prom
   const page = await client.transcriptRead({ name, limit: Math.max(t.lines, 1) });
   if (t.lines > 0) page.entries.forEach((e, i) => print(page.firstSeq + i, e));
   shown = page.firstSeq + page.entries.length - 1;
+  // -n 0 -f: an entry the page holds but that was notified came after the subscription: printed.
+  const firstNotified = appended[0];
+  if (t.lines === 0 && firstNotified) shown = Math.min(shown, firstNotified.seq - 1);
   if (!t.follow) {
     await client.close();
     return 0;
