@@ -4,8 +4,39 @@
 // the bound are closed, least recently used first, and one whose name has no session row is
 // closed as soon as it is idle, so asking about 300 000 unknown names keeps nothing.
 
+import { readFileSync } from 'node:fs';
+
 /** Names whose objects are kept while idle, per kind (~2 KB each; see docs/limits.md). */
 export const DEFAULT_CACHED_NAMES = 1024;
+
+/**
+ * Descriptors the rest of the process may need at once, besides the idle names' files: every
+ * socket connection (256), the listener, stdio, the lock files, state.json and its temp file,
+ * the write-ahead log, the writer thread, compactions and reads in flight.
+ */
+const RESERVED_FDS = 384;
+
+/**
+ * The bound per kind for this process: DEFAULT_CACHED_NAMES, lowered so that the idle files of
+ * both kinds and RESERVED_FDS fit under the soft limit on open files. An idle object keeps its
+ * file open, so 1024 of each under `ulimit -n 1024` would make writes fail with EMFILE; fewer
+ * kept only means more re-opens.
+ */
+export function cachedNamesForFdLimit(limit: number | undefined = softFdLimit()): number {
+  if (limit === undefined) return DEFAULT_CACHED_NAMES;
+  return Math.max(16, Math.min(DEFAULT_CACHED_NAMES, Math.floor((limit - RESERVED_FDS) / 2)));
+}
+
+/** The soft RLIMIT_NOFILE, from /proc (Linux); undefined where it cannot be read. */
+function softFdLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    return line === undefined || line === 'unlimited' ? undefined : Number(line);
+  } catch {
+    // Not Linux (macOS has no /proc): its default soft limit is 256, so keep few.
+    return process.platform === 'linux' ? undefined : 256;
+  }
+}
 
 interface Slot<T> {
   value: T;

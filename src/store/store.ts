@@ -12,7 +12,7 @@ import { StorageHealth } from './health.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
 import type { HeldLock } from './lock.js';
 import { adoptLock, loadFlockBinding, lockServer, lockStateFile } from './lock.js';
-import { DEFAULT_CACHED_NAMES, NameCache } from './name-cache.js';
+import { cachedNamesForFdLimit, NameCache } from './name-cache.js';
 import { Participants } from './participants.js';
 import type { StatePaths } from './paths.js';
 import { assertPathComponent, assertSessionName, isPathComponent, participantsRel, statePaths, transcriptRel } from './paths.js';
@@ -54,7 +54,8 @@ export interface StoreOptions {
   health?: StorageHealth;
   /**
    * Names whose Transcript and Participants objects are kept while idle (default
-   * DEFAULT_CACHED_NAMES, each kind); more only while calls on them are in flight.
+   * DEFAULT_CACHED_NAMES each kind, fewer under a low limit on open files:
+   * cachedNamesForFdLimit); more only while calls on them are in flight.
    */
   cachedNames?: number;
   /** Size past which the write-ahead log is checkpointed (default 16 MiB; tests go lower). */
@@ -186,7 +187,7 @@ export class Store {
           options.walCheckpointBytes, walRelIn(paths.side));
       }
       return new Store(paths.statePath, paths.dir, state, io, durability, bothLocks(serverLock, lock), log, wal, marks, health,
-        options.cachedNames ?? DEFAULT_CACHED_NAMES, paths.side);
+        options.cachedNames ?? cachedNamesForFdLimit(), paths.side);
     } catch (err) {
       serverLock?.release();
       await removeIfCreated(io, paths, created);
