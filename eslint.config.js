@@ -1,4 +1,4 @@
-// Lint keeps the layer arrows of DESIGN.md §3 honest: a wrong import fails CI, not review.
+// Lint keeps the layer arrows (README, "Layout") honest: a wrong import fails CI, not review.
 import tseslint from 'typescript-eslint';
 
 const layer = (files, patterns) => ({

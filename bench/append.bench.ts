@@ -1,6 +1,6 @@
 // Appends over a unix socket in both durability modes, against the ceilings measured in the same
 // repetition: the bare vscode-jsonrpc echo server driven by the same client patterns, and
-// in-process write(2), fdatasync, group commit, and SQLite (python3) on the same disk (issue 5 point 3).
+// in-process write(2), fdatasync, group commit, and SQLite (python3) on the same disk.
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { ClientPool } from './harness/client-pool.js';

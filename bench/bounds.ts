@@ -1,5 +1,5 @@
 // `npm run build && node --import tsx bench/bounds.ts [rounds]`: what bounds the non-durable append
-// rate at 64 connections against the bare echo (issue 11 item 4, docs/performance.md "What bounds
+// rate at 64 connections against the bare echo (docs/performance.md "What bounds
 // the ratio"). Runs the build, copies of its bundle with part of an append's work taken out
 // (bench/harness/bound-builds.ts) and the echo server side by side, 64 connections each, in rounds
 // that alternate their order (after one discarded round); prints per build the median and range

@@ -1,4 +1,4 @@
-// The change feed under a subscriber that never reads (issue 12 items 4 and 5): 20 000 appends of
+// The change feed under a subscriber that never reads: 20 000 appends of
 // 4 KiB (80 MB of notifications, 5 × the 16 MiB the stalled queue may hold) while one connection
 // subscribed to every transcript has stopped reading and another reads everything. Measured: the
 // server's peak RSS and the append rate, each against the same run without the stalled

@@ -1,4 +1,4 @@
-// Memory that follows the work (issue 11 item 3): the server's RSS while 64 connections append
+// Memory that follows the work: the server's RSS while 64 connections append
 // continuously (each awaiting its reply, one session each) for 60 s and one subscriber to every
 // transcript reads its notifications slowly, against a twin in the same run: one connection
 // appending for as long, no subscriber. The target is absolute (≤ 150 MB peak); the twin says
@@ -27,7 +27,7 @@ import { benchDirs } from './harness/temp-dir.js';
 
 const BENCH = 'memory';
 const CONNECTIONS = 64;
-/** The issue's 60 s; a quick run only smoke-tests the path. */
+/** The target's 60 s; a quick run only smoke-tests the path. */
 const SECONDS = QUICK ? 5 : 60;
 /**
  * Each run lasts SECONDS, so the usual 1 + 5 repetitions would not fit run.ts's 360 s per bench:

@@ -1,4 +1,4 @@
-// Does a state.json mutation cost the change or the whole document? (issue 11 item 1.) Durable
+// Does a state.json mutation cost the change or the whole document? Durable
 // session/setResumeToken from 32 connections on a server holding 10 sessions and on one holding
 // 5 000, measured back to back in each repetition; the row's ratio is the rate at 5 000 over the
 // rate at 10. The same two servers then take appends to 10 transcripts: an append finds its

@@ -1,7 +1,7 @@
 // Reads and journal appends must not slow down as files grow: transcript/last, transcript/usage
 // and transcript/read on a 4 MiB transcript against a small one, and participants/append on a
-// 10 000-id journal against a 10-id one (issue 5 point 3). Each read pair returns the same number
-// of entries from both files (issue 11 item 5), so its ratio says whether reads are flat in the
+// 10 000-id journal against a 10-id one. Each read pair returns the same number
+// of entries from both files, so its ratio says whether reads are flat in the
 // file size. The server caches a transcript after its first read, so every warm measurement
 // follows one warm-up call; the cold first transcript/usage after a restart is reported apart, and
 // so is the first session/infos of a host restart over 50 transcripts of each size.
@@ -27,7 +27,7 @@ const SMALL_BYTES = 4096;
 /** The small twin of read(200): enough entries that read(200) returns 200 from it too (~52 KB). */
 const READ200_ENTRIES = 256;
 const READ_LIMIT = 200;
-/** Sessions per state dir of the session/infos restart pair (issue 11 item 2). */
+/** Sessions per state dir of the session/infos restart pair. */
 const INFOS_SESSIONS = QUICK ? 10 : 50;
 const BIG_JOURNAL = 10_000;
 const SMALL_JOURNAL = 10;

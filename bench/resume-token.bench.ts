@@ -1,7 +1,7 @@
 // state.json mutations under load: session/setResumeToken from 64 connections on 64 sessions,
 // each awaiting its own call, against one durable state.json rewrite per call (temp file, fsync,
 // rename, directory fsync) of the same document, in-process. The ratio says how much the server's
-// coalescing of mutations into shared commits buys (issue 5 point 3).
+// coalescing of mutations into shared commits buys.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RATE } from './harness/config.js';

@@ -1,7 +1,7 @@
 // `npm run bench`: runs every bench/*.bench.ts in its own process (as pino's runbench does, so
 // one bench's servers, heap and JIT state never colour another's), collects the one JSON line
-// each prints, and prints ONE table of our numbers, their ceilings, the ratios and the issue 5
-// targets, plus bench/results/latest.json. Targets are reported, never enforced: the exit code
+// each prints, and prints ONE table of our numbers, their ceilings, the ratios and the
+// targets (bench/targets.ts), plus bench/results/latest.json. Targets are reported, never enforced: the exit code
 // is non-zero only when a bench itself failed.
 //
 // usage: node --import tsx bench/run.ts [--quick] [--profile] [NAME…]

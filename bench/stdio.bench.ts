@@ -1,6 +1,6 @@
 // The sidecar path: appends over `serve --stdio` (what the Herrscher host runs) in both durability
 // modes against the bare vscode-jsonrpc echo server on stdio, and the time from spawn to the first
-// reply (initialize) against that same bare server (issue 5 point 3).
+// reply (initialize) against that same bare server.
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { ENTRY, LATENCY, RATE, SPAWNS_PER_REP } from './harness/config.js';

@@ -1,4 +1,4 @@
-// The targets of issue 5 point 4 as data: which row each applies to, the threshold, and whether
+// The performance targets as data: which row each applies to, the threshold, and whether
 // it bounds the ratio (ours / the ceiling measured in the same run) or our value itself. The
 // benchmark reports against them; nothing gates on them (no timing assertions in CI).
 export interface Target {
@@ -6,7 +6,7 @@ export interface Target {
   value: number;
   /** 'ratio': ours / ceiling; 'ours': our value in the row's unit. */
   on: 'ratio' | 'ours';
-  /** The target as the issue words it. */
+  /** The target in words. */
   text: string;
 }
 
@@ -16,21 +16,21 @@ export const TARGETS: Readonly<Record<string, Target>> = {
   'append.sync.conns.sqlite': { op: '>=', value: 3, on: 'ratio', text: 'durable append, 64 connections on 64 sessions: ≥ 3 × SQLite FULL' },
   'append.sync.1conn.p50': { op: '<=', value: 1.5, on: 'ratio', text: 'durable append, 1 connection: p50 ≤ 1.5 × one raw fdatasync' },
   'session.setResumeToken.conns': { op: '>=', value: 5, on: 'ratio', text: 'session/setResumeToken, 64 connections: ≥ 5 × one durable state.json rewrite per call' },
-  'session.setResumeToken.5000-sessions': { op: '>=', value: 0.5, on: 'ratio', text: 'issue 11 item 1: session/setResumeToken, 32 connections: the rate at 5 000 sessions ≥ 0.5 × the rate at 10 sessions, same run' },
-  'transcript.append.5000-sessions': { op: '>=', value: 0.8, on: 'ratio', text: 'issue 11: an append costs the same with 5 000 session rows as with 10 (it finds its row by name): durable append rate, 32 connections on 10 transcripts, ≥ 0.8 × with 10 sessions, same run' },
+  'session.setResumeToken.5000-sessions': { op: '>=', value: 0.5, on: 'ratio', text: 'session/setResumeToken, 32 connections: the rate at 5 000 sessions ≥ 0.5 × the rate at 10 sessions, same run' },
+  'transcript.append.5000-sessions': { op: '>=', value: 0.8, on: 'ratio', text: 'an append costs the same with 5 000 session rows as with 10 (it finds its row by name): durable append rate, 32 connections on 10 transcripts, ≥ 0.8 × with 10 sessions, same run' },
   'transcript.last': { op: '<=', value: 1.2, on: 'ratio', text: '4 MiB vs 4 KiB, transcript/last: ≤ 1.2 ×' },
   'transcript.usage': { op: '<=', value: 1.2, on: 'ratio', text: '4 MiB vs 4 KiB, transcript/usage: ≤ 1.2 ×' },
-  'transcript.usage.cold': { op: '<=', value: 2, on: 'ratio', text: 'issue 11 item 2: first transcript/usage after a clean restart, 4 MiB vs 4 KiB: ≤ 2 ×' },
-  'transcript.read200': { op: '<=', value: 1.5, on: 'ratio', text: 'issue 11 item 5: transcript/read(200), 4 MiB vs a 256-entry file (both return 200 entries): ≤ 1.5 ×' },
-  'session.infos.cold': { op: '<=', value: 2, on: 'ratio', text: 'issue 11 item 2: first session/infos after a clean host restart, 50 × 4 MiB vs 50 × 4 KiB transcripts: ≤ 2 ×' },
+  'transcript.usage.cold': { op: '<=', value: 2, on: 'ratio', text: 'first transcript/usage after a clean restart, 4 MiB vs 4 KiB: ≤ 2 ×' },
+  'transcript.read200': { op: '<=', value: 1.5, on: 'ratio', text: 'transcript/read(200), 4 MiB vs a 256-entry file (both return 200 entries): ≤ 1.5 ×' },
+  'session.infos.cold': { op: '<=', value: 2, on: 'ratio', text: 'first session/infos after a clean host restart, 50 × 4 MiB vs 50 × 4 KiB transcripts: ≤ 2 ×' },
   'participants.append.new': { op: '<=', value: 1.2, on: 'ratio', text: 'participants/append, 10 000 vs 10 participants: ≤ 1.2 ×' },
-  'go-state.findSession.p50': { op: '<=', value: 2, on: 'ratio', text: 'issue 20 item 6: Go package FindSession p50 ≤ 2 × the in-process slice scan' },
-  'go-state.appendTranscript.write.p50': { op: '<=', value: 10, on: 'ratio', text: 'issue 20 item 6: Go package AppendTranscript (write) p50 ≤ 10 × an O_APPEND write of the line' },
-  'go-state.setResumeToken.write.p50': { op: '<=', value: 1.5, on: 'ratio', text: 'issue 20 item 6: Go package SetResumeToken (write) p50 ≤ 1.5 × MarshalIndent + temp file + rename' },
-  'go-state.loadState.spawn': { op: '<=', value: 1.3, on: 'ratio', text: 'issue 20 item 6: LoadState with no server running, to its first answer, ≤ 1.3 × a bare server spawn' },
+  'go-state.findSession.p50': { op: '<=', value: 2, on: 'ratio', text: 'Go package FindSession p50 ≤ 2 × the in-process slice scan' },
+  'go-state.appendTranscript.write.p50': { op: '<=', value: 10, on: 'ratio', text: 'Go package AppendTranscript (write) p50 ≤ 10 × an O_APPEND write of the line' },
+  'go-state.setResumeToken.write.p50': { op: '<=', value: 1.5, on: 'ratio', text: 'Go package SetResumeToken (write) p50 ≤ 1.5 × MarshalIndent + temp file + rename' },
+  'go-state.loadState.spawn': { op: '<=', value: 1.3, on: 'ratio', text: 'LoadState with no server running, to its first answer, ≤ 1.3 × a bare server spawn' },
   'spawn.first-reply': { op: '<=', value: 1.3, on: 'ratio', text: 'spawn to first reply: ≤ 1.3 × the bare server' },
-  'feed.stalled.peak-rss': { op: '<=', value: 500, on: 'ours', text: 'issue 12 item 4: 20 000 appends of 4 KiB with a subscriber that never reads: server peak RSS ≤ 500 MB' },
-  'feed.stalled.appends': { op: '>=', value: 0.8, on: 'ratio', text: 'issue 12 item 4: a subscriber that never reads leaves writers unaffected: ≥ 0.8 × the rate without it' },
-  'server.rss.load': { op: '<=', value: 150, on: 'ours', text: 'issue 11 item 3: server peak RSS while 64 connections append continuously for 60 s and one subscriber reads slowly: ≤ 150 MB' },
+  'feed.stalled.peak-rss': { op: '<=', value: 500, on: 'ours', text: '20 000 appends of 4 KiB with a subscriber that never reads: server peak RSS ≤ 500 MB' },
+  'feed.stalled.appends': { op: '>=', value: 0.8, on: 'ratio', text: 'a subscriber that never reads leaves writers unaffected: ≥ 0.8 × the rate without it' },
+  'server.rss.load': { op: '<=', value: 150, on: 'ours', text: 'server peak RSS while 64 connections append continuously for 60 s and one subscriber reads slowly: ≤ 150 MB' },
   'server.rss': { op: '<=', value: 150, on: 'ours', text: 'server RSS after the run: ≤ 150 MB' },
 };

@@ -9,7 +9,7 @@
 // our functions and classes (a class that refers to itself is named `_Name` by the bundler), and
 // the source map points them into src/. Not keepNames, which gets
 // the same by wrapping every function the code creates in a defineProperty call: ~2 µs of the
-// server's ~28 µs of CPU per append (issue 11 item 4, docs/performance.md).
+// server's ~28 µs of CPU per append (docs/performance.md, "CPU per append").
 import { build } from 'esbuild';
 
 await build({

@@ -1,6 +1,6 @@
 // Copies of the built CLI bundle with one part of an append's work taken out, for bench/bounds.ts:
 // each copy tells how fast appends could be without that part, so what bounds the non-durable
-// append rate against the bare echo (issue 11 item 4) is measured, not guessed. They skip the
+// append rate against the bare echo is measured, not guessed. They skip the
 // contract's validation or the store, so they are only ever written beside the build (dist/bounds,
 // removed when bench/bounds.ts exits) and run from there, never shipped.
 //
@@ -46,7 +46,7 @@ const minimalStoreWith = (write: string): Patch => ({
     `const line=Buffer.from(encodeTranscriptLine(p.entry));${write};return{seq:b.seq++}}`,
 });
 const minimalStore = minimalStoreWith('await writer.write(fd,line)');
-/** The same with write(2) on the event loop, which the server must not do (issue 10): it bounds what the hand-off costs. */
+/** The same with write(2) on the event loop, which the server must not do: it bounds what the hand-off costs. */
 const minimalStoreBlocking = minimalStoreWith('require("node:fs").writeSync(fd,line)');
 
 const noStore: Patch = { find: APPEND_HANDLER, replace: '"transcript/append":async()=>({seq:0})' };

@@ -1,4 +1,4 @@
-// The load of issue 11 item 3: connections that each append continuously (awaiting each reply,
+// The load of bench/memory.bench.ts: connections that each append continuously (awaiting each reply,
 // one session each) while one subscriber to every transcript reads its notifications slowly, at a
 // fixed byte rate, and subscribes again whenever it is told it fell too far behind. Used by
 // bench/memory.bench.ts; the server's memory is what that bench watches.

@@ -1,4 +1,4 @@
-// The client patterns of issue 5 point 3, written once and run unchanged against our server and
+// The client patterns of the benches, written once and run unchanged against our server and
 // its ceilings, so a ratio compares servers (or disks), never two different load generators.
 // Every pattern stops at a count or a deadline, whichever comes first.
 import type { Bounds } from './config.js';

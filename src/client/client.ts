@@ -174,7 +174,7 @@ export interface SpawnOptions {
   /**
    * An open descriptor of this process on the state's lock file (`<dir>/.<base>.lock`) through
    * which it holds the flock: handed to the server as its fd 3 with `--lock-fd 3`, so a host that
-   * holds the lock can still spawn the server (issue 8).
+   * holds the lock can still spawn the server (docs/adoption.md).
    */
   lockFd?: number;
   /** A bound on every call, in ms (see ConnectOptions.callTimeoutMs). */

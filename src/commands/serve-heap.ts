@@ -1,5 +1,5 @@
-// The heap settings `serve` applies to itself (issue 11 item 3), measured in docs/performance.md,
-// "Memory under load (issue 11 item 3)". Under a steady stream of appends the live heap stays at
+// The heap settings `serve` applies to itself, measured in docs/performance.md, "Memory under
+// load". Under a steady stream of appends the live heap stays at
 // ~25 MB, yet RSS reached ~185 MB, for two reasons V8 has by default:
 // - the old space grows to up to 4 × what survived the last full collection before it collects
 //   again (its factor for a 4 GB limit), and under load much dies there (whatever was queued for

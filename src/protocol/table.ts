@@ -35,7 +35,8 @@ type Defs = (typeof defs)[number];
 
 // A method defined in a protocol module but left out of `defs` would silently not exist: the
 // server would answer -32601 and no schema or client would know it. The lines below make that a
-// type error naming the method (test/protocol/table-complete.test.ts covers a new module).
+// type error naming the method; a new module is covered by test/protocol/named-types.test.ts
+// ("every exported method and notification of src/protocol is in the table").
 type DefsIn<Module> = Module extends unknown
   ? { [K in keyof Module]: Module[K] extends MethodDef ? Module[K]['method'] : never }[keyof Module]
   : never;

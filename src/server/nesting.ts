@@ -1,5 +1,5 @@
 // How deep a request's params may nest. A 100 000-deep field in session/add passed the schema (an
-// unknown field is kept as is) and then overflowed the stack of the encoder: -32603 (issue 10).
+// unknown field is kept as is) and then overflowed the stack of the encoder: -32603.
 
 /**
  * Arrays and objects params may nest, counting params itself as 1. The store's encoder and zod

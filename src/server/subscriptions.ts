@@ -154,7 +154,7 @@ export class Subscriptions {
 
   /** Subscribes `sink`; refused (-32600) past MAX_SUBSCRIPTIONS_PER_CONNECTION or once it closed. */
   add(sink: NotificationSink, filter: Filter): string {
-    // A subscribe queued behind the connection's close would otherwise outlive it (issue 10).
+    // A subscribe queued behind the connection's close would otherwise outlive it, holding its feed.
     if (sink.isClosed) throw new ResponseError(ErrorCodes.InvalidRequest, 'the connection is closed; nothing can be subscribed on it');
     const mine = this.bySink.get(sink) ?? new Set<string>();
     if (mine.size >= MAX_SUBSCRIPTIONS_PER_CONNECTION) {

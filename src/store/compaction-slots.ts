@@ -1,4 +1,5 @@
-// How many transcript compactions run at once in this process (issue 11 item 3). A compaction
+// How many transcript compactions run at once in this process (docs/performance.md, "Memory under
+// load"). A compaction
 // holds the newest 2 MiB of lines and the parsed entries of its window (~10 MB for a 4 MiB file),
 // and transcripts appended at the same pace reach the trigger together: 64 writers on 64 sessions
 // compacted all at once and took the server to 800 MB. Compaction is mostly parsing and encoding

@@ -18,7 +18,7 @@ export interface HealthSnapshot {
   healthy: boolean;
 }
 
-/** A storage error this recent makes the server unhealthy (issue 8: "in the last minute"). */
+/** A storage error this recent makes the server unhealthy ("in the last minute", as `status` documents). */
 export const RECENT_ERROR_MS = 60_000;
 
 export class StorageHealth {

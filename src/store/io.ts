@@ -152,7 +152,7 @@ export const nodeIo: Io = {
   },
   open: openNoFollow,
   // Never write(2) on the main thread: a disk that stalls (full queue, frozen NFS, a pipe nobody
-  // reads) must stall the writers waiting for it, not every connection (issue 10). Small writes
+  // reads) must stall the writers waiting for it, not every connection. Small writes
   // share one hand-off per turn of the event loop (writer-thread.ts); a big one goes alone through
   // the thread pool.
   write: (fh, buf) => (buf.length <= BATCHED_WRITE_MAX ? writer.write(fh.fd, buf) : writeAll(fh, buf)),

@@ -1,6 +1,6 @@
 // Reading a whole file line by line without blocking the event loop: transcripts (first access,
 // compaction) and participants journals (first access) can be hundreds of MB, and parsing one in
-// a single synchronous run stalled every other client for seconds (issue 10).
+// a single synchronous run stalled every other client for seconds.
 import type { FileHandle } from 'node:fs/promises';
 import type { Io } from './io.js';
 

@@ -1,6 +1,6 @@
 // The names, ids and incarnations a document's session rows hold, so that adding a session checks
 // its name and picks an id and an incarnation in O(1) instead of building sets of every row on
-// each add (5 000 adds were quadratic: seconds; issue 11), and finding a row by name (every
+// each add (5 000 adds were quadratic: seconds), and finding a row by name (every
 // append asks) does not walk the rows.
 //
 // Documents are immutable and copy-on-write, the index is mutable: it describes exactly one

@@ -1,5 +1,5 @@
-// The store: one state dir owned by one process. Every operation of DESIGN.md §2 as a method,
-// with Go's results except where DESIGN.md lists a Go defect we fix. Knows nothing of RPC.
+// The store: one state dir owned by one process. Every operation of Herrscher's Go state package as a
+// method, with Go's results except the Go defects we fix (docs/go-compatibility.md). Knows nothing of RPC.
 import { randomUUID } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import path from 'node:path';

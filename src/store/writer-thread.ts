@@ -1,10 +1,10 @@
 // Small appends leave the main thread in one hand-off per turn of the event loop. Every append is a
 // write(2) to its own file; through the libuv thread pool each one cost a wake-up of a pool thread
-// and one of the main thread, about half the server's CPU per append at 64 connections (issue 11
-// item 4, docs/performance.md). Here the writes asked for in one turn travel together to one
+// and one of the main thread, about half the server's CPU per append at 64 connections
+// (docs/performance.md, "CPU per append"). Here the writes asked for in one turn travel together to one
 // worker thread, which writes them in order and answers once: the hand-off is paid per turn, not
 // per append, and the main thread still never blocks on a disk (a stalled disk stalls the writers
-// waiting for it, not the readers; issue 10).
+// waiting for it, not the readers).
 //
 // Order: a caller awaits its write before it writes to the same file again (AppendFile, the
 // write-ahead log), and one worker writes its batches in the order they were posted, so a file's

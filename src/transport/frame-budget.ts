@@ -1,5 +1,5 @@
 // The bytes of unfinished messages held for all connections together: the per-connection
-// message limit alone let 60 connections each hold a 60 MB partial frame (3.7 GB, issue 10).
+// message limit alone let 60 connections each hold a 60 MB partial frame (3.7 GB; docs/limits.md).
 import type { FramingError } from './framing-error.js';
 import { tooLarge } from './framing-error.js';
 import { DEFAULT_PARTIAL_FRAME_BYTES_TOTAL } from './limits.js';

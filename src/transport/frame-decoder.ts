@@ -27,7 +27,7 @@ export function isJsonWhitespace(byte: number): boolean {
 
 /**
  * Picks the framing from a connection's first non-whitespace byte, so one socket serves
- * Herrscher's NDJSON bridges and vscode-jsonrpc's Content-Length clients alike (DESIGN.md §2).
+ * Herrscher's NDJSON bridges and vscode-jsonrpc's Content-Length clients alike.
  * Anything that is neither `C` nor JSON is read as NDJSON, so the garbage line gets a -32700
  * answer instead of being mistaken for a header.
  */

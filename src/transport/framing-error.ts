@@ -1,5 +1,5 @@
 // Framing failures are the transport's own: they never reach the connection's callback, they are
-// answered on the wire (DESIGN.md §2, "answered, not just logged").
+// answered on the wire, not just logged.
 import { ErrorCodes } from '../protocol/error-codes.js';
 
 export type FramingErrorCode =

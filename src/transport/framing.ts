@@ -36,7 +36,7 @@ export interface FramedTransport {
 /**
  * Builds a vscode-jsonrpc reader/writer pair over `input`/`output` that speaks LSP framing or
  * NDJSON as the peer does, answers malformed input instead of dropping it, and keeps memory per
- * connection within about maxMessageBytes (DESIGN.md §2, issue 3 points 2–3).
+ * connection within about maxMessageBytes (docs/limits.md).
  */
 export function createFramedTransport(
   input: NodeJS.ReadableStream,

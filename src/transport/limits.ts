@@ -1,7 +1,7 @@
 // The bounds one connection's reader lives within: every number here caps memory or time that a
 // peer could otherwise make us spend.
 
-/** Default for --max-message-bytes (issue 3): large enough for any realistic transcript read. */
+/** Default for --max-message-bytes: large enough for any realistic transcript read. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /**

@@ -101,7 +101,7 @@ function checkResponse(value: Record<string, unknown>): Message | FramingError {
 /**
  * Why a notification must be dropped before vscode-jsonrpc sees it, or undefined when it may
  * pass. vscode-jsonrpc reads `$/cancelRequest`'s `params.id` unguarded, outside any try: without
- * params the process died (issue 10). A notification is never answered, so it is only dropped.
+ * params the process died. A notification is never answered, so it is only dropped.
  */
 export function unusableNotification(message: Message): string | undefined {
   const m = message as { method?: unknown; id?: unknown; params?: unknown };

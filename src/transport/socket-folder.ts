@@ -1,5 +1,5 @@
 // The per-user folder default sockets live in, and the ownership checks a client makes before it
-// sends anything to a socket (issue 10: a squatted socket must never receive transcript text).
+// sends anything to a socket (a squatted socket must never receive transcript text).
 // As tmux does: the folder is ours, a real folder (no symlink), and no one else may write to it,
 // so no one else can put a socket of theirs at the path we connect to.
 import type { Stats } from 'node:fs';

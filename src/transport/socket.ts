@@ -1,5 +1,5 @@
-// The unix socket bridges, the operator CLI and editor extensions reach the server on (issue 3,
-// point 5): created 0600 with no moment where it is wider, stale files from a crash replaced,
+// The unix socket bridges, the operator CLI and editor extensions reach the server on:
+// created 0600 with no moment where it is wider, stale files from a crash replaced,
 // live servers never displaced.
 import fs from 'node:fs/promises';
 import net from 'node:net';

@@ -1,5 +1,5 @@
 // The transport for `serve --stdio`, where the host is our parent: stdout carries protocol frames
-// and nothing else, or the host's reader desyncs (issue 3, point 6).
+// and nothing else, or the host's reader desyncs.
 import { Writable } from 'node:stream';
 import type { FramedTransport, FramedTransportOptions } from './framing.js';
 import { createFramedTransport } from './framing.js';

@@ -1,4 +1,4 @@
-// One rule to find a server (issue 8) and no squatted socket (issue 10, client side): after an
+// One rule to find a server and no squatted socket (client side): after an
 // instance id change every client command still reaches the server with no socket flag; two
 // users each reach their own default server; the per-user default folder under
 // $XDG_RUNTIME_DIR or $TMPDIR is refused when it is a symlink or others may write to it; a socket

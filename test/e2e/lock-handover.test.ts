@@ -1,4 +1,4 @@
-// Lock handover (issue 8): a host that holds the state's flock spawns the server with its open
+// Lock handover: a host that holds the state's flock spawns the server with its open
 // lock file as `--lock-fd N`. A non-Node host (Python's fcntl.flock, the flock(2) Herrscher's Go
 // daemon takes) proves it across runtimes; the refusals name what failed. The process boundary
 // is the subject here, so the built CLI is spawned.

@@ -1,4 +1,4 @@
-// The heap settings `serve` applies to itself (issue 11 item 3): chosen without any flag from the
+// The heap settings `serve` applies to itself: chosen without any flag from the
 // host, left alone when node was started with one, reported in the "serving" log line, and the
 // young generation's hold in effect (V8 reports its size). Their effect on RSS is a measurement
 // (bench/memory.bench.ts), not a test.

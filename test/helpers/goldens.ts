@@ -1,4 +1,4 @@
-// The Go goldens (../shared/conformance/go-goldens.json, or the committed copy) and what a replay
+// The Go goldens (test/fixtures/go-goldens.json, or a newer recording when one is present) and what a replay
 // needs: appendMany expanded, incarnations normalised, the Go-format files of a state dir read.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';

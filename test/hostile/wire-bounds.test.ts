@@ -1,6 +1,6 @@
 // What one client may make the server hold, and what it gets past each bound (docs/limits.md):
 // unsent replies, unsent notifications (encoded bytes, per connection), subscriptions per
-// connection, and unfinished messages of all connections together (issue 10, issue 12 item 4).
+// connection, and unfinished messages of all connections together.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_RUNNING_READS, MAX_UNSENT_REPLY_BYTES } from '../../src/server/read-gate.js';

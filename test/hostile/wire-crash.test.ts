@@ -1,4 +1,4 @@
-// Messages that used to kill the server (issue 10): each is sent, then the server must still
+// Messages that used to kill the server: each is sent, then the server must still
 // answer, on the same connection where it stays open and on a new one.
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';

@@ -1,4 +1,4 @@
-// The change feed's bound over all connections together (issue 10: "per connection and in
+// The change feed's bound over all connections together ("per connection and in
 // total"): stalled subscribers each within their own 16 MiB could together hold N × 16 MiB. Once
 // the subscribed connections hold more than the total bound, each one holding more than 1 MiB
 // unsent is overflowed; a prompt reader (nothing unsent) keeps getting its notifications.

@@ -1,4 +1,4 @@
-// Protocol fuzzing (issue 12 item 6): generated sequences of valid, almost-valid and garbage
+// Protocol fuzzing: generated sequences of valid, almost-valid and garbage
 // frames, in both framings, against an in-process server over a real socket. Every request with
 // an id gets exactly one answer, the server never throws (an uncaught error fails the test run),
 // and the files change only by the writes that were answered with a result.
@@ -49,7 +49,7 @@ const envelope: fc.Arbitrary<Step> = fc.record({
     fc.record({ jsonrpc: fc.oneof(fc.constant('2.0'), fc.constant('1.0'), fc.anything()), id: fc.oneof(fc.constant(null), fc.double(), fc.object()), method: fc.anything() }, { requiredKeys: [] }),
     fc.record({ jsonrpc: fc.constant('2.0'), method: fc.string({ maxLength: 10 }), params: fc.anything({ maxDepth: 2 }) }),
     fc.record({ jsonrpc: fc.constant('2.0'), id: fc.integer(), result: fc.anything({ maxDepth: 1 }) }),
-    // vscode-jsonrpc read these params unguarded: without them the process died (issue 10).
+    // vscode-jsonrpc read these params unguarded: without them the process died.
     fc.record({ jsonrpc: fc.constant('2.0'), method: fc.constant('$/cancelRequest'), params: fc.anything({ maxDepth: 1 }) }, { requiredKeys: ['jsonrpc', 'method'] }),
   ),
 });

@@ -1,4 +1,4 @@
-// Wire garbage that already holds (issue 10's attack run: random bytes, Content-Length lies, deep
+// Wire garbage that already holds (an earlier attack run: random bytes, Content-Length lies, deep
 // nesting, invalid UTF-8, `__proto__` keys), kept here so none comes back: each is answered as
 // the rules say, the files do not change, and the server goes on serving.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The wire attacks of issue 10 at full size, against the built CLI, with its RSS read from /proc:
+// The wire attacks of docs/limits.md at full size, against the built CLI, with its RSS read from /proc:
 // slow (hundreds of MB moved), so run by `npm run test:hostile`, not `npm test`. The fast suite
 // holds the same bounds in process (wire-bounds.test.ts); these show the process survives them.
 import assert from 'node:assert/strict';

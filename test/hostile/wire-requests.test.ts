@@ -1,5 +1,5 @@
 // Requests a client can get wrong or take back: $/cancelRequest (as LSP), duplicate ids in one
-// write, params nested too deep (issue 10, issue 8 item 3).
+// write, params nested too deep.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

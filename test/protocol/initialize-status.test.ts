@@ -1,4 +1,4 @@
-// Forward compatible the LSP way (issue 8): `initialize` takes what a real LSP client sends and
+// Forward compatible the LSP way: `initialize` takes what a real LSP client sends and
 // answers which methods and params this server has; every other method stays strict. `status`
 // reports identity, load and storage health. In process: the protocol is the subject.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The bound on compactions running at once (issue 11 item 3): no more than the slots start, the
+// The bound on compactions running at once: no more than the slots start, the
 // others start in call order as slots free, a run that fails frees its slot, and the transcripts
 // of a store that reach the trigger together wait for them.
 import assert from 'node:assert/strict';

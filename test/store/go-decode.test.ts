@@ -1,4 +1,4 @@
-// The decoder follows Go's json.Unmarshal rules (GO-BEHAVIOUR.md §1.2 "Decoding"): what Go
+// The decoder follows Go's json.Unmarshal rules (docs/go-compatibility.md, "Loading"): what Go
 // accepts loads, what Go refuses is refused (state.json) or skipped (a transcript line).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// The Go-compatible encoder: the exact bytes Go's encoding/json writes (GO-BEHAVIOUR.md §1.2).
+// The Go-compatible encoder: the exact bytes Go's encoding/json writes (docs/go-compatibility.md).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { encodeGoString, encodeSession, encodeStateDocument, encodeTranscriptLine, UnsupportedValueError } from '../../src/store/go-json.js';

@@ -1,4 +1,4 @@
-// The Go package's journal and transcript tests (GO-BEHAVIOUR.md §2, cases 6-8 and 36-42) as
+// The Go package's journal and transcript tests (its cases 6-8 and 36-42, in its order) as
 // store API calls. Ours refuses appends for a name without a session row, so each test adds one.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, statSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The Go package's state tests (GO-BEHAVIOUR.md §2, cases 1-5 and 9-35) as store API calls.
+// The Go package's state tests (its cases 1-5 and 9-35, in its order) as store API calls.
 // Where Go pokes the struct directly, the equivalent state.json is written first and opened.
 // Where Go's result is a defect we fix, the test asserts our behaviour and its name says so.
 import assert from 'node:assert/strict';

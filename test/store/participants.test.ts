@@ -1,5 +1,5 @@
 // Participants journals beyond the Go suite: Go's reading rules (TrimSpace, 64 KiB lines), the ids
-// we trim or refuse where Go stores them raw (DESIGN.md §1 defects), and concurrent appends.
+// we trim or refuse where Go stores them raw (docs/go-compatibility.md, "Go defects we fix"), and concurrent appends.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// The session-row encoding cache (issue 11 item 1): state.json re-encodes only the rows a commit
+// The session-row encoding cache: state.json re-encodes only the rows a commit
 // replaced, and the bytes stay exactly what a full encode writes (the goldens pin those).
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Seq and usage never go back. Reproduces issue 12's example: after 1 000 appends (one compaction)
+// Seq and usage never go back. Reproduces a reported case: after 1 000 appends (one compaction)
 // the side file that numbers the compacted transcript is damaged and the server restarts; the next
 // seq must still follow the last acknowledged one, and usage must not change. Each copy of what
 // compaction removed is checked against the file it describes; only when every copy is gone does
@@ -35,7 +35,7 @@ async function reopenedWith(dir: string): Promise<{ store: Store; errors: string
   return { store, errors };
 }
 
-test('issue 12: the meta corrupted after 1 000 appends, a restart continues seq after 999 and keeps usage to the last digit', { timeout: TIMEOUT }, async () => {
+test('the meta corrupted after 1 000 appends, a restart continues seq after 999 and keeps usage to the last digit', { timeout: TIMEOUT }, async () => {
   const dir = tempDir();
   const { store, last } = await thousandAppends(dir);
   assert.equal(last, N - 1);

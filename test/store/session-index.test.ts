@@ -1,4 +1,4 @@
-// addSession asks an index of names, ids and incarnations instead of scanning the rows (issue 11);
+// addSession asks an index of names, ids and incarnations instead of scanning the rows;
 // these pin that it still answers exactly what a scan of the document it is given would, whatever
 // order documents are mutated in (copy-on-write: an older document mutated again, as a failed
 // write's replay does), and across removals, duplicates in the file and replays.
@@ -16,7 +16,7 @@ import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const INCARNATION = /^inc_[A-Z2-7]{26}$/;
 
-/** Go's newSessionID written again from GO-BEHAVIOUR.md §1.3, over a scan of the rows. */
+/** Go's newSessionID written again from the Go package, over a scan of the rows. */
 function expectedId(name: string, rows: readonly Session[]): string {
   const taken = new Set(rows.map((r) => r.id ?? ''));
   const base = `s_${name}`;
@@ -101,7 +101,7 @@ for (const seed of [4, 5]) {
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
     const names = ['x', 'y', 'z', 'w'];
     const inc = (i: number) => `inc_${String.fromCharCode(65 + (i % 26)).repeat(26)}`;
-    // Go keeps rows that share a name (GO-BEHAVIOUR.md §1.3): three x, two y, one z.
+    // Go keeps rows that share a name : three x, two y, one z.
     const file: Session[] = ['x', 'y', 'x', 'z', 'x', 'y'].map((name, i) => ({ name, id: `s_${name}${i}`, incarnation: inc(i) }) as Session);
     const history: Doc[] = [{ ...emptyDocument(), sessions: file }];
     for (let step = 0; step < 1500; step++) {
@@ -135,7 +135,7 @@ test('without caller ids, ids stay unique through removals and re-adds, and a re
 
 test('an id two rows of the file share stays taken after one of them is removed', async (t) => {
   const dir = tempDir();
-  // Go keeps duplicate non-empty ids found in the file (GO-BEHAVIOUR.md §1.3).
+  // Go keeps duplicate non-empty ids found in the file.
   const inc = (c: string) => `inc_${c.repeat(26)}`;
   writeFileSync(statePathIn(dir), JSON.stringify({
     sessions: [{ name: 'p', id: 's_n', incarnation: inc('A') }, { name: 'q', id: 's_n', incarnation: inc('B') }],

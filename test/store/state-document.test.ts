@@ -1,5 +1,5 @@
-// state.json beyond the Go suite: the probes' load cases and backfills (GO-BEHAVIOUR.md §1.3, §2
-// extras) and the Go defects we fix (DESIGN.md §1): no-op writes, the defaults overlay, unknown
+// state.json beyond the Go suite: the probes' load cases and backfills and
+// the Go defects we fix (docs/go-compatibility.md): no-op writes, the defaults overlay, unknown
 // fields kept, values the file cannot hold refused.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // Transcripts beyond the Go suite: the probes' tolerant-read and ReadTranscriptLast cases, the
-// compaction boundaries (GO-BEHAVIOUR.md §1.10, §2 extras), and what we fix (NaN, the cache).
+// compaction boundaries, and what we fix (NaN, the cache).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
