@@ -7,6 +7,7 @@ import { ErrorCodes, ErrorDescriptions } from '../src/protocol/errors.js';
 import { openRpcDocument, typeSchemas } from '../src/protocol/openrpc.js';
 import { methodList } from '../src/protocol/table.js';
 import { writeGo } from './go-client-gen.js';
+import { applyGoMethodNames } from './go-method-names-doc.js';
 import { applyPythonSections, pythonSections } from './python-client-gen.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -61,3 +62,9 @@ const begin = '<!-- methods:begin -->';
 const end = '<!-- methods:end -->';
 const updated = readme.replace(new RegExp(`${begin}[\\s\\S]*${end}`), `${begin}\n${table}\n${end}`);
 if (updated !== readme) writeFileSync(readmePath, updated);
+
+// docs/clients.md's Go method names, between its markers.
+const clientsDocPath = path.join(root, 'docs/clients.md');
+const clientsDoc = readFileSync(clientsDocPath, 'utf8');
+const clientsDocUpdated = applyGoMethodNames(clientsDoc, openRpcDocument(version));
+if (clientsDocUpdated !== clientsDoc) writeFileSync(clientsDocPath, clientsDocUpdated);
