@@ -2,6 +2,7 @@ package stateclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,11 @@ type Client struct {
 	nextID int64
 	// pending holds the reply channel of each request not yet answered.
 	pending map[int64]chan response
+	// abandoned holds the ids of calls whose ctx ended first: their late answers are dropped,
+	// while an answer to an id no call ever waited for ends the connection.
+	abandoned map[int64]struct{}
+	// maxMessage bounds a reply line: a longer one ends the connection before more is read.
+	maxMessage int
 	// watchers by subscription id; early holds notifications for a subscription whose
 	// watch/subscribe answer has not been read yet (only while one is in flight).
 	watchers    map[string]*Watcher
@@ -67,27 +73,42 @@ const earlyLimit = 4096
 // server: Dial and Spawn use it; a caller with its own transport may too. Closing the client
 // closes rw.
 func NewClient(rw io.ReadWriteCloser) *Client {
+	return newClient(rw, DefaultMaxMessageBytes)
+}
+
+// DefaultMaxMessageBytes is the server's default message limit (serve --max-message-bytes): the
+// longest reply line a client reads.
+const DefaultMaxMessageBytes = 64 * 1024 * 1024
+
+func newClient(rw io.ReadWriteCloser, maxMessage int) *Client {
+	if maxMessage <= 0 {
+		maxMessage = DefaultMaxMessageBytes
+	}
 	c := &Client{
-		rw:       rw,
-		pending:  map[int64]chan response{},
-		watchers: map[string]*Watcher{},
-		early:    map[string][]notification{},
-		done:     make(chan struct{}),
+		rw:         rw,
+		maxMessage: maxMessage,
+		abandoned:  map[int64]struct{}{},
+		pending:    map[int64]chan response{},
+		watchers:   map[string]*Watcher{},
+		early:      map[string][]notification{},
+		done:       make(chan struct{}),
 	}
 	go c.read()
 	return c
 }
 
 // read is the one reader of the connection: it hands each answer to its caller and each
-// notification to its watcher, and fails every waiting call when the connection ends.
+// notification to its watcher, and fails every waiting call when the connection ends. A broken
+// peer (an endless line, bytes that are not a JSON-RPC object, an answer no call waits for)
+// ends the connection too: nothing waits on it, nothing grows without bound.
 func (c *Client) read() {
 	r := bufio.NewReader(c.rw)
 	var cause error
 	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 1 {
+		line, err := readLine(r, c.maxMessage)
+		if len(bytes.TrimSpace(line)) > 0 && err == nil {
 			if derr := c.dispatch(line); derr != nil {
-				cause = derr
+				cause = fmt.Errorf("the server sent a malformed reply: %w", derr)
 				break
 			}
 		}
@@ -98,14 +119,36 @@ func (c *Client) read() {
 	}
 	if errors.Is(cause, io.EOF) {
 		cause = errors.New("the server closed the connection")
+	} else {
+		_ = c.rw.Close() // nothing more is read from, or sent to, a peer we cannot trust
 	}
 	c.fail(&closedError{cause: cause})
 }
 
+// readLine reads one line of at most max bytes (plus its "\r\n"); a longer one is an error
+// before more of it is buffered.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > max+2 {
+			return nil, fmt.Errorf("the server sent a malformed reply: a line over the message limit of %d bytes", max)
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
+}
+
 func (c *Client) dispatch(line []byte) error {
+	trimmed := bytes.TrimSpace(line)
+	if trimmed[0] != '{' {
+		return fmt.Errorf("JSON that is not an object: %s", quote(trimmed))
+	}
 	var m wireMessage
 	if err := json.Unmarshal(line, &m); err != nil {
-		return fmt.Errorf("unreadable message from the server: %w", err)
+		return fmt.Errorf("not a JSON-RPC message: %w", err)
 	}
 	if m.Method != "" {
 		if len(m.ID) == 0 {
@@ -124,9 +167,14 @@ func (c *Client) dispatch(line []byte) error {
 	c.mu.Lock()
 	ch, ok := c.pending[id]
 	delete(c.pending, id)
+	_, abandoned := c.abandoned[id]
+	delete(c.abandoned, id)
 	c.mu.Unlock()
 	if !ok {
-		return nil // the caller gave up (context cancelled); the answer is dropped
+		if abandoned {
+			return nil // the caller gave up (context cancelled); the answer is dropped
+		}
+		return fmt.Errorf("an answer to id %d, which no call waits for", id)
 	}
 	if m.Error != nil {
 		ch <- response{err: &Error{Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data}}
@@ -134,6 +182,14 @@ func (c *Client) dispatch(line []byte) error {
 		ch <- response{result: m.Result}
 	}
 	return nil
+}
+
+// quote is at most 200 bytes of what the peer sent, for an error message.
+func quote(b []byte) string {
+	if len(b) > 200 {
+		return strconv.Quote(string(b[:200])) + "..."
+	}
+	return strconv.Quote(string(b))
 }
 
 func (c *Client) notification(n notification) {
@@ -191,10 +247,14 @@ func (c *Client) write(v interface{}) error {
 	if err != nil {
 		return err
 	}
+	return c.writeBytes(b)
+}
+
+func (c *Client) writeBytes(b []byte) error {
 	b = append(b, '\n')
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err = c.rw.Write(b)
+	_, err := c.rw.Write(b)
 	return err
 }
 
@@ -209,6 +269,12 @@ func (c *Client) call(ctx context.Context, method string, params, result interfa
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Marshalled before an id is taken: params JSON cannot carry (NaN, ±Inf, a channel) are
+	// refused with nothing sent, and the connection stays as it was.
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("%s: params not sent: %w", method, err)
+	}
 	ch := make(chan response, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -220,7 +286,7 @@ func (c *Client) call(ctx context.Context, method string, params, result interfa
 	id := c.nextID
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.write(request{JSONRPC: "2.0", ID: id, Method: method, Params: params}); err != nil {
+	if err := c.write(request{JSONRPC: "2.0", ID: id, Method: method, Params: json.RawMessage(raw)}); err != nil {
 		c.forget(id)
 		if cerr := c.Err(); cerr != nil {
 			return cerr
@@ -245,6 +311,11 @@ func (c *Client) call(ctx context.Context, method string, params, result interfa
 		return nil
 	case <-ctx.Done():
 		if c.forget(id) {
+			c.mu.Lock()
+			if c.err == nil {
+				c.abandoned[id] = struct{}{}
+			}
+			c.mu.Unlock()
 			// The server stops work it has not started on (a read); a write already queued is
 			// still applied. Its answer, if any, is dropped by dispatch.
 			_ = c.write(notificationMessage{JSONRPC: "2.0", Method: "$/cancelRequest", Params: cancelParams{ID: id}})

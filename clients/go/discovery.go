@@ -26,6 +26,9 @@ type DialOptions struct {
 	Instance string
 	// Getenv reads the environment; default os.Getenv (tests give their own).
 	Getenv func(string) string
+	// MaxMessageBytes bounds a reply line (default DefaultMaxMessageBytes, the server's default
+	// limit): a longer one ends the connection before more of it is read.
+	MaxMessageBytes int
 }
 
 // Source tells which step of the rule chose a socket.
@@ -213,7 +216,7 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 		}
 		return nil, fmt.Errorf("herrscher-state: no server at %s (%s): %w", path, describe(source), err)
 	}
-	c := NewClient(conn)
+	c := newClient(conn, o.MaxMessageBytes)
 	if o.State == "" {
 		return c, nil
 	}

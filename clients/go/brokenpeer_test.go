@@ -1,0 +1,137 @@
+package stateclient
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startFakeServer runs test/fixtures/fake-server.mjs, a server that misbehaves in one way.
+func startFakeServer(t *testing.T, mode string) string {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "..", "test", "fixtures", "fake-server.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "fake.sock")
+	cmd := exec.Command("node", script, "--socket", sock, "--mode", mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "listening") {
+		t.Fatalf("the fake server did not start: %q %v", line, err)
+	}
+	return sock
+}
+
+// Every pending call of a connection to a broken peer fails with ErrClosed, and Err says why.
+func TestABrokenPeerEndsTheConnectionAndEveryPendingCall(t *testing.T) {
+	for _, tc := range []struct{ mode, why string }{
+		{"garbage", "malformed reply"},
+		{"huge", "message limit"},
+		{"non-object", "not an object"},
+		{"array", "not an object"},
+		{"list-id", "id"},
+		{"wrong-id", "no call waits for"},
+		{"null-id", "refused a message"},
+		{"deep-array", "not an object"},
+		{"close-mid-reply", ""},
+	} {
+		tc := tc
+		t.Run(tc.mode, func(t *testing.T) {
+			sock := startFakeServer(t, tc.mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			c, err := Dial(ctx, DialOptions{Socket: sock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range errs {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					_, errs[i] = c.Status(ctx)
+				}(i)
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if !errors.Is(err, ErrClosed) {
+					t.Fatalf("want ErrClosed, got %v", err)
+				}
+			}
+			select {
+			case <-c.Done():
+			default:
+				t.Fatal("Done is not closed")
+			}
+			if c.Err() == nil || !strings.Contains(c.Err().Error(), tc.why) {
+				t.Fatalf("Err() = %v, want it to say %q", c.Err(), tc.why)
+			}
+			if _, err := c.Status(ctx); !errors.Is(err, ErrClosed) {
+				t.Fatalf("a later call: want ErrClosed, got %v", err)
+			}
+		})
+	}
+}
+
+func TestAServerThatNeverAnswersReturnsAtTheDeadline(t *testing.T) {
+	sock := startFakeServer(t, "silent")
+	c, err := Dial(ctxT(t), DialOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Status(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want DeadlineExceeded, got %v", err)
+	}
+	if c.Err() != nil {
+		t.Fatalf("the connection ended: %v", c.Err())
+	}
+}
+
+func TestNaNAndInfinityAreRefusedBeforeSending(t *testing.T) {
+	sock := startFakeServer(t, "echo")
+	c, err := Dial(ctxT(t), DialOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		_, err := c.AppendTranscript(ctxT(t), "x", TranscriptEntry{Ts: "t", Role: "user", Cost: bad})
+		if err == nil || errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "params not sent") {
+			t.Fatalf("want a params-not-sent error, got %v", err)
+		}
+	}
+	if c.nextID != 0 {
+		t.Fatalf("an id was taken: %d", c.nextID)
+	}
+	if err := c.Call(ctxT(t), "status", nil, nil); err != nil {
+		t.Fatalf("the connection is unusable: %v", err)
+	}
+}
