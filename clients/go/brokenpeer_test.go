@@ -17,15 +17,21 @@ import (
 // startFakeServer runs test/fixtures/fake-server.mjs, a server that misbehaves in one way.
 func startFakeServer(t *testing.T, mode string) string {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "..", "test", "fixtures", "fake-server.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "fake.sock")
+	startFakeServerAt(t, sock, mode)
+	return sock
+}
+
+func startFakeServerAt(t *testing.T, sock, mode string) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "..", "test", "fixtures", "fake-server.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("node", script, "--socket", sock, "--mode", mode)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -42,7 +48,6 @@ func startFakeServer(t *testing.T, mode string) string {
 	if !strings.HasPrefix(line, "listening") {
 		t.Fatalf("the fake server did not start: %q %v", line, err)
 	}
-	return sock
 }
 
 // Every pending call of a connection to a broken peer fails with ErrClosed, and Err says why.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // DialOptions says which server Dial reaches. The zero value finds the server of the default
@@ -29,6 +30,10 @@ type DialOptions struct {
 	// MaxMessageBytes bounds a reply line (default DefaultMaxMessageBytes, the server's default
 	// limit): a longer one ends the connection before more of it is read.
 	MaxMessageBytes int
+	// Wait: when no server answers (no socket yet, connection refused, with State: not that
+	// state's server), try again, 50 ms doubling to 1 s apart, until one does or ctx ends; for a
+	// program started beside the server. A socket CheckSocket refuses is never waited on.
+	Wait bool
 }
 
 // Source tells which step of the rule chose a socket.
@@ -197,10 +202,31 @@ func CheckSocket(path string) error {
 }
 
 // Dial finds the server by the discovery rule (FindSocket), checks the socket (CheckSocket) and
-// connects. With DialOptions.State set, the server must then answer `initialize` with that
-// state file (real paths compared), else Dial fails with ErrNoServer. ctx bounds the connect
-// and that handshake; each later call takes its own.
+// connects. Nothing answering fails with an error matching ErrNoServer, and so does, with
+// DialOptions.State set, a server that does not answer `initialize` with that state file (real
+// paths compared). With DialOptions.Wait it tries again until a server answers or ctx ends.
+// ctx bounds the connect and that handshake; each later call takes its own.
 func Dial(ctx context.Context, o DialOptions) (*Client, error) {
+	delay := 50 * time.Millisecond
+	for {
+		c, err := dialOnce(ctx, o)
+		if err == nil || !o.Wait || !errors.Is(err, ErrNoServer) {
+			return c, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (waited until %v)", err, ctx.Err())
+		case <-t.C:
+		}
+		if delay *= 2; delay > time.Second {
+			delay = time.Second
+		}
+	}
+}
+
+func dialOnce(ctx context.Context, o DialOptions) (*Client, error) {
 	path, source, err := FindSocket(o)
 	if err != nil {
 		return nil, err
@@ -214,7 +240,7 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 		if o.State != "" {
 			return nil, fmt.Errorf("%w %s: nothing answers at %s (%s): %v", ErrNoServer, o.State, path, describe(source), err)
 		}
-		return nil, fmt.Errorf("herrscher-state: no server at %s (%s): %w", path, describe(source), err)
+		return nil, &noServerError{msg: fmt.Sprintf("herrscher-state: no server at %s (%s)", path, describe(source)), cause: err}
 	}
 	c := newClient(conn, o.MaxMessageBytes)
 	if o.State == "" {
@@ -234,10 +260,22 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	return c, nil
 }
 
-// ErrNoServer is returned (wrapped, naming the state and what answered instead) by Dial when
-// DialOptions.State is set and no server of that state answers at the socket found, even if
-// another state's server does: Dial never hands back a client of another state.
+// ErrNoServer is matched (errors.Is) by Dial's error when nothing answers at the socket found,
+// and, with DialOptions.State set, when no server of that state answers there, even if another
+// state's server does (naming the state and what answered instead): Dial never hands back a
+// client of another state.
 var ErrNoServer = errors.New("herrscher-state: no server for")
+
+// noServerError is a connect that nothing answered, without a state named: it matches
+// ErrNoServer and unwraps to the dial's error (ECONNREFUSED, ENOENT).
+type noServerError struct {
+	msg   string
+	cause error
+}
+
+func (e *noServerError) Error() string        { return e.msg + ": " + e.cause.Error() }
+func (e *noServerError) Is(target error) bool { return target == ErrNoServer }
+func (e *noServerError) Unwrap() error        { return e.cause }
 
 // realStatePath is a state file's path as the kernel resolves it, to tell whether two names are
 // one file: the file's real path, else (not written yet) its folder's and its name, else the

@@ -1,0 +1,58 @@
+package stateclient
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Nothing at the socket is ErrNoServer with or without a state named, and the dial's own error
+// is still there to inspect.
+func TestDialWithNothingListeningIsErrNoServer(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Dial(ctxT(t), DialOptions{Socket: filepath.Join(dir, "none.sock")})
+	if !errors.Is(err, ErrNoServer) || !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("want ErrNoServer wrapping ENOENT, got %v", err)
+	}
+}
+
+// With Wait, Dial keeps trying until a server listens; without, it fails at once; ctx bounds it.
+func TestDialWaitsForAServerToListen(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "late.sock")
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := Dial(short, DialOptions{Socket: sock, Wait: true}); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "waited until") {
+		t.Fatalf("want ErrNoServer after the deadline, got %v", err)
+	}
+	ctx, cancel2 := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel2()
+	type dialed struct {
+		c   *Client
+		err error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		c, err := Dial(ctx, DialOptions{Socket: sock, Wait: true})
+		done <- dialed{c, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	startFakeServerAt(t, sock, "echo")
+	d := <-done
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	c := d.c
+	defer c.Close()
+	if err := c.Call(ctx, "status", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
