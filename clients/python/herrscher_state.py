@@ -30,10 +30,12 @@ import errno
 import json
 import os
 import queue
+import random
 import socket as _socket
 import stat
 import subprocess
 import threading
+import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 __all__ = [
@@ -55,8 +57,9 @@ class StateError(Exception):
         self.data = data
 
 
-class ConnectionClosed(Exception):
-    """The connection ended (the server exited, the socket closed) before an answer came."""
+class ConnectionClosed(ConnectionError):
+    """The connection ended (the server exited, the socket closed, the peer sent what no server
+    sends) before an answer came. An OSError (ConnectionError), as a socket's own failures are."""
 
 
 class UntrustedSocket(Exception):
@@ -64,7 +67,9 @@ class UntrustedSocket(Exception):
 
 
 class NoServer(ConnectionClosed):
-    """connect(state=...) reached no server of that state (another state's may answer there)."""
+    """connect() reached no server: nothing answers at the socket found, or, with state=, no
+    server of that state (another state's may answer there). An OSError, so `except OSError`
+    catches it with a socket's own errors."""
 
 
 # <generated:errors> written by `npm run schema` from src/protocol/errors.ts; do not edit.
@@ -169,6 +174,14 @@ def _encode(msg: Dict[str, Any], method: str = "") -> bytes:
         raise ValueError("%s: params not sent: %s" % (method or msg.get("method", "?"), e)) from None
 
 
+def _close_streams(*streams: Any) -> None:
+    for stream in streams:
+        try:
+            stream.close()
+        except (OSError, ValueError):
+            pass  # already closed by the peer: the connection is over either way
+
+
 def _parse_message(body: bytes) -> Dict[str, Any]:
     """A JSON-RPC message object, or _ProtocolError (not JSON, too deep to read, not an object)."""
     try:
@@ -199,14 +212,23 @@ _END = object()
 class Subscription:
     """An iterator of one subscription's notifications, in commit order. It ends after a
     watch/overflow notification (the server dropped the subscription: subscribe and read
-    again), when the connection ends, or after close()."""
+    again), when the connection ends for good, or after close(). With a client that reconnects
+    it stays open across a server restart: it is made again with `since` and goes on with what
+    the server sent meanwhile, each change once, under the same id."""
 
-    def __init__(self, client: "Client", sid: str, revision: int):
-        self.id = sid
+    def __init__(self, client: "Client", sid: str, revision: int, filt: Dict[str, Any]):
+        self.id = sid  # the first subscription's id, kept across reconnections
         self.revision = revision
         self._client = client
         self._queue: "queue.Queue[Any]" = queue.Queue()
         self._done = False
+        # What a reconnection needs: the server's current id, the subscribe params without
+        # since, and what was seen (the epoch, the last state revision, the last seq per name).
+        self._current = sid
+        self._filter = filt
+        self._epoch: Optional[str] = None
+        self._revision: Optional[int] = None
+        self._seqs: Dict[str, int] = {}
 
     def __iter__(self) -> "Subscription":
         return self
@@ -223,16 +245,16 @@ class Subscription:
             self._done = True
             raise StopIteration
         if item.method == "watch/overflow":
-            self._client._drop(self.id)
+            self._client._drop(self)
             self._queue.put(_END)
         return item
 
     def close(self) -> None:
         """Ends the subscription (watch/unsubscribe) and the iteration."""
-        live = self._client._drop(self.id)
+        live = self._client._drop(self)
         self._queue.put(_END)
         if live and self._client.closed is None:
-            self._client.call("watch/unsubscribe", subscription=self.id)
+            self._client.call("watch/unsubscribe", subscription=self._current)
 
     def __enter__(self) -> "Subscription":
         return self
@@ -240,34 +262,74 @@ class Subscription:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def _saw(self, n: Notification) -> Notification:
+        """Notes what n tells (called under the client's lock) and gives it under this id."""
+        p = n.params
+        if n.method == "transcript/didAppend":
+            if isinstance(p.get("name"), str) and isinstance(p.get("seq"), int):
+                self._seqs[p["name"]] = p["seq"]
+        elif n.method == "state/resync":
+            if isinstance(p.get("revision"), int):
+                self._revision = p["revision"]
+            if isinstance(p.get("epoch"), str):
+                self._epoch = p["epoch"]
+        elif isinstance(p.get("revision"), int) and not isinstance(p.get("revision"), bool):
+            self._revision = max(p["revision"], -1 if self._revision is None else self._revision)
+        if p.get("subscription") != self.id:
+            n = Notification(n.method, dict(p, subscription=self.id))
+        return n
+
+
+# How a client reconnects by default: the wait before the first attempt and the longest wait
+# (seconds), doubling between; attempts (None: until close()). The TypeScript client's too.
+RECONNECT_DEFAULTS = {"initial_delay": 0.1, "max_delay": 5.0, "max_attempts": None}
+
 
 class Client:
     """A connection to a server over a socket or a spawned server's stdio (JSON-RPC 2.0,
     newline-delimited JSON). Use connect() or spawn() to make one."""
 
     def __init__(self, reader: Any, writer: Any, on_close: Any = None,
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, call_timeout: Optional[float] = None):
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, call_timeout: Optional[float] = None,
+                 dial: Any = None, reconnect: Optional[Dict[str, Any]] = None, on_connect: Any = None):
         self._reader = reader
+        self._writer = writer
         self._max = max_message_bytes
         # The bound of a call that names none (seconds; None: wait for the reply or the end).
         self.call_timeout = call_timeout
         self._abandoned: set = set()
-        self._writer = writer
         self._on_close = on_close
         self._wlock = threading.Lock()
         self._lock = threading.Lock()
         self._next_id = 0
         self._pending: Dict[int, List[Any]] = {}
-        self._subs: Dict[str, Subscription] = {}
+        self._subs: Dict[str, Subscription] = {}  # by the server's current subscription id
+        # Every open subscription of a client that reconnects (made again on each connection).
+        self._tracked: Dict[int, Subscription] = {}
         self._early: Dict[str, List[Notification]] = {}
         self._subscribing = 0
         self.closed: Optional[BaseException] = None
         self.process: Optional[subprocess.Popen] = None
-        threading.Thread(target=self._read, name="herrscher-state-reader", daemon=True).start()
+        # Reconnection: dial() opens a new (reader, writer); on_connect(client) checks it first.
+        self._dial = dial
+        self._reconnect = None if reconnect is None else dict(RECONNECT_DEFAULTS, **reconnect)
+        self._on_connect = on_connect
+        self._gen = 0  # which connection is current: a reader of an older one is ignored
+        self._reconnecting = False
+        self._ready = threading.Event()  # set while a connection is up (or the client closed)
+        self._ready.set()
+        self._lost_by: Optional[BaseException] = None
+        self._user_closed = False
+        self._wake = threading.Event()
+        self._start_reader()
 
     # -- the connection ---------------------------------------------------------------------
 
-    def _read(self) -> None:
+    def _start_reader(self) -> None:
+        args = (self._reader, self._writer, self._gen)
+        threading.Thread(target=self._read, args=args, name="herrscher-state-reader", daemon=True).start()
+
+    def _read(self, reader: Any, writer: Any, gen: int) -> None:
         # Whatever happens here ends the connection with a reason: the reader never dies silently,
         # and a broken peer (garbage, an endless line, a reply no call waits for) never leaves a
         # call waiting or the buffer growing.
@@ -276,7 +338,7 @@ class Client:
         try:
             while True:
                 # At most the limit + "\r\n": a longer line is refused before it is all read.
-                line = self._reader.readline(self._max + 2)
+                line = reader.readline(self._max + 2)
                 if not line:
                     broken = False
                     break
@@ -291,9 +353,9 @@ class Client:
             cause = ConnectionClosed("the server sent a malformed reply: %s" % e)
         except Exception as e:  # noqa: BLE001 - any failure of the reader is the connection's end
             cause = ConnectionClosed("the connection failed: %s: %s" % (type(e).__name__, e))
-        self._fail(cause)
         if broken:
-            self._close_streams()  # nothing more is read from, or sent to, a peer we cannot trust
+            _close_streams(writer, reader)  # nothing more is read from, or sent to, a peer we cannot trust
+        self._lost(gen, cause, writer, reader)
 
     def _dispatch(self, msg: Dict[str, Any]) -> None:
         if "method" in msg:
@@ -322,11 +384,101 @@ class Client:
     def _notification(self, n: Notification) -> None:
         sid = n.params.get("subscription")
         with self._lock:
-            sub = self._subs.get(sid)  # type: ignore[arg-type]
-            if sub is None and self._subscribing and isinstance(sid, str):
-                self._early.setdefault(sid, []).append(n)
-        if sub is not None:
-            sub._queue.put(n)
+            sub = self._subs.get(sid) if isinstance(sid, str) else None
+            if sub is None:
+                if self._subscribing and isinstance(sid, str):
+                    self._early.setdefault(sid, []).append(n)
+                return
+            self._deliver(sub, n)
+
+    def _deliver(self, sub: Subscription, n: Notification) -> None:
+        """Queues n for sub (under the lock, so held and live notifications keep their order)."""
+        sub._queue.put(sub._saw(n))
+        if n.method == "watch/overflow":
+            self._forget(sub)  # the server dropped it: nothing to make again
+
+    def _lost(self, gen: int, cause: BaseException, writer: Any, reader: Any) -> None:
+        """A connection ended: its calls fail; then the client reconnects, or is closed."""
+        with self._lock:
+            if gen != self._gen or self.closed is not None:
+                return
+            again = self._reconnect is not None and self._dial is not None and not self._user_closed
+            if again:
+                pending, self._pending = self._pending, {}
+                self._abandoned.clear()
+                self._lost_by = cause
+                self._ready.clear()
+                start = not self._reconnecting
+                self._reconnecting = True
+        if not again:
+            self._fail(cause)
+            return
+        _close_streams(writer, reader)
+        for slot in pending.values():
+            slot[2] = cause
+            slot[0].set()
+        if start:
+            threading.Thread(target=self._retry, args=(cause,), name="herrscher-state-reconnect", daemon=True).start()
+
+    def _retry(self, last: BaseException) -> None:
+        """Dials again with backoff until a connection is up and every subscription made again."""
+        o = self._reconnect or RECONNECT_DEFAULTS
+        attempt = 0
+        while o["max_attempts"] is None or attempt < o["max_attempts"]:
+            attempt += 1
+            base = min(o["max_delay"], o["initial_delay"] * 2 ** min(attempt - 1, 30))
+            # ±20 %: the clients of one restarted server do not all come back at once.
+            self._wake.wait(base * (0.8 + random.random() * 0.4))
+            if self._user_closed:
+                return
+            try:
+                reader, writer = self._dial()
+            except Exception as e:  # noqa: BLE001 - each failed attempt is retried
+                last = e
+                continue
+            with self._lock:
+                if self._user_closed:
+                    _close_streams(writer, reader)
+                    return
+                self._gen += 1
+                gen = self._gen
+                self._reader, self._writer = reader, writer
+            self._start_reader()
+            try:
+                if self._on_connect is not None:
+                    self._on_connect(self)
+                self._resubscribe()
+                with self._lock:
+                    if gen != self._gen or self.closed is not None:
+                        raise ConnectionClosed("the connection ended while subscribing again")
+                    self._reconnecting = False
+                    self._lost_by = None
+                    self._ready.set()
+                return
+            except Exception as e:  # noqa: BLE001 - the attempt failed: drop it and try again
+                last = e
+                with self._lock:
+                    if gen == self._gen:
+                        self._gen += 1  # its reader's end is no news
+                _close_streams(writer, reader)
+        self._fail(ConnectionClosed("the server did not come back: %s" % last))
+
+    def _resubscribe(self) -> None:
+        with self._lock:
+            subs = list(self._tracked.values())
+            self._subs.clear()
+        for sub in subs:
+            with self._lock:
+                if id(sub) not in self._tracked:
+                    continue  # closed meanwhile
+            since: Dict[str, Any] = {}
+            if sub._epoch is not None:
+                since["epoch"] = sub._epoch
+            if sub._filter.get("sessions") is True and sub._revision is not None:
+                since["revision"] = sub._revision  # 0 too: nothing committed yet in that run
+            if sub._seqs:
+                since["transcripts"] = dict(sub._seqs)
+            self._subscribe_on(dict(sub._filter, since=since), sub, None, ready=False)
 
     def _fail(self, cause: BaseException) -> None:
         with self._lock:
@@ -334,15 +486,28 @@ class Client:
                 return
             self.closed = cause
             pending, self._pending = self._pending, {}
-            subs, self._subs = self._subs, {}
+            subs = dict((id(s), s) for s in self._subs.values())
+            subs.update(self._tracked)
+            self._subs, self._tracked = {}, {}
+        self._ready.set()
+        self._wake.set()
         for slot in pending.values():
+            slot[2] = cause
             slot[0].set()
         for sub in subs.values():
             sub._queue.put(_END)
 
-    def _drop(self, sid: str) -> bool:
+    def _drop(self, sub: Subscription) -> bool:
+        """Forgets sub; True when the server still has it (so it is worth unsubscribing)."""
         with self._lock:
-            return self._subs.pop(sid, None) is not None
+            live = self._subs.get(sub._current) is sub and not self._reconnecting
+            self._forget(sub)
+            return live
+
+    def _forget(self, sub: Subscription) -> None:
+        if self._subs.get(sub._current) is sub:
+            del self._subs[sub._current]
+        self._tracked.pop(id(sub), None)
 
     def _send(self, msg: Dict[str, Any]) -> None:
         data = _encode(msg)
@@ -355,40 +520,49 @@ class Client:
     def call(self, method: str, _timeout: Optional[float] = None, **params: Any) -> Any:
         """Calls method with params (None values are left out) and returns its result. Raises the
         StateError subclass of the answer's code, ConnectionClosed when the connection ends first,
-        TimeoutError after _timeout seconds (the server is sent $/cancelRequest)."""
+        TimeoutError after _timeout seconds (the server is sent $/cancelRequest). While a client
+        that reconnects is reconnecting, a call waits for the new connection (within _timeout)."""
         params = {k: v for k, v in params.items() if v is not None}
-        if _timeout is None:
-            _timeout = self.call_timeout
+        return self._call(method, params, self.call_timeout if _timeout is None else _timeout)
+
+    def _call(self, method: str, params: Dict[str, Any], timeout: Optional[float], ready: bool = True) -> Any:
         _encode({"params": params}, method)  # NaN, Infinity, a non-JSON value: refused before an id is taken
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if ready and not self._ready.wait(timeout):
+            raise TimeoutError("%s: no connection within %ss (reconnecting after: %s)" % (method, timeout, self._lost_by))
+        if deadline is not None:
+            timeout = max(0.0, deadline - time.monotonic())
         event = threading.Event()
-        slot: List[Any] = [event, None]
+        slot: List[Any] = [event, None, None]
         with self._lock:
             if self.closed is not None:
                 raise ConnectionClosed(str(self.closed))
+            if ready and self._reconnecting:
+                raise ConnectionClosed("%s: the connection was lost: %s" % (method, self._lost_by))
             self._next_id += 1
             mid = self._next_id
             self._pending[mid] = slot
         try:
             self._send({"jsonrpc": "2.0", "id": mid, "method": method, "params": params})
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: a file closed by the reader meanwhile
             with self._lock:
                 self._pending.pop(mid, None)
             raise ConnectionClosed("%s: cannot send: %s" % (method, e)) from e
-        if not event.wait(_timeout):
+        if not event.wait(timeout):
             with self._lock:
                 waiting = self._pending.pop(mid, None) is not None
-            if waiting:
-                with self._lock:
+                if waiting:
                     self._abandoned.add(mid)
+            if waiting:
                 # A read not yet answered is cancelled; a write already queued is still applied.
                 try:
                     self.notify("$/cancelRequest", id=mid)
-                except OSError:
+                except (OSError, ValueError):
                     pass  # the connection ended meanwhile: nothing is left to cancel
-                raise TimeoutError("%s: no answer within %ss" % (method, _timeout))
+                raise TimeoutError("%s: no answer within %ss" % (method, timeout))
         reply = slot[1]
         if reply is None:
-            raise ConnectionClosed("%s: %s" % (method, self.closed))
+            raise ConnectionClosed("%s: %s" % (method, slot[2] or self.closed))
         if "error" in reply:
             err = reply["error"]
             cls = ERRORS_BY_CODE.get(err.get("code"), StateError)
@@ -401,42 +575,75 @@ class Client:
             raise ConnectionClosed(str(self.closed))
         self._send({"jsonrpc": "2.0", "method": method, "params": {k: v for k, v in params.items() if v is not None}})
 
-    def subscribe(self, sessions: Optional[bool] = None, transcripts: Any = None, participants: Any = None) -> Subscription:
+    def subscribe(self, sessions: Optional[bool] = None, transcripts: Any = None, participants: Any = None,
+                  timeout: Optional[float] = None) -> Subscription:
         """Subscribes to the change feed and returns an iterator of its notifications.
         transcripts and participants are a list of session names or "*" for all."""
+        filt = {k: v for k, v in (("sessions", sessions), ("transcripts", transcripts), ("participants", participants)) if v is not None}
+        t = self.call_timeout if timeout is None else timeout
+        sub, r = self._subscribe_on(filt, None, t)
+        if self._reconnect is not None:
+            self._track(sub, r, t)
+        return sub
+
+    def _subscribe_on(self, params: Dict[str, Any], sub: Optional[Subscription], timeout: Optional[float],
+                      ready: bool = True) -> Any:
+        """watch/subscribe; the notifications that come before its reply is handled are held,
+        then queued first, in order."""
         with self._lock:
             self._subscribing += 1
         try:
-            r = self.call("watch/subscribe", sessions=sessions, transcripts=transcripts, participants=participants)
-            sub = Subscription(self, r["subscription"], r["revision"])
+            r = self._call("watch/subscribe", params, timeout, ready)
             with self._lock:
-                self._subs[sub.id] = sub
-                early = self._early.pop(sub.id, [])
-            for n in early:
-                sub._queue.put(n)
+                if sub is None:
+                    filt = {k: v for k, v in params.items() if k != "since"}
+                    sub = Subscription(self, r["subscription"], r["revision"], filt)
+                    if self._reconnect is not None and self.closed is None:
+                        self._tracked[id(sub)] = sub
+                sub._current = r["subscription"]
+                if self.closed is None:
+                    self._subs[sub._current] = sub
+                for n in self._early.pop(sub._current, []):
+                    self._deliver(sub, n)
             if self.closed is not None:
                 sub._queue.put(_END)
-            return sub
+            return sub, r
         finally:
             with self._lock:
                 self._subscribing -= 1
                 if not self._subscribing:
                     self._early.clear()
 
+    def _track(self, sub: Subscription, r: Dict[str, Any], timeout: Optional[float]) -> None:
+        """What a reconnection will ask for: this run's epoch and revision, and where each listed
+        transcript stands now (a later entry is notified, and a seq only moves forward)."""
+        with self._lock:
+            if sub._epoch is None:
+                sub._epoch = r.get("epoch")
+            if isinstance(r.get("revision"), int):
+                sub._revision = max(r["revision"], -1 if sub._revision is None else sub._revision)
+        names = sub._filter.get("transcripts")
+        for name in names if isinstance(names, list) else []:
+            try:
+                page = self.read_page(name, limit=1, timeout=timeout)
+            except StateError:
+                continue  # no such session yet: its entries will all be new
+            seq = page["firstSeq"] + len(page["entries"]) - 1
+            with self._lock:
+                if sub._seqs.get(name, -2) < seq:
+                    sub._seqs[name] = seq
+
     def close(self) -> None:
         """Ends the connection; for a spawned server, shutdown, exit, then wait for it."""
+        self._user_closed = True
+        self._wake.set()
         if self._on_close is not None:
             on_close, self._on_close = self._on_close, None
             on_close()
-        self._close_streams()
+        with self._lock:
+            writer, reader = self._writer, self._reader
+        _close_streams(writer, reader)
         self._fail(ConnectionClosed("closed by the client"))
-
-    def _close_streams(self) -> None:
-        for stream in (self._writer, self._reader):
-            try:
-                stream.close()
-            except (OSError, ValueError):
-                pass  # already closed by the peer: the connection is over either way
 
     def __enter__(self) -> "Client":
         return self
@@ -686,38 +893,65 @@ def check_socket(path: str) -> None:
 
 def connect(socket: Optional[str] = None, state: Optional[str] = None, instance: Optional[str] = None,
             env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 5.0,
-            call_timeout: Optional[float] = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Client:
-    """Connects to a running server found by find_socket(), after check_socket(). With state
-    named, the server must answer initialize with that state file (real paths compared), else
-    NoServer: a state with no live server never falls through to another state's server.
-    timeout bounds the connect; call_timeout bounds each call that passes no timeout= of its own
-    (None: a call waits for its reply or the connection's end); a reply line longer than
-    max_message_bytes (the server's default limit) ends the connection."""
-    path = find_socket(socket, state, instance, env)
-    check_socket(path)
-    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-    except OSError as e:
-        s.close()
-        if state:
-            raise NoServer("no server for %s: nothing answers at %s: %s" % (state, path, e)) from e
-        raise ConnectionClosed("no server at %s: %s" % (path, e)) from e
-    s.settimeout(None)
-    client = Client(s.makefile("rb"), _SocketWriter(s), max_message_bytes=max_message_bytes, call_timeout=call_timeout)
-    if not state:
-        return client
-    # The socket found may be another state's server (the default socket, a stale record whose
-    # pid was reused): ask before anything else is sent.
-    try:
-        served = client.call("initialize", _timeout=timeout)["statePath"]
-    except (StateError, ConnectionClosed, TimeoutError, OSError, KeyError, TypeError) as e:
-        client.close()
-        raise NoServer("no server for %s: the server at %s did not say which state it serves: %s" % (state, path, e)) from e
-    if _real_state_path(served) != _real_state_path(state):
-        client.close()
-        raise NoServer("no server for %s: the server at %s serves %s; nothing but initialize was sent to it" % (state, path, served))
+            call_timeout: Optional[float] = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+            reconnect: Any = False) -> Client:
+    """Connects to a running server found by find_socket(), after check_socket(). Nothing
+    answering raises NoServer; with state named, so does a server that does not answer
+    initialize with that state file (real paths compared): a state with no live server never
+    falls through to another state's server. timeout bounds the connect; call_timeout bounds
+    each call that passes no timeout= of its own (None: a call waits for its reply or the
+    connection's end); a reply line longer than max_message_bytes (the server's default limit)
+    ends the connection.
+
+    reconnect=True (or a dict of initial_delay, max_delay in seconds, max_attempts; see
+    RECONNECT_DEFAULTS) rides over a server restart: calls in flight when the connection is lost
+    raise ConnectionClosed, later calls wait for the new connection (within their timeout),
+    and every open subscription is made again with `since`, so its iterator goes on with each
+    change once. Default off, as the TypeScript client's."""
+
+    def dial() -> Any:
+        path = find_socket(socket, state, instance, env)
+        check_socket(path)
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+        except OSError as e:
+            s.close()
+            if state:
+                raise NoServer("no server for %s: nothing answers at %s: %s" % (state, path, e)) from e
+            raise NoServer("no server at %s: %s" % (path, e)) from e
+        s.settimeout(None)
+        return s.makefile("rb"), _SocketWriter(s)
+
+    def check_state(client: Client) -> None:
+        # The socket found may be another state's server (the default socket, a stale record
+        # whose pid was reused): ask before anything else is sent.
+        try:
+            served = client._call("initialize", {}, timeout, ready=False)["statePath"]
+        except (StateError, ConnectionClosed, TimeoutError, OSError, KeyError, TypeError) as e:
+            raise NoServer("no server for %s: the server did not say which state it serves: %s" % (state, e)) from e
+        if _real_state_path(served) != _real_state_path(str(state)):
+            raise NoServer("no server for %s: the server found serves %s; nothing but initialize was sent to it" % (state, served))
+
+    if reconnect is True:
+        options: Optional[Dict[str, Any]] = {}
+    elif reconnect:
+        options = dict(reconnect)
+        unknown = set(options) - set(RECONNECT_DEFAULTS)
+        if unknown:
+            raise TypeError("connect: unknown reconnect options %s (known: %s)" % (sorted(unknown), sorted(RECONNECT_DEFAULTS)))
+    else:
+        options = None
+    reader, writer = dial()
+    client = Client(reader, writer, max_message_bytes=max_message_bytes, call_timeout=call_timeout,
+                    dial=dial, reconnect=options, on_connect=check_state if state else None)
+    if state:
+        try:
+            check_state(client)
+        except NoServer:
+            client.close()
+            raise
     return client
 
 

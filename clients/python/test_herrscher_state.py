@@ -4,6 +4,7 @@ test_herrscher_state (npm test runs them through test/clients/python-client.test
 
 import json
 import os
+import queue
 import re
 import signal
 import socket
@@ -42,9 +43,18 @@ class SocketServer:
         self.dir = private_dir(test)
         self.state = os.path.join(self.dir, "state.json")
         self.socket = os.path.join(self.dir, "s.sock")
-        self.proc = subprocess.Popen(COMMAND + ["serve", "--state", self.state, "--socket", self.socket],
-                                     stderr=subprocess.PIPE, env=server_env(test))
+        self.env = server_env(test)
         test.addCleanup(self.stop)
+        self.start()
+
+    def restart(self):
+        """Kills the server (SIGKILL: what it acknowledged is on disk) and starts another."""
+        self.stop()
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(COMMAND + ["serve", "--state", self.state, "--socket", self.socket],
+                                     stderr=subprocess.PIPE, env=self.env)
         deadline = time.monotonic() + 20
         while True:
             s = socket.socket(socket.AF_UNIX)
@@ -471,6 +481,88 @@ class BrokenPeer(unittest.TestCase):
             self.assertEqual(c._next_id, 0)  # no id was taken: nothing was sent
             self.assertEqual(c.status(timeout=20), {})
             self.assertIsNone(c.closed)
+
+
+class NoServerError(unittest.TestCase):
+    def test_nothing_listening_raises_no_server_an_oserror(self):
+        missing = os.path.join(private_dir(self), "none.sock")
+        with self.assertRaises(hs.NoServer) as cm:
+            hs.connect(socket=missing)
+        self.assertIsInstance(cm.exception, OSError)
+        self.assertIsInstance(cm.exception, hs.ConnectionClosed)
+        self.assertIn(missing, str(cm.exception))
+        self.assertTrue(issubclass(hs.ConnectionClosed, OSError))
+
+
+class Reconnect(unittest.TestCase):
+    def test_a_subscriber_sees_every_acknowledged_append_once_in_order_across_a_restart(self):
+        srv = SocketServer(self)
+        fast = {"initial_delay": 0.05, "max_delay": 0.5}
+        w = hs.connect(socket=srv.socket, reconnect=fast, call_timeout=30)
+        self.addCleanup(w.close)
+        r = hs.connect(socket=srv.socket, reconnect=fast, call_timeout=30)
+        self.addCleanup(r.close)
+        w.add_session({"name": "r"})
+        w.append_transcript("r", dict(ENTRY, text="before"))
+        sub = r.subscribe(sessions=True, transcripts=["r"])
+        acked = []
+        stop = threading.Event()
+
+        def write():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                try:
+                    w.append_transcript("r", dict(ENTRY, text="e%d" % i))
+                    acked.append("e%d" % i)
+                except (hs.ConnectionClosed, TimeoutError):
+                    pass  # in flight when the server went: perhaps applied, not acknowledged
+
+        th = threading.Thread(target=write)
+        th.start()
+        try:
+            self._wait(lambda: len(acked) >= 20)
+            srv.restart()
+            after = len(acked)
+            self._wait(lambda: len(acked) >= after + 20)
+        finally:
+            stop.set()
+            th.join(30)
+        self.assertFalse(th.is_alive(), "the writer hangs")
+        self.assertIsNone(w.closed)
+        in_file = [e["text"] for e in w.read_transcript("r")][1:]  # "before" was there at subscribe
+        seen = []
+        while len(seen) < len(in_file):
+            n = sub.next(timeout=30)
+            self.assertEqual(n.params["subscription"], sub.id)
+            if n.method == "transcript/didAppend":
+                seen.append((n.params["seq"], n.params["entry"]["text"]))
+        seqs = [q for q, _ in seen]
+        self.assertEqual(seqs, list(range(seqs[0], seqs[0] + len(seqs))), "a gap or a duplicate")
+        self.assertEqual([t for _, t in seen], in_file)
+        self.assertEqual([t for _, t in seen if t in set(acked)], acked)
+        with self.assertRaises(queue.Empty):
+            n = sub.next(timeout=0.5)
+            if n.method == "transcript/didAppend":
+                self.fail("one more append than the file holds: %r" % (n,))
+            raise queue.Empty
+
+    def test_without_reconnect_the_subscription_ends_with_the_server(self):
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as c:
+            sub = c.subscribe(transcripts="*")
+            srv.stop()
+            with self.assertRaises(StopIteration):
+                sub.next(timeout=30)
+            self.assertIsInstance(c.closed, hs.ConnectionClosed)
+
+    @staticmethod
+    def _wait(cond, limit=60):
+        deadline = time.monotonic() + limit
+        while not cond():
+            if time.monotonic() > deadline:
+                raise AssertionError("timed out")
+            time.sleep(0.01)
 
 
 if __name__ == "__main__":
