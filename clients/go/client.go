@@ -29,7 +29,9 @@ type Client struct {
 	maxMessage int
 	// watchers by subscription id; early holds notifications for a subscription whose
 	// watch/subscribe answer has not been read yet (only while one is in flight).
-	watchers    map[string]*Watcher
+	watchers map[string]*Watcher
+	// tracked: every open watcher of a client that reconnects (made again on each connection).
+	tracked     map[*Watcher]struct{}
 	subscribing int
 	early       map[string][]notification
 	done        chan struct{}
@@ -39,13 +41,28 @@ type Client struct {
 	closeErr    error
 	// process is the server Spawn started.
 	process *os.Process
+
+	// Reconnection (DialOptions.Reconnect): dial opens a new connection; onConnect checks it
+	// before anything else is sent on it. gen numbers the connections: the end of an older one
+	// is no news. ready is closed while a connection is up (and once the client has ended).
+	dial         func(ctx context.Context) (io.ReadWriteCloser, error)
+	reconnect    *ReconnectOptions
+	onConnect    func(ctx context.Context) error
+	gen          int
+	reconnecting bool
+	ready        chan struct{}
+	up           bool
+	lostBy       error
+	userClosed   bool
+	wakeUp       chan struct{}
 }
 
 type response struct {
 	result json.RawMessage
 	err    *Error
-	// closed: the connection ended before the answer came.
+	// closed: the connection ended before the answer came, for cause.
 	closed bool
+	cause  error
 }
 
 type notification struct {
@@ -90,10 +107,15 @@ func newClient(rw io.ReadWriteCloser, maxMessage int) *Client {
 		abandoned:  map[int64]struct{}{},
 		pending:    map[int64]chan response{},
 		watchers:   map[string]*Watcher{},
+		tracked:    map[*Watcher]struct{}{},
+		ready:      make(chan struct{}),
+		up:         true,
+		wakeUp:     make(chan struct{}),
 		early:      map[string][]notification{},
 		done:       make(chan struct{}),
 	}
-	go c.read()
+	close(c.ready)
+	go c.read(rw, 0)
 	return c
 }
 
@@ -101,8 +123,8 @@ func newClient(rw io.ReadWriteCloser, maxMessage int) *Client {
 // notification to its watcher, and fails every waiting call when the connection ends. A broken
 // peer (an endless line, bytes that are not a JSON-RPC object, an answer no call waits for)
 // ends the connection too: nothing waits on it, nothing grows without bound.
-func (c *Client) read() {
-	r := bufio.NewReader(c.rw)
+func (c *Client) read(rw io.ReadWriteCloser, gen int) {
+	r := bufio.NewReader(rw)
 	var cause error
 	for {
 		line, err := readLine(r, c.maxMessage)
@@ -120,9 +142,41 @@ func (c *Client) read() {
 	if errors.Is(cause, io.EOF) {
 		cause = errors.New("the server closed the connection")
 	} else {
-		_ = c.rw.Close() // nothing more is read from, or sent to, a peer we cannot trust
+		_ = rw.Close() // nothing more is read from, or sent to, a peer we cannot trust
 	}
-	c.fail(&closedError{cause: cause})
+	c.lost(gen, &closedError{cause: cause}, rw)
+}
+
+// lost: connection gen ended. Its calls fail; then the client reconnects, or it has ended.
+func (c *Client) lost(gen int, err error, rw io.ReadWriteCloser) {
+	c.mu.Lock()
+	if gen != c.gen || c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	if c.reconnect == nil || c.dial == nil || c.userClosed {
+		c.mu.Unlock()
+		c.fail(err)
+		return
+	}
+	pending := c.pending
+	c.pending = map[int64]chan response{}
+	c.abandoned = map[int64]struct{}{}
+	c.lostBy = err
+	if c.up {
+		c.ready = make(chan struct{})
+		c.up = false
+	}
+	start := !c.reconnecting
+	c.reconnecting = true
+	c.mu.Unlock()
+	_ = rw.Close()
+	for _, ch := range pending {
+		ch <- response{closed: true, cause: err}
+	}
+	if start {
+		go c.retry(err)
+	}
 }
 
 // readLine reads one line of at most max bytes (plus its "\r\n"); a longer one is an error
@@ -200,14 +254,16 @@ func (c *Client) notification(n notification) {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	w, ok := c.watchers[head.Subscription]
-	if !ok && c.subscribing > 0 && len(c.early[head.Subscription]) < earlyLimit {
-		c.early[head.Subscription] = append(c.early[head.Subscription], n)
+	if !ok {
+		if c.subscribing > 0 && len(c.early[head.Subscription]) < earlyLimit {
+			c.early[head.Subscription] = append(c.early[head.Subscription], n)
+		}
+		return
 	}
-	c.mu.Unlock()
-	if ok {
-		w.deliver(n)
-	}
+	// Under c.mu, so a subscribe's held notifications and the live ones keep their order.
+	c.deliverLocked(w, n)
 }
 
 // fail ends the client: every waiting call and every watcher gets err.
@@ -220,14 +276,25 @@ func (c *Client) fail(err error) {
 	c.err = err
 	pending := c.pending
 	c.pending = map[int64]chan response{}
-	watchers := c.watchers
+	watchers := map[*Watcher]struct{}{}
+	for _, w := range c.watchers {
+		watchers[w] = struct{}{}
+	}
+	for w := range c.tracked {
+		watchers[w] = struct{}{}
+	}
 	c.watchers = map[string]*Watcher{}
+	c.tracked = map[*Watcher]struct{}{}
+	if !c.up {
+		close(c.ready) // a call waiting for a reconnection sees the end
+		c.up = true
+	}
 	close(c.done)
 	c.mu.Unlock()
 	for _, ch := range pending {
-		ch <- response{closed: true}
+		ch <- response{closed: true, cause: err}
 	}
-	for _, w := range watchers {
+	for w := range watchers {
 		w.end(err)
 	}
 }
@@ -252,9 +319,12 @@ func (c *Client) write(v interface{}) error {
 
 func (c *Client) writeBytes(b []byte) error {
 	b = append(b, '\n')
+	c.mu.Lock()
+	rw := c.rw
+	c.mu.Unlock()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.rw.Write(b)
+	_, err := rw.Write(b)
 	return err
 }
 
@@ -266,8 +336,25 @@ func (c *Client) Call(ctx context.Context, method string, params, result interfa
 }
 
 func (c *Client) call(ctx context.Context, method string, params, result interface{}) error {
+	return c.callOn(ctx, method, params, result, false)
+}
+
+// callOn is call; internal (a reconnection's own calls) does not wait for the connection to be
+// restored, it is what restores it.
+func (c *Client) callOn(ctx context.Context, method string, params, result interface{}, internal bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if !internal {
+		// While reconnecting, a call waits for the new connection (within its ctx).
+		c.mu.Lock()
+		ready := c.ready
+		c.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	// Marshalled before an id is taken: params JSON cannot carry (NaN, ±Inf, a channel) are
 	// refused with nothing sent, and the connection stays as it was.
@@ -281,6 +368,11 @@ func (c *Client) call(ctx context.Context, method string, params, result interfa
 		err := c.err
 		c.mu.Unlock()
 		return err
+	}
+	if c.reconnecting && !internal {
+		err := c.lostBy
+		c.mu.Unlock()
+		return err // lost again since it was restored: this call was never sent
 	}
 	c.nextID++
 	id := c.nextID
@@ -300,6 +392,9 @@ func (c *Client) call(ctx context.Context, method string, params, result interfa
 			return r.err
 		}
 		if r.closed {
+			if r.cause != nil {
+				return r.cause
+			}
 			return c.Err()
 		}
 		if result == nil || len(r.result) == 0 {
@@ -364,10 +459,15 @@ type cancelParams struct {
 // shutdown (every pending write finishes), exit, then waits for the process.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.userClosed = true
+		rw := c.rw
+		c.mu.Unlock()
+		close(c.wakeUp)
 		if c.onClose != nil {
 			c.closeErr = c.onClose()
 		}
-		if err := c.rw.Close(); err != nil && c.closeErr == nil && c.Err() == nil {
+		if err := rw.Close(); err != nil && c.closeErr == nil && c.Err() == nil {
 			c.closeErr = err
 		}
 		c.fail(&closedError{cause: errors.New("closed by the client")})

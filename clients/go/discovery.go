@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -34,6 +35,13 @@ type DialOptions struct {
 	// state's server), try again, 50 ms doubling to 1 s apart, until one does or ctx ends; for a
 	// program started beside the server. A socket CheckSocket refuses is never waited on.
 	Wait bool
+	// Reconnect (nil: off, as the TypeScript client's default; &ReconnectOptions{}: the default
+	// backoff) rides over a server restart: calls in flight when the connection is lost fail
+	// with ErrClosed, later calls wait for the new connection (within their ctx), and every open
+	// Watcher is subscribed again with since, so its channel goes on with each change once. Err
+	// stays nil until it gives up (MaxAttempts) or Close. Each new connection is found by the
+	// rule again and, with State, asked initialize first.
+	Reconnect *ReconnectOptions
 }
 
 // Source tells which step of the rule chose a socket.
@@ -227,37 +235,65 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 }
 
 func dialOnce(ctx context.Context, o DialOptions) (*Client, error) {
-	path, source, err := FindSocket(o)
+	conn, where, err := connectSocket(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckSocket(path); err != nil {
+	c := newClient(conn, o.MaxMessageBytes)
+	if o.Reconnect != nil {
+		rc := *o.Reconnect
+		c.mu.Lock()
+		c.reconnect = &rc
+		c.dial = func(ctx context.Context) (io.ReadWriteCloser, error) {
+			conn, _, err := connectSocket(ctx, o) // the rule again: the server may have moved
+			return conn, err
+		}
+		if o.State != "" {
+			c.onConnect = func(ctx context.Context) error { return checkState(ctx, c, o, "the server found", true) }
+		}
+		c.mu.Unlock()
+	}
+	if o.State == "" {
+		return c, nil
+	}
+	if err := checkState(ctx, c, o, where, false); err != nil {
+		c.Close()
 		return nil, err
+	}
+	return c, nil
+}
+
+// connectSocket finds the socket by the rule, checks it and connects; where names it.
+func connectSocket(ctx context.Context, o DialOptions) (net.Conn, string, error) {
+	path, source, err := FindSocket(o)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := CheckSocket(path); err != nil {
+		return nil, "", err
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		if o.State != "" {
-			return nil, fmt.Errorf("%w %s: nothing answers at %s (%s): %v", ErrNoServer, o.State, path, describe(source), err)
+			return nil, "", fmt.Errorf("%w %s: nothing answers at %s (%s): %v", ErrNoServer, o.State, path, describe(source), err)
 		}
-		return nil, &noServerError{msg: fmt.Sprintf("herrscher-state: no server at %s (%s)", path, describe(source)), cause: err}
+		return nil, "", &noServerError{msg: fmt.Sprintf("herrscher-state: no server at %s (%s)", path, describe(source)), cause: err}
 	}
-	c := newClient(conn, o.MaxMessageBytes)
-	if o.State == "" {
-		return c, nil
-	}
-	// A state with no live server falls through to the default socket, which another state's
-	// server may hold (or a stale record's pid was reused): ask before anything else is sent.
-	r, err := c.Initialize(ctx)
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("%w %s: the server at %s (%s) did not say which state it serves: %v", ErrNoServer, o.State, path, describe(source), err)
+	return conn, fmt.Sprintf("the server at %s (%s)", path, describe(source)), nil
+}
+
+// checkState: a state with no live server falls through to the default socket, which another
+// state's server may hold (or a stale record's pid was reused): ask before anything else is sent.
+func checkState(ctx context.Context, c *Client, o DialOptions, where string, internal bool) error {
+	var r InitializeResult
+	if err := c.callOn(ctx, "initialize", struct{}{}, &r, internal); err != nil {
+		return fmt.Errorf("%w %s: %s did not say which state it serves: %v", ErrNoServer, o.State, where, err)
 	}
 	if realStatePath(r.StatePath) != realStatePath(o.State) {
-		c.Close()
-		return nil, fmt.Errorf("%w %s: the server at %s (%s) serves %s; nothing but initialize was sent to it", ErrNoServer, o.State, path, describe(source), r.StatePath)
+		return fmt.Errorf("%w %s: %s serves %s; nothing but initialize was sent to it", ErrNoServer, o.State, where, r.StatePath)
 	}
-	return c, nil
+	return nil
 }
 
 // ErrNoServer is matched (errors.Is) by Dial's error when nothing answers at the socket found,

@@ -30,14 +30,24 @@ type WatchOptions struct {
 var watchQueueLimit = 8192
 
 // Watcher is one subscription to the change feed. Read Events until it is closed; Err then
-// says why it ended (nil after Close).
+// says why it ended (nil after Close). With DialOptions.Reconnect it stays open across a server
+// restart: it is subscribed again with since and goes on with what the server sent meanwhile,
+// each change once, under the same ID.
 type Watcher struct {
 	c *Client
-	// ID is the server's subscription id.
+	// ID is the server's subscription id (the first one's, after a reconnection).
 	ID string
 	// Revision is the state revision when the watch began: a later state/didChange or
 	// session/didChange carries a larger one.
 	Revision int
+
+	// Guarded by c.mu: the server's current id, the subscribe params, and what was seen (for
+	// since): the epoch, the last state revision, the last seq per transcript.
+	current  string
+	filter   subscribeParams
+	epoch    string
+	revision *int
+	seqs     map[string]int
 
 	events chan Event
 	mu     sync.Mutex
@@ -62,6 +72,45 @@ func names(n []string) interface{} {
 // order, each after its change is in the file; a reader that reads then watches (or watches
 // then reads) drops what it has seen by seq (transcripts) or revision (state).
 func (c *Client) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+	filter := subscribeParams{Sessions: opts.Sessions, Transcripts: names(opts.Transcripts), Participants: names(opts.Participants)}
+	w, r, err := c.subscribeOn(ctx, nil, filter, false)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	_, tracked := c.tracked[w]
+	if tracked {
+		if w.epoch == "" {
+			w.epoch = r.Epoch
+		}
+		w.sawRevision(r.Revision)
+	}
+	c.mu.Unlock()
+	if tracked {
+		// Where each listed transcript stands now, so a reconnection asks for what follows (a
+		// later entry is notified, and a seq only moves forward).
+		if list, ok := filter.Transcripts.([]string); ok {
+			for _, name := range list {
+				limit := 1
+				page, err := c.ReadPage(ctx, name, ReadPageOptions{Limit: &limit})
+				if err != nil {
+					continue // no such session yet: its entries will all be new
+				}
+				seq := page.FirstSeq + len(page.Entries) - 1
+				c.mu.Lock()
+				if cur, ok := w.seqs[name]; !ok || cur < seq {
+					w.seqs[name] = seq
+				}
+				c.mu.Unlock()
+			}
+		}
+	}
+	return w, nil
+}
+
+// subscribeOn sends watch/subscribe for w (nil: a new watcher); the notifications that come
+// before its reply is handled are held, then queued first, in order.
+func (c *Client) subscribeOn(ctx context.Context, w *Watcher, p subscribeParams, internal bool) (*Watcher, subscribeResult, error) {
 	c.mu.Lock()
 	c.subscribing++
 	c.mu.Unlock()
@@ -73,26 +122,78 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error)
 		}
 		c.mu.Unlock()
 	}()
-	r, err := c.subscribe(ctx, subscribeOptions{Sessions: opts.Sessions, Transcripts: names(opts.Transcripts), Participants: names(opts.Participants)})
-	if err != nil {
-		return nil, err
+	var r subscribeResult
+	if err := c.callOn(ctx, "watch/subscribe", p, &r, internal); err != nil {
+		return nil, r, err
 	}
-	w := &Watcher{c: c, ID: r.Subscription, Revision: r.Revision, events: make(chan Event), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
+		return nil, r, c.err
 	}
-	c.watchers[w.ID] = w
-	early := c.early[w.ID]
-	delete(c.early, w.ID)
-	c.mu.Unlock()
-	go w.pump()
+	if w == nil {
+		p.Since = nil
+		w = &Watcher{c: c, ID: r.Subscription, Revision: r.Revision, filter: p, seqs: map[string]int{}, events: make(chan Event), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		if c.reconnect != nil {
+			c.tracked[w] = struct{}{}
+		}
+		go w.pump()
+	}
+	w.current = r.Subscription
+	c.watchers[w.current] = w
+	early := c.early[w.current]
+	delete(c.early, w.current)
 	for _, n := range early {
-		w.deliver(n)
+		c.deliverLocked(w, n)
 	}
-	return w, nil
+	return w, r, nil
+}
+
+// since is what w saw, for watch/subscribe (c.mu held). The revision is sent whenever sessions
+// are watched and one is known, 0 included (nothing committed yet in that run).
+func (w *Watcher) since() *WatchSince {
+	s := &WatchSince{Epoch: w.epoch}
+	if w.filter.Sessions && w.revision != nil {
+		r := *w.revision
+		s.Revision = &r
+	}
+	if len(w.seqs) > 0 {
+		s.Transcripts = make(map[string]int, len(w.seqs))
+		for k, v := range w.seqs {
+			s.Transcripts[k] = v
+		}
+	}
+	return s
+}
+
+func (w *Watcher) sawRevision(r int) {
+	if w.revision == nil || *w.revision < r {
+		w.revision = &r
+	}
+}
+
+// saw notes what ev tells (c.mu held) and puts it under the watcher's first ID.
+func (w *Watcher) saw(ev Event) {
+	switch e := ev.(type) {
+	case *TranscriptDidAppendParams:
+		w.seqs[e.Name] = e.Seq
+		e.Subscription = w.ID
+	case *StateResyncParams:
+		r := e.Revision
+		w.revision = &r
+		w.epoch = e.Epoch
+		e.Subscription = w.ID
+	case *SessionDidChangeParams:
+		w.sawRevision(e.Revision)
+		e.Subscription = w.ID
+	case *StateDidChangeParams:
+		w.sawRevision(e.Revision)
+		e.Subscription = w.ID
+	case *ParticipantsDidAddParams:
+		e.Subscription = w.ID
+	case *WatchOverflowParams:
+		e.Subscription = w.ID
+	}
 }
 
 // Events is the channel of events; it is closed when the watch ends.
@@ -112,52 +213,73 @@ var ErrWatchOverflow = errors.New("herrscher-state: watch overflow: subscribe an
 
 // Close ends the watch (watch/unsubscribe) and closes the event channel.
 func (w *Watcher) Close() error {
-	w.c.mu.Lock()
-	_, live := w.c.watchers[w.ID]
-	delete(w.c.watchers, w.ID)
-	w.c.mu.Unlock()
+	c := w.c
+	c.mu.Lock()
+	cur := w.current
+	_, live := c.watchers[cur]
+	c.dropLocked(w)
+	reconnecting := c.reconnecting
+	c.mu.Unlock()
 	w.end(nil)
-	if !live || w.c.Err() != nil {
-		return nil
+	if !live || reconnecting || c.Err() != nil {
+		return nil // a reconnection does not subscribe it again
 	}
-	_, err := w.c.unsubscribe(context.Background(), w.ID)
+	_, err := c.unsubscribe(context.Background(), cur)
 	return err
 }
 
-func (w *Watcher) deliver(n notification) {
+// dropLocked forgets w (c.mu held): no more notifications, no re-subscription.
+func (c *Client) dropLocked(w *Watcher) {
+	if c.watchers[w.current] == w {
+		delete(c.watchers, w.current)
+	}
+	delete(c.tracked, w)
+}
+
+// deliverLocked queues one notification for w (c.mu held).
+func (c *Client) deliverLocked(w *Watcher, n notification) {
 	ev, err := decodeEvent(n.method, n.params)
 	if err != nil {
-		w.endWith(nil, err)
+		c.dropLocked(w)
+		w.finish(nil, err)
 		return
 	}
 	if ev == nil {
 		return // a notification of a newer server: not ours to type
 	}
+	w.saw(ev)
 	if _, overflow := ev.(*WatchOverflowParams); overflow {
-		w.endWith(ev, ErrWatchOverflow)
+		c.dropLocked(w)
+		w.finish(ev, ErrWatchOverflow)
 		return
 	}
+	if !w.push(ev) {
+		cur := w.current
+		c.dropLocked(w)
+		w.finish(&WatchOverflowParams{Subscription: w.ID}, ErrWatchOverflow)
+		go func() { _, _ = c.unsubscribe(context.Background(), cur) }()
+	}
+}
+
+// push queues ev for the reader of Events; false when the queue is at its bound.
+func (w *Watcher) push(ev Event) bool {
 	w.mu.Lock()
 	if w.ended {
 		w.mu.Unlock()
-		return
+		return true
 	}
 	if len(w.queue) >= watchQueueLimit {
 		w.mu.Unlock()
-		w.endWith(&WatchOverflowParams{Subscription: w.ID}, ErrWatchOverflow)
-		go func() { _, _ = w.c.unsubscribe(context.Background(), w.ID) }()
-		return
+		return false
 	}
 	w.queue = append(w.queue, ev)
 	w.mu.Unlock()
 	w.poke()
+	return true
 }
 
-// endWith queues a last event (may be nil) and ends the watch with err.
-func (w *Watcher) endWith(last Event, err error) {
-	w.c.mu.Lock()
-	delete(w.c.watchers, w.ID)
-	w.c.mu.Unlock()
+// finish queues a last event (may be nil) and ends the watch with err.
+func (w *Watcher) finish(last Event, err error) {
 	w.mu.Lock()
 	if !w.ended && last != nil {
 		w.queue = append(w.queue, last)

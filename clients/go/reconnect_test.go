@@ -1,0 +1,226 @@
+package stateclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// restartable is a socket server that a test kills and starts again on the same state.
+type restartable struct {
+	t             *testing.T
+	state, socket string
+	cmd           *exec.Cmd
+	exited        chan struct{}
+	stderr        *lockedBuffer
+}
+
+func startRestartable(t *testing.T) *restartable {
+	dir := t.TempDir()
+	r := &restartable{t: t, state: filepath.Join(dir, "state.json"), socket: filepath.Join(dir, "s.sock")}
+	t.Cleanup(r.stop)
+	r.start()
+	return r
+}
+
+func (r *restartable) start() {
+	t := r.t
+	t.Helper()
+	command := serverCommand(t)
+	r.stderr = &lockedBuffer{}
+	r.cmd = exec.Command(command[0], append(command[1:], "serve", "--state", r.state, "--socket", r.socket)...)
+	r.cmd.Stderr = r.stderr
+	r.cmd.Env = testEnv(t)
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	r.exited = exited
+	go func(cmd *exec.Cmd) {
+		_ = cmd.Wait()
+		close(exited)
+	}(r.cmd)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if conn, err := net.Dial("unix", r.socket); err == nil {
+			conn.Close()
+			if rec, _ := ReadServerRecord(r.state); rec != nil && rec.Pid == r.cmd.Process.Pid {
+				return
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the server exited: %s", r.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never listened: %s", r.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop kills the server (SIGKILL: what it acknowledged is on disk).
+func (r *restartable) stop() {
+	_ = r.cmd.Process.Kill()
+	<-r.exited
+}
+
+func TestAWatcherSeesEveryAcknowledgedAppendOnceInOrderAcrossARestart(t *testing.T) {
+	srv := startRestartable(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	fast := &ReconnectOptions{InitialDelay: 50 * time.Millisecond, MaxDelay: 500 * time.Millisecond}
+	writer, err := Dial(ctx, DialOptions{Socket: srv.socket, Reconnect: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	reader, err := Dial(ctx, DialOptions{Socket: srv.socket, Reconnect: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	must(writer.AddSession(ctx, Session{Name: "r"}))(t)
+	must(writer.AppendTranscript(ctx, "r", TranscriptEntry{Ts: "2026-01-01T00:00:00Z", Role: "user", Text: "before"}))(t)
+	watch, err := reader.Watch(ctx, WatchOptions{Sessions: true, Transcripts: []string{"r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+
+	var mu sync.Mutex
+	var acked []string
+	var unexpected error
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			text := fmt.Sprintf("e%d", i)
+			cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+			_, err := writer.AppendTranscript(cctx, "r", TranscriptEntry{Ts: "2026-01-01T00:00:00Z", Role: "user", Text: text})
+			ccancel()
+			mu.Lock()
+			if err == nil {
+				acked = append(acked, text)
+			} else if !errors.Is(err, ErrClosed) && unexpected == nil {
+				unexpected = err // ErrClosed: in flight when the server went, perhaps applied
+			}
+			mu.Unlock()
+		}
+	}()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	waitFor := func(n int) {
+		for count() < n {
+			if ctx.Err() != nil {
+				t.Fatalf("only %d appends acknowledged", count())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor(20)
+	srv.stop()
+	srv.start()
+	waitFor(count() + 20)
+	close(stop)
+	<-done
+	if unexpected != nil {
+		t.Fatalf("the writer failed: %v", unexpected)
+	}
+	if writer.Err() != nil || reader.Err() != nil {
+		t.Fatalf("a client ended: %v %v", writer.Err(), reader.Err())
+	}
+	entries := must(writer.ReadTranscript(ctx, "r", 0))(t)
+	var inFile []string
+	for _, e := range entries[1:] { // "before" was there when the watch began
+		inFile = append(inFile, e.Text)
+	}
+	var seqs []int
+	var seen []string
+	for len(seen) < len(inFile) {
+		select {
+		case ev, ok := <-watch.Events():
+			if !ok {
+				t.Fatalf("the watch ended: %v", watch.Err())
+			}
+			if e, ok := ev.(*TranscriptDidAppendParams); ok {
+				if e.Subscription != watch.ID {
+					t.Fatalf("an event under subscription %q, not %q", e.Subscription, watch.ID)
+				}
+				seqs = append(seqs, e.Seq)
+				seen = append(seen, e.Entry.Text)
+			}
+		case <-ctx.Done():
+			t.Fatalf("saw %d of %d appends", len(seen), len(inFile))
+		}
+	}
+	for i := range seqs {
+		if seqs[i] != seqs[0]+i {
+			t.Fatalf("a gap or a duplicate: seqs %v", seqs)
+		}
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(inFile) {
+		t.Fatalf("saw %v, the file holds %v", seen, inFile)
+	}
+	in := map[string]bool{}
+	for _, a := range acked {
+		in[a] = true
+	}
+	var ackedSeen []string
+	for _, s := range seen {
+		if in[s] {
+			ackedSeen = append(ackedSeen, s)
+		}
+	}
+	if fmt.Sprint(ackedSeen) != fmt.Sprint(acked) {
+		t.Fatalf("acknowledged %v, saw %v of them", acked, ackedSeen)
+	}
+	select {
+	case ev := <-watch.Events():
+		if _, ok := ev.(*TranscriptDidAppendParams); ok {
+			t.Fatalf("one more append than the file holds: %+v", ev)
+		}
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+func TestWithoutReconnectAWatchEndsWithTheServer(t *testing.T) {
+	srv := startRestartable(t)
+	c, err := Dial(ctxT(t), DialOptions{Socket: srv.socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.Watch(ctxT(t), WatchOptions{Transcripts: AllSessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+	select {
+	case _, ok := <-w.Events():
+		if ok {
+			t.Fatal("an event from a dead server")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch did not end")
+	}
+	if !errors.Is(w.Err(), ErrClosed) || !errors.Is(c.Err(), ErrClosed) {
+		t.Fatalf("want ErrClosed, got %v / %v", w.Err(), c.Err())
+	}
+}
