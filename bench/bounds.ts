@@ -6,7 +6,7 @@
 // of the per-round ratios to the echo, and the server's CPU per append, its main thread's apart.
 // Not part of `npm run bench`: the copies skip validation or the store, so this diagnoses, it does
 // not measure the product.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { boundBundle, BOUND_BUILDS } from './harness/bound-builds.js';
 import { CLI, ENTRY, RATE, REPO } from './harness/config.js';
@@ -28,6 +28,8 @@ const dir = tempDir('hs-bounds-');
 const copies = path.join(REPO, 'dist/bounds');
 mkdirSync(copies, { recursive: true });
 process.on('exit', () => rmSync(copies, { recursive: true, force: true }));
+// Each copy starts the writer thread from beside itself, as the bundle does.
+copyFileSync(path.join(path.dirname(CLI), 'writer-worker.js'), path.join(copies, 'writer-worker.js'));
 const bundle = readFileSync(CLI, 'utf8');
 
 interface Side {

@@ -3,6 +3,7 @@
 // spawn-to-first-reply twice a bare vscode-jsonrpc server's. One file loads in about half the
 // time (measured: `--version` 0.31 s → 0.16 s). The library entry (dist/src/client/, from tsc)
 // stays unbundled for importers. Runs after tsc, whose dist/src/cli.js it replaces.
+// The writer thread's worker is its second entry, dist/src/writer-worker.js.
 // External: fs-ext-extra-prebuilt (a native addon that finds its prebuilt binary beside its own
 // files).
 // Names are not minified (only whitespace and syntax), so a stack trace or a log's `err.type` names
@@ -13,8 +14,10 @@
 import { build } from 'esbuild';
 
 await build({
-  entryPoints: ['src/cli.ts'],
-  outfile: 'dist/src/cli.js',
+  // The writer thread's module is a second entry beside the CLI: the bundle starts its worker from
+  // dist/src/writer-worker.js (src/store/writer-thread.ts finds it beside itself).
+  entryPoints: { cli: 'src/cli.ts', 'writer-worker': 'src/store/writer-worker.ts' },
+  outdir: 'dist/src',
   allowOverwrite: true,
   bundle: true,
   platform: 'node',

@@ -10,35 +10,23 @@
 // write-ahead log), and one worker writes its batches in the order they were posted, so a file's
 // bytes land in the order they were asked for. A handle is never closed while its write is out:
 // its owner closes it only after its queue has settled.
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { BatchAnswer, WriterWorkerData } from './writer-worker.js';
 
 /**
- * The worker, as source: it runs the same from src/ (tsx), dist/ and the CLI bundle. import()
- * works whether Node reads it as CommonJS or as a module; the port holds messages until then.
+ * The worker's module: beside this one (tsc's dist/src/store/, the library), or beside the CLI
+ * bundle, whose second entry is dist/src/writer-worker.js (esbuild leaves `new URL(…,
+ * import.meta.url)` alone, so the same line finds both). Run from src/ by tsx (the tests), Node 20
+ * applies no `--import` loader inside a worker, so the worker registers tsx's require hook and
+ * requires the .ts module: two lines of bootstrap, the code itself is still the typed module.
  */
-const WORKER_SOURCE = `
-Promise.all([import('node:worker_threads'), import('node:fs')]).then(([{ parentPort, workerData }, { writeSync }]) => {
-  const bytes = Buffer.from(workerData.bytes);
-  const plan = new Int32Array(workerData.plan);
-  parentPort.on('message', (jobs) => {
-    let failed;
-    let at = 0;
-    for (let i = 0; i < jobs; i++) {
-      const fd = plan[2 * i];
-      const len = plan[2 * i + 1];
-      let off = 0;
-      try {
-        while (off < len) off += writeSync(fd, bytes, at + off, len - off);
-      } catch (e) {
-        failed ??= new Array(jobs).fill(null);
-        failed[i] = { message: String(e && e.message), code: e && e.code, errno: e && e.errno, syscall: e && e.syscall };
-      }
-      at += len;
-    }
-    parentPort.postMessage(failed ?? null);
-  });
-});
-`;
+function workerEntry(): { filename: string | URL; eval: boolean } {
+  if (!import.meta.url.endsWith('.ts')) return { filename: new URL('./writer-worker.js', import.meta.url), eval: false };
+  const tsx = fileURLToPath(import.meta.resolve('tsx/cjs/api'));
+  const file = fileURLToPath(new URL('./writer-worker.ts', import.meta.url));
+  return { filename: `require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(file)});`, eval: true };
+}
 
 /** Past this size a write goes to the thread pool alone: the copy into a batch would cost more than the hand-off. */
 export const BATCHED_WRITE_MAX = 64 * 1024;
@@ -63,13 +51,6 @@ interface Thread {
   readonly worker: Worker;
   readonly bytes: Buffer;
   readonly plan: Int32Array;
-}
-
-interface WireError {
-  message: string;
-  code?: string;
-  errno?: number;
-  syscall?: string;
 }
 
 export class WriterThread {
@@ -123,15 +104,17 @@ export class WriterThread {
     if (this.thread) return this.thread;
     const bytes = new SharedArrayBuffer(BATCH_BYTES);
     const plan = new SharedArrayBuffer(BATCH_JOBS * 2 * Int32Array.BYTES_PER_ELEMENT);
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { bytes, plan },
+    const entry = workerEntry();
+    const workerData: WriterWorkerData = { bytes, plan };
+    const worker = new Worker(entry.filename, {
+      eval: entry.eval,
+      workerData,
       // Not the parent's flags (a loader such as tsx, --input-type): it needs none of them.
       execArgv: [],
       // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
     });
-    worker.on('message', (failed: (WireError | null)[] | null) => this.answered(failed));
+    worker.on('message', (failed: BatchAnswer) => this.answered(failed));
     // A worker that fails takes its unanswered batches with it: each caller learns why, and the
     // next write starts a new worker.
     worker.on('error', (err) => this.lost(worker, err));
@@ -145,7 +128,7 @@ export class WriterThread {
   }
 
   /** `failed`: null when every write of the batch succeeded, else each one's error or null. */
-  private answered(failed: (WireError | null)[] | null): void {
+  private answered(failed: BatchAnswer): void {
     const batch = this.out;
     this.out = undefined;
     if (this.queued.length > 0) this.flush();

@@ -202,6 +202,7 @@ function cliForNobody(): string {
   chmodSync(root, 0o755);
   const cli = path.join(root, 'dist/src/cli.js');
   cpSync(CLI, cli);
+  cpSync(path.join(path.dirname(CLI), 'writer-worker.js'), path.join(root, 'dist/src/writer-worker.js'));
   cpSync(path.join(REPO, 'node_modules/fs-ext-extra-prebuilt'), path.join(root, 'node_modules/fs-ext-extra-prebuilt'), { recursive: true });
   cpSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
   return (nobodysCli = cli);
