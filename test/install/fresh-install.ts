@@ -44,7 +44,10 @@ function toolchainFreeBin(root: string, calls: string): string {
 /** Relative `import … from './x.js'` / `export … from` targets of an ES module. */
 function relativeImports(file: string): string[] {
   const src = readFileSync(file, 'utf8');
-  return [...src.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => path.resolve(path.dirname(file), m[1] as string));
+  const imported = [...src.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]/g)];
+  // A worker's module is loaded by URL (the writer thread's: new URL('./writer-worker.js', import.meta.url)).
+  const workers = [...src.matchAll(/new URL\(\s*['"](\.{1,2}\/[^'"]+\.js)['"]\s*,\s*import\.meta\.url\s*\)/g)];
+  return [...imported, ...workers].map((m) => path.resolve(path.dirname(file), m[1] as string));
 }
 
 test('the packed tarball installs without a compiler and serves', { timeout: TIMEOUT }, async () => {
