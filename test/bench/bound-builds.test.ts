@@ -51,7 +51,8 @@ test('a build whose replacement uses a name the bundle no longer declares is ref
 test('the minimal-store copy answers an append by writing its line to the bound folder, seq counting from 0', async (t) => {
   const dir = tempDir('hs-bound-run-');
   // Inside the repo, as bench/bounds.ts puts it, so it resolves node_modules as the build does.
-  const cli = path.join(REPO, 'dist', `bound-test-${process.pid}.js`);
+  // Beside the bundle, so the copy starts the writer thread from dist/src/writer-worker.js as it does.
+  const cli = path.join(REPO, 'dist/src', `bound-test-${process.pid}.js`);
   writeFileSync(cli, boundBundle(bundle, build('minimal store')));
   t.after(() => rmSync(cli, { force: true }));
   const proc = await startServer('bound-test', path.join(dir, 'state/state.json'), path.join(dir, 's.sock'), 'write', { cli, env: { HS_BOUND_DIR: dir } });
