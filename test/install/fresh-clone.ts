@@ -45,8 +45,20 @@ function userEnv(): NodeJS.ProcessEnv {
 }
 
 function run(cmd: string, cwd: string): void {
-  const r = spawnSync('sh', ['-c', cmd], { cwd, encoding: 'utf8', env: userEnv() });
-  assert.equal(r.status, 0, `${cmd} failed (${r.status}):\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-4000)}`);
+  const r = spawnSync('sh', ['-c', cmd], { cwd, encoding: 'utf8', env: userEnv(), maxBuffer: 256 * 1024 * 1024 });
+  assert.equal(r.status, 0, `${cmd} failed (${r.status}):\n${failures(r.stdout) || r.stdout.slice(-4000)}\n${r.stderr.slice(-4000)}`);
+}
+
+/** The failed tests of a TAP report, each with the lines that follow it up to its end marker. */
+function failures(tap: string): string {
+  const lines = tap.split('\n');
+  const out: string[] = [];
+  lines.forEach((l, i) => {
+    if (!/^\s*not ok /.test(l)) return;
+    const end = lines.findIndex((m, j) => j > i && /^\s*\.\.\.$/.test(m));
+    out.push(...lines.slice(i, end === -1 ? i + 30 : Math.min(end, i + 40)));
+  });
+  return out.join('\n').slice(0, 20_000);
 }
 
 function exited(child: ChildProcess): Promise<number | null> {
