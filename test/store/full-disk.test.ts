@@ -1,53 +1,13 @@
 // A real full disk: a 64 KiB tmpfs, filled, then appends and a state.json write. Each fails with
 // ENOSPC and leaves every file as it was. Needs root (mount); skipped with the reason otherwise.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readdirSync, writeSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Store } from '../../src/store/store.js';
 import { newSession, openIn, snapshot, storeError, text } from '../helpers/store.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
-
-/** Mounts a tmpfs of `size` at a fresh dir, or says why it cannot. */
-function mountTmpfs(size: string): { dir: string } | { skip: string } {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return { skip: 'needs root to mount a tmpfs' };
-  const dir = tempDir('hs-full-');
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir], { stdio: 'pipe' });
-  } catch (err) {
-    return { skip: `mount -t tmpfs failed: ${(err as Error).message.split('\n')[0]}` };
-  }
-  return { dir };
-}
-
-function unmount(dir: string): void {
-  try {
-    execFileSync('umount', [dir], { stdio: 'pipe' });
-  } catch {
-    execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
-  }
-}
-
-/** Writes a filler file until the file system refuses, down to single bytes, so no block is left. */
-function fill(dir: string): void {
-  const fd = openSync(path.join(dir, 'filler'), 'w');
-  try {
-    for (const chunk of [4096, 512, 1]) {
-      const buf = Buffer.alloc(chunk, 0x66);
-      for (;;) {
-        try {
-          if (writeSync(fd, buf) < chunk) break;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
-          throw err;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
+import { statePathIn } from '../helpers/temp-dir.js';
+import { fill, mountTmpfs, unmount } from '../helpers/tmpfs.js';
 
 test('on a full disk, a transcript append, a participant append and a state.json write fail with ENOSPC and change nothing', async (t) => {
   const mounted = mountTmpfs('64k');
@@ -104,7 +64,7 @@ test('on a full disk, a transcript append, a participant append and a state.json
   assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith('state.json.')), [], 'no temp file left');
 
   // Room again: the next append lands on its own line after the old ones.
-  execFileSync('rm', [path.join(dir, 'filler')]);
+  rmSync(path.join(dir, 'filler'));
   await store.appendTranscript('s', { ts: 't3', role: 'user', text: 'after' });
   assert.equal(text(transcript), '{"ts":"t1","role":"user","text":"before"}\n{"ts":"t3","role":"user","text":"after"}\n');
   assert.equal(await store.appendParticipant('s', 'late'), true, 'the refused id was not recorded as present');

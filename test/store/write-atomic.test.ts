@@ -3,12 +3,12 @@
 // of the write leaves the old file whole (write-file-atomic alone would rename a short file into
 // place: it does not check write(2)'s count).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, openSync, closeSync, ftruncateSync, fstatSync, lstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { nodeIo } from '../../src/store/io.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { fill, mountTmpfs, unmount } from '../helpers/tmpfs.js';
 
 test('a link at the target is replaced by the file, as Go replaces it, and its target is left alone', async () => {
   const dir = tempDir();
@@ -38,35 +38,15 @@ test('the file is replaced whole with the mode asked for, and no temp file is le
 });
 
 test('a disk that fills in the middle of the write fails it with ENOSPC and leaves the old file whole', async (t) => {
-  if (process.getuid?.() !== 0) return t.skip('needs root to mount a tmpfs');
-  const dir = tempDir('hs-short-');
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0700', 'tmpfs', dir], { stdio: 'pipe' });
-  } catch (err) {
-    return t.skip(`mount -t tmpfs failed: ${(err as Error).message.split('\n')[0]}`);
-  }
-  t.after(() => execFileSync('umount', ['-l', dir], { stdio: 'pipe' }));
+  const mounted = mountTmpfs('64k');
+  if ('skip' in mounted) return t.skip(mounted.skip);
+  const dir = mounted.dir;
+  t.after(() => unmount(dir));
   const file = path.join(dir, 'state.json');
   writeFileSync(file, 'the old document');
   // Fill the disk to the byte, then free exactly one page: the new file's first page fits, its second does not.
-  const filler = path.join(dir, 'filler');
-  const fd = openSync(filler, 'w');
-  try {
-    for (const chunk of [4096, 512, 1]) {
-      const buf = Buffer.alloc(chunk, 0x66);
-      for (;;) {
-        try {
-          if (writeSync(fd, buf) < chunk) break;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
-          throw err;
-        }
-      }
-    }
-    ftruncateSync(fd, Math.max(0, fstatSync(fd).size - 4096));
-  } finally {
-    closeSync(fd);
-  }
+  const filler = fill(dir);
+  truncateSync(filler, Math.max(0, statSync(filler).size - 4096));
   await assert.rejects(nodeIo.writeAtomic(file, Buffer.alloc(3 * 4096, 0x61), { mode: 0o600, sync: true }), (err: NodeJS.ErrnoException) => err.code === 'ENOSPC');
   assert.equal(readFileSync(file, 'utf8'), 'the old document');
   assert.deepEqual(readdirSync(dir).sort(), ['filler', 'state.json'], 'no temp file left');
