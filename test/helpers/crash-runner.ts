@@ -33,6 +33,11 @@ export interface CrashOptions {
   seed?: number;
   /** Every Nth round appends ~256 KiB entries (compaction under load); 0 or absent: never. */
   bigEvery?: number;
+  /**
+   * The test's signal: when it aborts (the test timed out or failed), the server is killed and the
+   * run stops, so no server outlives its test and keeps the test process up.
+   */
+  signal?: AbortSignal;
 }
 
 export interface CrashReport {
@@ -76,10 +81,15 @@ const BIG = 256 * 1024;
 /** The ledger key of a line's text: big entries pad it after a ":". */
 const keyOf = (text: string): string => text.split(':', 1)[0] as string;
 
-async function startServer(state: string, socket: string, durability: string): Promise<ChildProcess> {
+/** Every server child not yet exited, so a run that ends in any way kills what it started. */
+type Live = Set<ChildProcess>;
+
+async function startServer(state: string, socket: string, durability: string, live: Live): Promise<ChildProcess> {
   const child = spawn(process.execPath, [CLI, 'serve', '--state', state, '--socket', socket, '--durability', durability, '--log-level', 'warn'], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   for (let i = 0; i < 200; i++) {
@@ -247,6 +257,23 @@ async function passesTrigger(dir: string, names: string[], ms: number): Promise<
 }
 
 export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
+  const live: Live = new Set();
+  const killAll = (): void => {
+    for (const child of live) child.kill('SIGKILL');
+  };
+  o.signal?.addEventListener('abort', killAll, { once: true });
+  try {
+    return await crashRounds(o, live);
+  } finally {
+    // Whatever ended the run (a thrown error, an abort, the normal end): no server outlives it.
+    o.signal?.removeEventListener('abort', killAll);
+    const left = [...live];
+    killAll();
+    await Promise.all(left.map(exited));
+  }
+}
+
+async function crashRounds(o: CrashOptions, live: Live): Promise<CrashReport> {
   const random = rng(o.seed ?? 1);
   const state = path.join(o.dir, 'state.json');
   const socket = path.join(o.dir, 's.sock');
@@ -260,12 +287,13 @@ export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
   const problems: string[] = [];
   const durability = o.durability ?? 'sync';
 
-  let server = await startServer(state, socket, durability);
+  let server = await startServer(state, socket, durability, live);
   const admin = await connect({ socket });
   for (const name of names) await admin.sessionAdd({ session: { name, type: 'text', cmd: 'claude' } });
   await admin.close();
 
   for (let round = 1; round <= o.kills; round++) {
+    if (o.signal?.aborted) throw new Error(`crash test aborted before kill ${round}`);
     const clients = await Promise.all(Array.from({ length: o.clients ?? 4 }, () => connect({ socket })));
     let stop = false;
     const big = (o.bigEvery ?? 0) > 0 && round % (o.bigEvery as number) === 0;
@@ -291,7 +319,7 @@ export async function runCrashTest(o: CrashOptions): Promise<CrashReport> {
     if (existsSync(path.join(o.dir, 'transcripts')) && readdirSync(path.join(o.dir, 'transcripts')).some((f) => f.endsWith('.compact'))) killsInCompaction++;
     verify(o.dir, names, ledger, problems, round);
     try {
-      server = await startServer(state, socket, durability);
+      server = await startServer(state, socket, durability, live);
     } catch (err) {
       problems.push(`restart after kill ${round}: ${(err as Error).message}`);
       break;

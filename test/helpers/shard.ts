@@ -8,17 +8,25 @@
 // the run does not end waiting for one long file. A header test "file <path>" precedes each
 // file's tests in the report (an import error fails that header). Files of one shard share a
 // process: a test must not leave global state (env, cwd, listeners) behind — none does today.
+// No file can hang the suite: each file's tests run inside a suite named after the file with a
+// timeout (FILE_TIMEOUT_MS, or HERRSCHER_TEST_FILE_TIMEOUT_MS), so a test that never ends fails
+// its file and the shard goes on; `npm test` also bounds each shard process (--test-timeout) and
+// exits once the tests are done even if a leaked handle would keep the process up
+// (--test-force-exit).
 // Running one file on its own is unchanged: `node --import tsx --test test/e2e/watch.test.ts`.
 import { AsyncResource } from 'node:async_hooks';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TEST_DIR = path.join(REPO, 'test');
 const SHARD_DIR = path.join(TEST_DIR, 'shards');
+
+/** A whole file's time limit: far above the slowest file on a loaded 2-core machine. */
+export const FILE_TIMEOUT_MS = Number(process.env.HERRSCHER_TEST_FILE_TIMEOUT_MS) || 10 * 60_000;
 
 /** test/*\/*.test.ts, as the glob `npm test` used before; biggest first. */
 function testFiles(): string[] {
@@ -85,15 +93,19 @@ function claimer(entryUrl: string): () => string | undefined {
  */
 export function runShard(entryUrl: string): void {
   const take = claimer(entryUrl);
-  // Tests registered in this scope are top-level tests, not subtests of the header that imports
-  // their file (which would cancel them when the header ends).
+  // The suite is registered in this scope, a top-level suite, not a subtest of the header that
+  // claims its file (which would cancel it when the header ends). A file is claimed only when its
+  // header runs, so the shards stay balanced.
   const top = new AsyncResource('test-shard');
   const registerNext = (): void => {
     const file = take();
     if (file === undefined) return;
-    test(`file ${path.relative(REPO, file)}`, async () => {
+    const rel = path.relative(REPO, file);
+    test(`file ${rel}`, () => {
       try {
-        await top.runInAsyncScope(() => import(pathToFileURL(file).href));
+        top.runInAsyncScope(() => describe(rel, { timeout: FILE_TIMEOUT_MS }, async () => {
+          await import(pathToFileURL(file).href);
+        }));
       } finally {
         top.runInAsyncScope(registerNext);
       }

@@ -7,6 +7,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Store } from '../../src/store/store.js';
 import { storeError } from '../helpers/store.js';
@@ -15,9 +16,14 @@ import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const fixture = path.join(root, 'test/fixtures/hold-store.ts');
 
-/** Starts a Node process that opens the store and holds it; resolves once it says it holds the lock. */
-async function holder(statePath: string): Promise<ChildProcessWithoutNullStreams> {
+/**
+ * Starts a Node process that opens the store and holds it; resolves once it says it holds the
+ * lock. The child is killed after the test whatever the outcome (also when it never got ready), so
+ * a failing test never leaves a process holding the lock and the test process alive.
+ */
+async function holder(t: TestContext, statePath: string): Promise<ChildProcessWithoutNullStreams> {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture, statePath], { cwd: root });
+  t.after(() => killed(child));
   let out = '';
   let err = '';
   child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
@@ -40,11 +46,10 @@ function killed(child: ChildProcessWithoutNullStreams): Promise<NodeJS.Signals |
   });
 }
 
-test('a second process opening the same state file is refused with kind locked and the holder\'s pid', async (t) => {
+test('a second process opening the same state file is refused with kind locked and the holder\'s pid', { timeout: 60_000 }, async (t) => {
   const dir = tempDir();
   const statePath = statePathIn(dir);
-  const child = await holder(statePath);
-  t.after(() => killed(child));
+  const child = await holder(t, statePath);
   await assert.rejects(() => Store.open(statePath), (err) => {
     storeError('locked', ['another process is already serving', `(pid ${child.pid})`])(err);
     assert.deepEqual((err as { data?: unknown }).data, { pid: child.pid });
@@ -53,10 +58,10 @@ test('a second process opening the same state file is refused with kind locked a
   assert.equal(readFileSync(path.join(dir, '.state.json.lock'), 'utf8'), String(child.pid), 'the pid recorded as Go records it');
 });
 
-test('after the holder is killed with SIGKILL, the next open takes the lock without manual cleanup', async (t) => {
+test('after the holder is killed with SIGKILL, the next open takes the lock without manual cleanup', { timeout: 60_000 }, async (t) => {
   const dir = tempDir();
   const statePath = statePathIn(dir);
-  const child = await holder(statePath);
+  const child = await holder(t, statePath);
   await assert.rejects(() => Store.open(statePath), storeError('locked', [`(pid ${child.pid})`]));
   assert.equal(await killed(child), 'SIGKILL');
   const store = await Store.open(statePath);
