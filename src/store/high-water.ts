@@ -86,6 +86,9 @@ export class HighWater {
     try {
       await this.io.mkdir(path.dirname(this.file), 0o700);
       await this.io.writeAtomic(this.file, `${checksum(json)} ${json}\n`, { mode: 0o600, sync: true });
+      // The rename too must survive a power loss: an old marks file after a checkpoint emptied
+      // the log would let a seq go back.
+      await this.io.syncDir(path.dirname(this.file));
     } catch (err) {
       this.dirty = true;
       throw ioError('write', this.rel, err);

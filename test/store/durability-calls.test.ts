@@ -1,0 +1,154 @@
+// What each durability mode promises, checked through the store's file-system seam (Io): with
+// `--durability sync` every whole-file replace of a file the store needs after a power loss
+// (state.json, the transcript metas and their copies, the high-water marks) is written with
+// sync:true and then its folder is fsynced, so the rename survives too; every append is
+// fdatasynced (its log record, or the file itself) before it is answered. With `write` none of
+// state.json's or the appends' syncs happen: that mode trades them for speed.
+import assert from 'node:assert/strict';
+import type { FileHandle } from 'node:fs/promises';
+import fs from 'node:fs/promises';
+import fsCallbacks, { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { mock, test } from 'node:test';
+import type { Durability } from '../../src/store/state-store.js';
+import { nodeIo, openNoFollow, withIo } from '../../src/store/io.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { newSession, openIn } from '../helpers/store.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+type Call =
+  | { op: 'writeAtomic'; file: string; sync: boolean }
+  | { op: 'syncDir'; file: string }
+  | { op: 'write' | 'datasync'; file: string }
+  | { op: 'answered'; file: string };
+
+/** An Io that records every replace, folder fsync, write and fdatasync, by real path. */
+function recordingIo() {
+  const calls: Call[] = [];
+  const names = new WeakMap<FileHandle, string>();
+  const io = withIo({
+    open: async (file, flags, mode) => {
+      const fh = await openNoFollow(file, flags, mode);
+      names.set(fh, file);
+      return fh;
+    },
+    writeAtomic: async (file, data, opts) => {
+      await nodeIo.writeAtomic(file, data, opts);
+      calls.push({ op: 'writeAtomic', file, sync: opts.sync });
+    },
+    syncDir: async (dir) => {
+      await nodeIo.syncDir(dir);
+      calls.push({ op: 'syncDir', file: dir });
+    },
+    write: async (fh, buf) => {
+      calls.push({ op: 'write', file: names.get(fh) ?? '?' });
+      return nodeIo.write(fh, buf);
+    },
+    datasync: async (fh) => {
+      await fh.datasync();
+      calls.push({ op: 'datasync', file: names.get(fh) ?? '?' });
+    },
+  });
+  return { io, calls };
+}
+
+const entry = (ts: string, text = ts) => ({ ts, role: 'user', text });
+
+/**
+ * Opens a store in `mode`, commits state.json, appends, then appends big entries until the
+ * transcript is compacted (which writes the metas and the marks); returns every call made.
+ */
+async function exercise(mode: Durability): Promise<{ dir: string; calls: Call[] }> {
+  const dir = await fs.realpath(tempDir());
+  const { io, calls } = recordingIo();
+  const store = await openIn(dir, { io, durability: mode });
+  try {
+    await store.addSession(newSession('s'));
+    calls.push({ op: 'answered', file: 'session' });
+    await store.appendTranscript('s', entry('t0'));
+    calls.push({ op: 'answered', file: 'append' });
+    await store.appendParticipant('s', 'u1');
+    calls.push({ op: 'answered', file: 'append' });
+    const big = 'x'.repeat(512 * 1024);
+    const file = path.join(dir, 'transcripts/s.jsonl');
+    const most = Math.ceil(COMPACT_TRIGGER_BYTES / big.length) * 2 + 2; // bounded: never loops
+    let compacted = false;
+    for (let i = 1; i < most && !compacted; i++) {
+      const before = statSync(file).size;
+      await store.appendTranscript('s', entry(`t${i}`, big));
+      compacted = statSync(file).size < before;
+    }
+    assert.ok(compacted, 'the transcript was compacted (metas and marks were written)');
+    await store.flush();
+  } finally {
+    await store.close();
+  }
+  return { dir, calls };
+}
+
+/** The files the store needs after a power loss, replaced whole. */
+const mustSurvive = (dir: string, file: string): boolean =>
+  file === path.join(dir, 'state.json') || /\/\.herrscher-state\/(high-water\.json|transcripts\/s\.json(\.copy)?)$/.test(file);
+
+test('sync: state.json, metas and marks are replaced with sync:true and their folder fsynced after', { timeout: 120_000 }, async () => {
+  const { dir, calls } = await exercise('sync');
+  const replaces = calls.flatMap((c, i) => (c.op === 'writeAtomic' && mustSurvive(dir, c.file) ? [{ c, i }] : []));
+  const kinds = new Set(replaces.map(({ c }) => path.basename(c.file)));
+  for (const k of ['state.json', 'high-water.json', 's.json', 's.json.copy']) assert.ok(kinds.has(k), `${k} was written: ${[...kinds].join(', ')}`);
+  for (const { c, i } of replaces) {
+    assert.equal((c as { sync: boolean }).sync, true, `${path.relative(dir, c.file)} replaced with sync:true`);
+    // Before the next replace of the same file, and for state.json before the commit is answered
+    // (its commit answers only once the folder is synced).
+    const next = calls.findIndex((d, j) => j > i && ((d.op === 'writeAtomic' && d.file === c.file) || (d.op === 'answered' && path.basename(c.file) === 'state.json')));
+    const synced = calls.findIndex((d, j) => j > i && (next < 0 || j < next) && d.op === 'syncDir' && d.file === path.dirname(c.file));
+    assert.ok(synced > i, `the folder of ${path.relative(dir, c.file)} is fsynced after its replace (call ${i})`);
+  }
+});
+
+test('sync: every append is fdatasynced (its log record or its file) before it is answered', { timeout: 120_000 }, async () => {
+  const { calls } = await exercise('sync');
+  let from = 0;
+  let answered = 0;
+  for (const [i, c] of calls.entries()) {
+    if (c.op !== 'answered') continue;
+    if (c.file === 'append') {
+      answered++;
+      const span = calls.slice(from, i);
+      const written = span.filter((d) => d.op === 'write').map((d) => d.file);
+      assert.ok(written.length > 0, `append ${answered} wrote something`);
+      const lastWrite = span.map((d) => d.op).lastIndexOf('write');
+      const file = span[lastWrite]?.file;
+      assert.ok(span.slice(lastWrite).some((d) => d.op === 'datasync' && d.file === file), `append ${answered}: ${file} fdatasynced after its write, before the answer`);
+    }
+    from = i + 1;
+  }
+  assert.equal(answered, 2);
+});
+
+test('write: no fsync for state.json, its folder, or the appends', { timeout: 120_000 }, async () => {
+  const { dir, calls } = await exercise('write');
+  const state = calls.filter((c) => c.op === 'writeAtomic' && c.file === path.join(dir, 'state.json'));
+  assert.ok(state.length > 0, 'state.json was written');
+  for (const c of state) assert.equal((c as { sync: boolean }).sync, false, 'state.json replaced with sync:false');
+  assert.deepEqual(calls.filter((c) => c.op === 'syncDir' && c.file === dir), [], 'the state dir is never fsynced');
+  let from = 0;
+  for (const [i, c] of calls.entries()) {
+    if (c.op !== 'answered') continue;
+    if (c.file === 'append') assert.deepEqual(calls.slice(from, i).filter((d) => d.op === 'datasync'), [], 'no fdatasync before an append is answered');
+    from = i + 1;
+  }
+});
+
+test('the real replace fsyncs its temp file before the rename with sync:true, and not with sync:false', async (t) => {
+  const dir = tempDir();
+  const file = path.join(dir, 'state.json');
+  const fsync = mock.method(fsCallbacks, 'fsync');
+  t.after(() => fsync.mock.restore());
+  await nodeIo.writeAtomic(file, 'durable', { mode: 0o600, sync: true });
+  assert.ok(fsync.mock.callCount() >= 1, 'fsync of the temp file with sync:true');
+  assert.equal(readFileSync(file, 'utf8'), 'durable');
+  fsync.mock.resetCalls();
+  await nodeIo.writeAtomic(file, 'fast', { mode: 0o600, sync: false });
+  assert.equal(fsync.mock.callCount(), 0, 'no fsync with sync:false');
+  assert.equal(readFileSync(file, 'utf8'), 'fast');
+});
