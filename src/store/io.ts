@@ -10,7 +10,6 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { errnoOf } from '../common/errno.js';
 import { BATCHED_WRITE_MAX, WriterThread } from './writer-thread.js';
 
@@ -84,56 +83,46 @@ export async function openNoFollow(file: string, flags: string | number, mode?: 
 }
 
 /**
- * Replaces `file` whole with write-file-atomic (temp file `<file>.<uint32>` beside it, the names
- * sweep.ts removes after a crash; fsync when `sync`; rename), behind the store's own checks:
- *
- * - write-file-atomic resolves `file` through a symbolic link and writes the link's target: a
- *   link at `file` is replaced instead, as Go's rename replaces it (the data goes to a fresh
- *   name beside it, renamed over the link), so state.json is never written through a link.
- * - Its temp name is predictable and opened without O_EXCL, so a link planted there would be
- *   followed. Only the state dir's owner can plant one: the store refuses a state dir that its
- *   group or others may write, or that another user owns (state-dir.ts), and every folder
- *   below it is checked by `confine`. The temp file is checked once created, before any byte
- *   of ours goes in: a regular file of ours with one link, else the write fails.
- * - It writes the data with one write(2) whose count it does not check, so a disk that fills
- *   mid-write would rename a short file into place. The data is written in full here first
- *   (through its temp name, a loop that surfaces ENOSPC), so its own write only rewrites bytes
- *   already there and a short count cannot tear the file.
- * - It does not fsync the folder: the caller does (Io.syncDir) when the rename must survive power loss.
+ * Replaces `file` whole: a fresh temp file beside it (`<file>.<uint32>`, the names sweep.ts
+ * removes after a crash) made with O_EXCL, so nothing planted at that name is written through;
+ * then rename, which replaces a link at `file` rather than following it (as Go's Save).
+ * Not write-file-atomic: it resolves the target through a link, opens a predictable temp name
+ * without O_EXCL, does not check write(2)'s count, and loads signal-exit, which re-raises a
+ * SIGTERM that arrives during a write when its own handler is the only one left, so the
+ * process died before its ordered stop (README, "Stack").
  */
 async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: { mode: number; sync: boolean }): Promise<void> {
-  const target = await fs.lstat(file).catch((err: unknown) => {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw err;
-  });
-  const buf = typeof data === 'string' ? Buffer.from(data) : data;
-  if (target?.isSymbolicLink()) {
-    // As Go's Save (temp file + rename), the link itself is replaced: written under a fresh name
-    // beside it (`<file>.<uint32>`, swept after a crash), then renamed over the link.
-    const fresh = `${file}.${randomBytes(4).readUInt32BE(0)}`;
-    await writeAtomic(fresh, buf, { mode, sync });
-    await fs.rename(fresh, file);
-    return;
-  }
-  await writeFileAtomic(file, buf, {
-    mode,
-    fsync: sync,
-    // Awaited by write-file-atomic (its types say void); a throw here aborts it and removes the temp file.
-    tmpfileCreated: ((tmp: string) => fillTemp(tmp, buf)) as unknown as (tmp: string) => void,
-  });
-}
-
-/** Writes `buf` in full into the temp file write-file-atomic just created, after checking it is one. */
-export async function fillTemp(tmp: string, buf: Buffer): Promise<void> {
-  const fh = await openNoFollow(tmp, C.O_WRONLY);
-  try {
-    const st = await fh.stat();
-    if (!st.isFile() || st.nlink !== 1 || (process.getuid && st.uid !== process.getuid())) {
-      throw Object.assign(new Error(`EEXIST: the temp file ${path.basename(tmp)} is not a fresh file of ours`), { code: 'EEXIST', syscall: 'open' });
+  let tmp = '';
+  let fh: fs.FileHandle | undefined;
+  for (let attempt = 0; !fh; attempt++) {
+    tmp = `${file}.${randomBytes(4).readUInt32BE(0)}`;
+    try {
+      fh = await openNoFollow(tmp, 'wx', mode);
+    } catch (err) {
+      if (errnoOf(err) !== 'EEXIST' || attempt >= 8) throw err;
     }
-    await writeAll(fh, buf);
-  } finally {
-    await fh.close();
+  }
+  try {
+    try {
+      // One write call for the whole file (writeFile would cut it in 512 KiB calls, each a
+      // thread-pool hop), and fdatasync: the file is new, its size is the only metadata it needs.
+      const buf = typeof data === 'string' ? Buffer.from(data) : data;
+      for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
+      await fh.chmod(mode); // the open's mode went through the umask
+      if (sync) await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (err) {
+    // The write's own error is the one to report; a temp file that cannot be removed is named in
+    // it (the start-up sweep removes it later).
+    await fs.unlink(tmp).catch((cleanup: unknown) => {
+      if (errnoOf(cleanup) !== 'ENOENT' && err instanceof Error) {
+        err.message += ` (its temp file ${path.basename(tmp)} could not be removed: ${errnoOf(cleanup) ?? String(cleanup)})`;
+      }
+    });
+    throw err;
   }
 }
 
