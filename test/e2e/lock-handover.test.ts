@@ -52,7 +52,10 @@ async function serveWithFd3(state: string, fd: number, lockFd = '3'): Promise<{ 
 test('a Python host holding the flock spawns the server with --lock-fd: host and socket writes land, kill -9 of the host ends the server, the next plain start gets the lock', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const state = statePathIn(dir);
-  const host = spawnChild('python3', [HOST, process.execPath, CLI, state, lockOf(dir)], { stdio: ['pipe', 'pipe', 'pipe'], env: env() });
+  // Its own runtime dir: a server of an earlier test of this process still stopping on the shared
+  // default socket would make this host's server serve stdio alone, with no socket to record.
+  const hostEnv = { ...env(), XDG_RUNTIME_DIR: tempDir('hs-run-') };
+  const host = spawnChild('python3', [HOST, process.execPath, CLI, state, lockOf(dir)], { stdio: ['pipe', 'pipe', 'pipe'], env: hostEnv });
   t.after(() => host.kill('SIGKILL'));
   let hostErr = '';
   host.stderr.on('data', (c: Buffer) => (hostErr += c.toString()));
@@ -65,7 +68,7 @@ test('a Python host holding the flock spawns the server with --lock-fd: host and
   assert.equal(seen.appended.result?.seq, 0);
 
   // A bridge finds the host's server by its state file (the server recorded its socket) and writes.
-  const client = await connect({ state, env: env() });
+  const client = await connect({ state, env: hostEnv });
   assert.equal((await client.status()).pid, seen.serverPid);
   await client.sessionAdd({ session: { name: 'fromsocket' } });
   await client.close();
@@ -78,7 +81,7 @@ test('a Python host holding the flock spawns the server with --lock-fd: host and
   assert.equal(existsSync(path.join(dir, '.herrscher-state', 'state.json.serving.json')), false, 'the clean stop removed the record');
 
   // No handover now: a plain start takes the lock the dead host held.
-  const next = runCli(t, ['serve', '--stdio', '--no-socket', '--state', state], { env: env(), collectStdout: true });
+  const next = runCli(t, ['serve', '--stdio', '--no-socket', '--state', state], { env: hostEnv, collectStdout: true });
   next.child.stdin?.write('{"jsonrpc":"2.0","id":1,"method":"session/list"}\n');
   await until('the plain start answers', () => next.stdout().includes('"id":1'));
   assert.match(next.stdout(), /fromsocket/);
