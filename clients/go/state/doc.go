@@ -63,6 +63,8 @@
 //   - A NaN or infinite cost is refused before anything is sent: no empty file is created.
 //   - Reads that cannot reach the server answer from the State's last copy (they have no
 //     error to return); the transcript and journal readers answer as for a missing file.
+//     Either way the reason goes to the standard logger (log.Print), once a minute at most
+//     per reason.
 //   - Errors of LoadState and of saves are the server's (or of starting it), not Go's raw
 //     file-system errors; conflicts never surface (they are retried).
 //   - A hand edit of the state file is read by the next LoadState, as in Go; a State already

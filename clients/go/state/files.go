@@ -68,7 +68,11 @@ func ReadTranscript(path string, limit int) []TranscriptEntry {
 	err := srv.call(func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/read", readParams{Name: name, Limit: limit}, &page)
 	})
-	if err != nil || len(page.Entries) == 0 {
+	if err != nil {
+		readFailed("ReadTranscript", path, "answered as for a missing file", err)
+		return nil
+	}
+	if len(page.Entries) == 0 {
 		return nil
 	}
 	return page.Entries
@@ -87,9 +91,10 @@ func ReadTranscriptLast(path string) string {
 	var r struct {
 		Ts string `json:"ts"`
 	}
-	if srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	if err := srv.call(func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/last", nameParams{Name: name}, &r)
-	}) != nil {
+	}); err != nil {
+		readFailed("ReadTranscriptLast", path, "answered as for a missing file", err)
 		return ""
 	}
 	return r.Ts
@@ -146,9 +151,13 @@ func ReadParticipants(path string) []string {
 	var r struct {
 		UserIDs []string `json:"userIds"`
 	}
-	if srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	if err := srv.call(func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "participants/read", nameParams{Name: name}, &r)
-	}) != nil || len(r.UserIDs) == 0 {
+	}); err != nil {
+		readFailed("ReadParticipants", path, "answered as for a missing file", err)
+		return nil
+	}
+	if len(r.UserIDs) == 0 {
 		return nil
 	}
 	return r.UserIDs

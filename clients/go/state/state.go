@@ -69,9 +69,12 @@ func (s *State) syncLocked() error {
 }
 
 // read syncs for a reader: a reader has no error to return, so when the server cannot be
-// reached it answers from the fields as they are.
+// reached it answers from the fields as they are, and says why in the log (report.go). A State
+// made without a path (a literal) has no server to ask: its fields are all there is.
 func (s *State) read() {
-	_ = s.syncLocked()
+	if err := s.syncLocked(); err != nil && err != errNoPath {
+		readFailed("reading", s.path, "answered from this State's last copy", err)
+	}
 }
 
 type saveParams struct {

@@ -1,0 +1,99 @@
+package state
+
+import (
+	"bytes"
+	"log"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// lockedBuffer is a log output the test reads while the package may still write to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// captureLog sends the standard logger to a buffer for the rest of the test.
+func captureLog(t *testing.T) *lockedBuffer {
+	t.Helper()
+	out, flags := log.Writer(), log.Flags()
+	b := &lockedBuffer{}
+	log.SetOutput(b)
+	log.SetFlags(0)
+	t.Cleanup(func() {
+		log.SetOutput(out)
+		log.SetFlags(flags)
+	})
+	return b
+}
+
+func TestReadersThatCannotReachTheServerSayWhyInTheLog(t *testing.T) {
+	dir := stateDir(t)
+	t.Setenv("HERRSCHER_STATE_BIN", filepath.Join(dir, "no-such-herrscher-state"))
+	logged := captureLog(t)
+	tp := TranscriptPath(dir, "s1")
+	pp := ParticipantsPath(dir, "s1")
+
+	if got := ReadTranscript(tp, 0); got != nil {
+		t.Fatalf("ReadTranscript without a server = %v, want nil", got)
+	}
+	if got := ReadTranscriptLast(tp); got != "" {
+		t.Fatalf("ReadTranscriptLast without a server = %q, want \"\"", got)
+	}
+	if got := ReadParticipants(pp); got != nil {
+		t.Fatalf("ReadParticipants without a server = %v, want nil", got)
+	}
+	st := NewState(filepath.Join(dir, "state.json"))
+	if _, ok := st.FindSession("s1"); ok {
+		t.Fatal("FindSession found a session in a state no server could load")
+	}
+	text := logged.String()
+	for _, want := range []string{
+		"state: ReadTranscript " + tp + ": ",
+		"state: ReadTranscriptLast " + tp + ": ",
+		"state: ReadParticipants " + pp + ": ",
+		"state: reading " + filepath.Join(dir, "state.json") + ": ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the log lacks %q:\n%s", want, text)
+		}
+	}
+	if !strings.Contains(text, "no-such-herrscher-state") {
+		t.Errorf("the log does not say why (the missing executable):\n%s", text)
+	}
+
+	// A reader called in a loop logs its reason once, not once per call.
+	before := strings.Count(logged.String(), "state: ReadTranscript "+tp+": ")
+	for i := 0; i < 5; i++ {
+		ReadTranscript(tp, 0)
+	}
+	if after := strings.Count(logged.String(), "state: ReadTranscript "+tp+": "); after != before {
+		t.Errorf("5 more failing reads logged %d more lines, want 0", after-before)
+	}
+}
+
+func TestAStateWithoutAPathLogsNothing(t *testing.T) {
+	logged := captureLog(t)
+	var st State
+	if _, ok := st.FindSession("s1"); ok {
+		t.Fatal("an empty State found a session")
+	}
+	_ = st.SnapshotSessions()
+	if text := logged.String(); text != "" {
+		t.Errorf("an empty State logged %q", text)
+	}
+}
