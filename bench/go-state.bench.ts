@@ -49,6 +49,7 @@ const specs: RowSpec[] = [
   { id: 'go-state.findSession.p50', measurement: 'Go package FindSession (replica), µs per 1 000 calls (median of batches)', unit: 'µs', ours: 'find.ours', ceiling: 'find.scan', ceilingLabel: "Go's in-process slice scan" },
   { id: 'go-state.appendTranscript.write.p50', measurement: 'Go package AppendTranscript (write), p50', unit: 'µs', ours: 'append.write', ceiling: 'append.raw', ceilingLabel: "Go's O_APPEND write of the line" },
   { id: 'go-state.appendTranscript.sync.p50', measurement: 'Go package AppendTranscript (sync), p50', unit: 'µs', ours: 'append.sync', ceiling: 'append.raw', ceilingLabel: "Go's O_APPEND write of the line" },
+  { id: 'go-state.appendTranscript.rowless.p50', measurement: 'Go package AppendTranscript (write) to a name without a session row, p50', unit: 'µs', ours: 'append.rowless', ceiling: 'append.write', ceilingLabel: 'the same with a session row' },
   { id: 'go-state.setResumeToken.write.p50', measurement: 'Go package SetResumeToken (write), p50', unit: 'µs', ours: 'token.write', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
   { id: 'go-state.setResumeToken.sync.p50', measurement: 'Go package SetResumeToken (sync), p50', unit: 'µs', ours: 'token.sync', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
   { id: 'go-state.loadState.spawn', measurement: 'LoadState, no server running, under the lock: to its answer', unit: 'ms', ours: 'load.ours', ceiling: 'load.bare', ceilingLabel: 'bare server spawn over stdio to first answer' },

@@ -1,8 +1,10 @@
 // The store's per-name objects (a Transcript, a Participants journal), kept between calls so
 // appends queue in one place and a loaded snapshot is not re-read. Bounded: an object is idle
 // when no call on it is in flight (no queued append, load, read or removal); idle ones beyond
-// the bound are closed, least recently used first, and one whose name has no session row is
-// closed as soon as it is idle, so asking about 300 000 unknown names keeps nothing.
+// the bound are closed, least recently used first. One whose name has no session row is closed
+// as soon as it is idle, so asking about 300 000 unknown names keeps nothing, unless it was
+// appended to (Go's rule lets a name without a row be written): that name has a file that
+// will grow, and re-reading it for every append would make each one cost the file's size.
 
 import { readFileSync } from 'node:fs';
 
@@ -42,6 +44,8 @@ interface Slot<T> {
   value: T;
   /** Calls in flight on `value`: it is never closed while this is above 0. */
   busy: number;
+  /** Kept while idle even without a session row (within the bound): it was written to. */
+  written: boolean;
 }
 
 export class NameCache<T extends { close(): Promise<void>; settled(): Promise<void> }> {
@@ -67,13 +71,15 @@ export class NameCache<T extends { close(): Promise<void>; settled(): Promise<vo
   /**
    * Runs `fn` on the name's object (made if needed). `fn` is called synchronously, so calls keep
    * their order in the object's queue; the object stays until the promise `fn` returns settles.
+   * `writes`: the call appends, so the object is kept while idle even for a name without a row.
    */
-  use<R>(name: string, fn: (value: T) => Promise<R>): Promise<R> {
+  use<R>(name: string, fn: (value: T) => Promise<R>, { writes = false }: { writes?: boolean } = {}): Promise<R> {
     let slot = this.slots.get(name);
     if (slot) this.slots.delete(name);
-    else slot = { value: this.make(name), busy: 0 };
+    else slot = { value: this.make(name), busy: 0, written: false };
     this.slots.set(name, slot); // most recently used last
     slot.busy++;
+    if (writes) slot.written = true;
     let out: Promise<R>;
     try {
       out = fn(slot.value);
@@ -83,7 +89,7 @@ export class NameCache<T extends { close(): Promise<void>; settled(): Promise<vo
     const s = slot;
     const release = (): void => {
       s.busy--;
-      if (s.busy === 0 && !this.worthKeeping(name)) this.evict(name, s);
+      if (s.busy === 0 && !s.written && !this.worthKeeping(name)) this.evict(name, s);
       this.trim();
     };
     // Beside the caller's promise, not in front of it: the caller is answered without waiting a

@@ -399,7 +399,7 @@ export class Store {
 
   /** Appends one entry to a session's transcript (refused without a session row unless asked); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, opts: AppendOptions = {}): Promise<number> {
-    return this.noted(this.forAppend(name, opts, () => this.transcripts.use(name, (t) => t.append(entry))));
+    return this.noted(this.forAppend(name, opts, () => this.transcripts.use(name, (t) => t.append(entry), { writes: true })));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
@@ -441,7 +441,7 @@ export class Store {
 
   /** Adds a user id to a session's journal; `added` is false when it was there already. */
   appendParticipant(name: string, userId: string, opts: AppendOptions = {}): Promise<boolean> {
-    return this.noted(this.forAppend(name, opts, () => this.journals.use(name, (j) => j.append(userId))));
+    return this.noted(this.forAppend(name, opts, () => this.journals.use(name, (j) => j.append(userId), { writes: true })));
   }
 
   async readParticipants(name: string): Promise<string[]> {

@@ -69,6 +69,12 @@ func main() {
 			}))
 			must(state.RemoveTranscript(path)) // no repetition crosses the compaction trigger
 		}
+		// A turn that ends after its session closed: the name has no row (Go's rule writes the
+		// file all the same). Each append must cost what one with a row costs, whatever the
+		// file's size: n appends grow it to ~0.5 MB.
+		gone := state.TranscriptPath(filepath.Join(*dir, "write"), "closed")
+		record(rep, "append.rowless", p50(*n, func() { must(state.AppendTranscript(gone, entry)) }))
+		must(state.RemoveTranscript(gone))
 		rawLine := filepath.Join(raw, "t.jsonl")
 		record(rep, "append.raw", p50(*n, func() { must(appendLine(rawLine, entry)) }))
 		_ = os.Remove(rawLine)
