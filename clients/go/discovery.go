@@ -170,8 +170,10 @@ func ReadServerRecord(statePath string) (*ServerRecord, error) {
 var ErrUntrustedSocket = errors.New("herrscher-state: untrusted socket")
 
 // CheckSocket refuses, before anything is sent, a socket that another user could have put in
-// place: it must be a socket of ours in a folder of ours that no one else may write to. A
-// missing socket passes (connecting then fails). Symlinks are resolved first: the checks apply
+// place (ErrUntrustedSocket): it must be a socket of ours in a folder of ours that no one else
+// may write to. Something else at the path (a regular file, a folder) is a wrong path, not an
+// attack: an error matching ErrNoServer that says what is there. A missing socket passes
+// (connecting then fails). Symlinks are resolved first: the checks apply
 // to the socket the kernel would connect to.
 func CheckSocket(path string) error {
 	real, err := filepath.EvalSymlinks(path)
@@ -190,7 +192,14 @@ func CheckSocket(path string) error {
 		return fmt.Errorf("cannot check socket %s: %w", path, err)
 	}
 	if fi.Mode()&fs.ModeSocket == 0 {
-		return refuse("it is not a socket")
+		// A wrong path, not an attack: say what is there instead of suspecting another user.
+		what := "not a socket"
+		if fi.Mode().IsRegular() {
+			what = "a regular file"
+		} else if fi.IsDir() {
+			what = "a folder"
+		}
+		return &noServerError{msg: fmt.Sprintf("herrscher-state: no server at %s: it is %s, not a server's socket (is the socket path right? `serve` makes the socket itself); nothing was sent", path, what), cause: syscall.ENOTSOCK}
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != uid {
 		return refuse(fmt.Sprintf("it belongs to uid %d, not to us (uid %d)", st.Uid, uid))

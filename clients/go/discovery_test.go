@@ -97,8 +97,15 @@ func TestASocketOthersCouldHavePlacedIsRefusedBeforeAnythingIsSent(t *testing.T)
 	if err := os.WriteFile(plain, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckSocket(plain); !errors.Is(err, ErrUntrustedSocket) {
-		t.Fatalf("a file that is no socket: %v", err)
+	// A regular file or a folder is a wrong path, not an attack: no server, said as such.
+	for path, what := range map[string]string{plain: "a regular file", dir: "a folder"} {
+		err := CheckSocket(path)
+		if !errors.Is(err, ErrNoServer) || errors.Is(err, ErrUntrustedSocket) || !strings.Contains(err.Error(), "it is "+what+", not a server's socket") || strings.Contains(err.Error(), "impersonat") {
+			t.Fatalf("%s at the socket path: %v", what, err)
+		}
+		if _, err := Dial(ctxT(t), DialOptions{Socket: path}); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), what) {
+			t.Fatalf("Dial of %s: %v", what, err)
+		}
 	}
 }
 

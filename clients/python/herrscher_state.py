@@ -868,7 +868,8 @@ def find_socket(socket: Optional[str] = None, state: Optional[str] = None, insta
 
 def check_socket(path: str) -> None:
     """Raises UntrustedSocket unless path is a socket of ours in a folder of ours that no one
-    else may write to. A missing socket passes (connecting then fails)."""
+    else may write to; NoServer, saying what is there, for a regular file or a folder (a wrong
+    path, not an attack). A missing socket passes (connecting then fails)."""
     real = os.path.realpath(path)
     try:
         st = os.stat(real)
@@ -880,7 +881,10 @@ def check_socket(path: str) -> None:
         return UntrustedSocket("refusing socket %s: %s; another user may be impersonating the server, nothing was sent" % (path, why))
 
     if not stat.S_ISSOCK(st.st_mode):
-        raise refuse("it is not a socket")
+        # A wrong path, not an attack: say what is there instead of suspecting another user.
+        what = "a regular file" if stat.S_ISREG(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode) else "not a socket"
+        raise NoServer("no server at %s: it is %s, not a server's socket (is the socket path right? `serve` makes "
+                       "the socket itself); nothing was sent" % (path, what))
     if st.st_uid != uid:
         raise refuse("it belongs to uid %d, not to us (uid %d)" % (st.st_uid, uid))
     folder = os.path.dirname(real)

@@ -343,8 +343,13 @@ class Discovery(unittest.TestCase):
         os.chmod(d, 0o700)
         plain = os.path.join(d, "plain")
         open(plain, "w").close()
-        with self.assertRaisesRegex(hs.UntrustedSocket, "not a socket"):
-            hs.check_socket(plain)
+        # A regular file or a folder is a wrong path, not an attack: NoServer, said as such.
+        for where, what in ((plain, "a regular file"), (d, "a folder")):
+            with self.assertRaisesRegex(hs.NoServer, "it is %s, not a server's socket" % what) as cm:
+                hs.check_socket(where)
+            self.assertNotIn("impersonat", str(cm.exception))
+            with self.assertRaisesRegex(hs.NoServer, what):
+                hs.connect(socket=where)
 
     def test_connect_finds_the_server_of_a_state_file_through_its_record(self):
         srv = SocketServer(self)
