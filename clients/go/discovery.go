@@ -33,7 +33,8 @@ type DialOptions struct {
 	MaxMessageBytes int
 	// Wait: when no server answers (no socket yet, connection refused, with State: not that
 	// state's server), try again, 50 ms doubling to 1 s apart, until one does or ctx ends; for a
-	// program started beside the server. A socket CheckSocket refuses is never waited on.
+	// program started beside the server. A socket CheckSocket refuses, and a path that holds no
+	// socket (a regular file, a folder), are never waited on.
 	Wait bool
 	// Reconnect (nil: off, as the TypeScript client's default; &ReconnectOptions{}: the default
 	// backoff) rides over a server restart: calls in flight when the connection is lost fail
@@ -227,7 +228,8 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	delay := 50 * time.Millisecond
 	for {
 		c, err := dialOnce(ctx, o)
-		if err == nil || !o.Wait || !errors.Is(err, ErrNoServer) {
+		// Something at the path that is no socket is not waited on: a server never replaces it.
+		if err == nil || !o.Wait || !errors.Is(err, ErrNoServer) || errors.Is(err, syscall.ENOTSOCK) {
 			return c, err
 		}
 		t := time.NewTimer(delay)

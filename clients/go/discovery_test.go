@@ -1,6 +1,7 @@
 package stateclient
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -105,6 +107,14 @@ func TestASocketOthersCouldHavePlacedIsRefusedBeforeAnythingIsSent(t *testing.T)
 		}
 		if _, err := Dial(ctxT(t), DialOptions{Socket: path}); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), what) {
 			t.Fatalf("Dial of %s: %v", what, err)
+		}
+		// Not waited on either: a server never replaces it, so Wait returns at once.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err = Dial(ctx, DialOptions{Socket: path, Wait: true})
+		waited := ctx.Err()
+		cancel()
+		if !errors.Is(err, ErrNoServer) || waited != nil {
+			t.Fatalf("Dial with Wait of %s: %v (waited until %v)", what, err, waited)
 		}
 	}
 }

@@ -72,6 +72,11 @@ class NoServer(ConnectionClosed):
     catches it with a socket's own errors."""
 
 
+class _NothingListensThere(NoServer):
+    """What is at the socket path is no socket (a regular file, a folder): a wrong path that no
+    server will ever replace, so connect(wait=True) does not wait on it."""
+
+
 # <generated:errors> written by `npm run schema` from src/protocol/errors.ts; do not edit.
 class ParseError(StateError):
     """-32700: The message was not valid JSON."""
@@ -883,7 +888,7 @@ def check_socket(path: str) -> None:
     if not stat.S_ISSOCK(st.st_mode):
         # A wrong path, not an attack: say what is there instead of suspecting another user.
         what = "a regular file" if stat.S_ISREG(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode) else "not a socket"
-        raise NoServer("no server at %s: it is %s, not a server's socket (is the socket path right? `serve` makes "
+        raise _NothingListensThere("no server at %s: it is %s, not a server's socket (is the socket path right? `serve` makes "
                        "the socket itself); nothing was sent" % (path, what))
     if st.st_uid != uid:
         raise refuse("it belongs to uid %d, not to us (uid %d)" % (st.st_uid, uid))
@@ -898,7 +903,7 @@ def check_socket(path: str) -> None:
 def connect(socket: Optional[str] = None, state: Optional[str] = None, instance: Optional[str] = None,
             env: Optional[Dict[str, str]] = None, timeout: Optional[float] = 5.0,
             call_timeout: Optional[float] = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-            reconnect: Any = False) -> Client:
+            reconnect: Any = False, wait: bool = False) -> Client:
     """Connects to a running server found by find_socket(), after check_socket(). Nothing
     answering raises NoServer; with state named, so does a server that does not answer
     initialize with that state file (real paths compared): a state with no live server never
@@ -911,7 +916,12 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
     RECONNECT_DEFAULTS) rides over a server restart: calls in flight when the connection is lost
     raise ConnectionClosed, later calls wait for the new connection (within their timeout),
     and every open subscription is made again with `since`, so its iterator goes on with each
-    change once. Default off, as the TypeScript client's."""
+    change once. Default off, as the TypeScript client's.
+
+    wait=True: when no server answers (no socket yet, connection refused, with state=: not that
+    state's server), try again, 50 ms doubling to 1 s apart, until one does or `timeout` has
+    passed (None: no end); for a program started beside the server, as Go's DialOptions.Wait.
+    A socket check_socket refuses, and a path that holds no socket, are never waited on."""
 
     def dial() -> Any:
         path = find_socket(socket, state, instance, env)
@@ -947,16 +957,32 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
             raise TypeError("connect: unknown reconnect options %s (known: %s)" % (sorted(unknown), sorted(RECONNECT_DEFAULTS)))
     else:
         options = None
-    reader, writer = dial()
-    client = Client(reader, writer, max_message_bytes=max_message_bytes, call_timeout=call_timeout,
-                    dial=dial, reconnect=options, on_connect=check_state if state else None)
-    if state:
+    def once() -> Client:
+        reader, writer = dial()
+        client = Client(reader, writer, max_message_bytes=max_message_bytes, call_timeout=call_timeout,
+                        dial=dial, reconnect=options, on_connect=check_state if state else None)
+        if state:
+            try:
+                check_state(client)
+            except NoServer:
+                client.close()
+                raise
+        return client
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.05
+    while True:
         try:
-            check_state(client)
-        except NoServer:
-            client.close()
-            raise
-    return client
+            return once()
+        except NoServer as e:
+            # Something at the path that is no socket is not waited on: a server never replaces it.
+            if not wait or isinstance(e, _NothingListensThere):
+                raise
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise
+            time.sleep(delay if left is None else min(delay, left))
+            delay = min(delay * 2, 1.0)
 
 
 def _real_state_path(file: str) -> str:

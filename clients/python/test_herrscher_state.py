@@ -375,6 +375,53 @@ class Discovery(unittest.TestCase):
         with hs.connect(state=os.path.join(link, "state.json"), env={"HERRSCHER_STATE_SOCKET": srv.socket}) as c:
             self.assertEqual(c.status()["statePath"], srv.state)
 
+    def test_connect_with_wait_reaches_a_server_started_later(self):
+        d = private_dir(self)
+        state, sock = os.path.join(d, "state.json"), os.path.join(d, "s.sock")
+        with self.assertRaises(hs.NoServer):
+            hs.connect(socket=sock, state=state)  # without wait: at once
+        with self.assertRaises(hs.NoServer):
+            hs.connect(socket=sock, state=state, wait=True, timeout=0.3)  # waited, then gave up
+        got = {}
+
+        def dial():
+            try:
+                got["client"] = hs.connect(socket=sock, state=state, wait=True, timeout=120)
+            except Exception as e:  # reported below
+                got["error"] = e
+
+        waiter = threading.Thread(target=dial, daemon=True)
+        waiter.start()
+        waiter.join(0.3)
+        self.assertTrue(waiter.is_alive(), "connect(wait=True) returned before any server started: %r" % got)
+        proc = subprocess.Popen(COMMAND + ["serve", "--state", state, "--socket", sock],
+                                stderr=subprocess.DEVNULL, env=server_env(self))
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        waiter.join(120)
+        self.assertNotIn("error", got)
+        with got["client"] as c:
+            self.assertEqual(c.status()["statePath"], state)
+
+    def test_connect_with_wait_does_not_wait_on_a_path_that_holds_no_socket(self):
+        d = private_dir(self)
+        plain = os.path.join(d, "plain")
+        open(plain, "w").close()
+        got = {}
+
+        def dial():
+            try:
+                hs.connect(socket=plain, wait=True, timeout=None)
+            except Exception as e:  # reported below
+                got["error"] = e
+
+        waiter = threading.Thread(target=dial, daemon=True)
+        waiter.start()
+        waiter.join(60)
+        self.assertFalse(waiter.is_alive(), "connect(wait=True) waits on a regular file, which no server replaces")
+        self.assertIsInstance(got.get("error"), hs.NoServer)
+        self.assertIn("a regular file", str(got["error"]))
+
 
 FAKE_SERVER = os.path.join(HERE, "..", "..", "test", "fixtures", "fake-server.mjs")
 
