@@ -40,11 +40,11 @@
 //     and handed to `herrscher-state serve --stdio --lock-fd 3`, which serves under that lock,
 //     listens on a socket for the process's bridges and operator commands, and stops when
 //     this process ends;
-//   - otherwise the package starts `herrscher-state serve --exit-when-idle 1000` on a socket
-//     other processes share. The package closes its connection after 250 ms without calls
-//     and the server stops one second after its last client left, so the lock is released
-//     about 1.25 s after the last use; a daemon started meanwhile is refused by its own
-//     LockState until then. Such a server never outlives the processes using it; it logs
+//   - otherwise the package starts `herrscher-state serve --exit-when-idle 500` on a socket
+//     other processes share. The package closes its connection 200–400 ms after its last
+//     call and the server stops half a second after its last client left, so the lock is
+//     released within a second of the last use; a daemon started meanwhile is refused by its
+//     own LockState until then. Such a server never outlives the processes using it; it logs
 //     (warn and above) to state-<hash>.log beside its socket.
 //
 // The executable is $HERRSCHER_STATE_BIN (a path; one ending in .js is run with node), else

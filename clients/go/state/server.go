@@ -44,9 +44,10 @@ var (
 	servers   = map[string]*server{}
 )
 
-// idleClose is how long a connection to a server we do not own stays open without calls:
-// closed, it lets a server started with --exit-when-idle stop and release the state's lock.
-var idleClose = 250 * time.Millisecond
+// idleClose is how long a connection to a server we do not own stays open without calls (one
+// to two ticks of it): closed, it lets a server started with --exit-when-idle stop and release
+// the state's lock.
+var idleClose = 200 * time.Millisecond
 
 // connectTimeout bounds finding or starting a server.
 var connectTimeout = 30 * time.Second

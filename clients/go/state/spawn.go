@@ -21,7 +21,9 @@ import (
 
 // idleExitMs is what a server started for a process without the state's lock is given as
 // --exit-when-idle: it stops (and releases the lock) this long after its last client left.
-const idleExitMs = "1000"
+// With idleClose, the lock is free within a second of the last call, as a daemon started
+// after an operator command expects; longer would only save a spawn (~0.2 s) per gap.
+const idleExitMs = "500"
 
 // serverCommand is how the package runs herrscher-state: $HERRSCHER_STATE_BIN (an
 // executable, or the checkout's dist/src/cli.js, run with node), else herrscher-state from
