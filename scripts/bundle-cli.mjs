@@ -24,8 +24,8 @@ await build({
   format: 'esm',
   target: 'node20',
   external: ['fs-ext-extra-prebuilt'],
-  // Bundled CommonJS dependencies call require() and may read __filename; an ES module has
-  // neither of its own.
+  // Bundled CommonJS dependencies call require() and read __filename (write-file-atomic names
+  // its temp files with it); an ES module has neither of its own.
   banner: {
     js:
       "import { createRequire as __hsCreateRequire } from 'node:module'; import { fileURLToPath as __hsFileURLToPath } from 'node:url';" +

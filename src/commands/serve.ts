@@ -72,10 +72,18 @@ export async function serve(o: ServeOptions): Promise<void> {
     process.exit(code);
   });
   const stop = (why: string): void => void service.stop(0, why);
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
-  // A closed terminal or a supervisor's reload signal: the same orderly stop, not death by 129.
-  process.once('SIGHUP', () => stop('SIGHUP'));
+  // SIGTERM, SIGINT, and SIGHUP (a closed terminal, a supervisor's reload signal) start the same
+  // ordered stop, not death by 143, 130 or 129. The listeners stay for the process's whole life,
+  // never `once`: write-file-atomic loads signal-exit while a file is being replaced, and it
+  // re-raises a signal whose only listener is its own, which would kill the server in the
+  // middle of its stop. A signal during the stop is logged and ignored: one keypress often
+  // arrives twice (the terminal signals the process group and npm forwards the same SIGINT),
+  // and the stop is what keeps the accepted writes; SIGKILL ends the process at once.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (!service.isStopping) return stop(signal);
+    log.warn({ signal }, `${signal} ignored: already stopping, to finish the accepted writes (SIGKILL ends the process now)`);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, onSignal);
   if (o.exitWithParent) {
     // Node has no parent-death signal: an orphan is re-parented, so a changed ppid means the parent died.
     const parent = process.ppid;

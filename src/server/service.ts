@@ -192,6 +192,11 @@ export class Service {
     return { onProtocolError: (e) => this.log.debug(e, 'protocol error answered'), ...this.o.framing };
   }
 
+  /** Whether the ordered stop has begun (or the start failed): a later stop call changes nothing. */
+  get isStopping(): boolean {
+    return this.stopping !== undefined;
+  }
+
   /**
    * The ordered stop; idempotent (the first caller's code and reason win). In order: no new
    * connections (the listener closes and its socket file goes) and no client sent here by the

@@ -2,19 +2,21 @@
 // EIO and check that nothing changed, the way sonic-boom's tests swap node:fs.
 //
 // No call follows a symbolic link at the name it is given: every open adds O_NOFOLLOW (a link
-// there fails with ELOOP), whole-file replaces write a fresh temp file (O_EXCL) and rename it over
-// the name (which replaces a link, never writes through it). The folders between the state dir
-// and a file are checked by `confine` (state-dir.ts wraps the store's Io with it).
+// there fails with ELOOP), whole-file replaces write a temp file checked to be a fresh one of ours
+// and rename it over the name (which replaces a link, never writes through it). The folders
+// between the state dir and a file are checked by `confine` (state-dir.ts wraps the store's Io
+// with it).
 import { constants as C } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
 import { errnoOf } from '../common/errno.js';
 import { BATCHED_WRITE_MAX, WriterThread } from './writer-thread.js';
 
 export interface Io {
-  /** Whole-file replace: temp file, write, fdatasync (when `sync`), rename. */
+  /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
   writeAtomic(file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<void>;
   /** fsync of a directory, so a rename or a new file survives power loss. */
   syncDir(dir: string): Promise<void>;
@@ -83,46 +85,68 @@ export async function openNoFollow(file: string, flags: string | number, mode?: 
 }
 
 /**
- * Replaces `file` whole: a fresh temp file beside it (`<file>.<uint32>`, the names sweep.ts
- * removes after a crash) made with O_EXCL, so nothing planted at that name is written through;
- * then rename, which replaces a link at `file` rather than following it (as Go's Save).
- * Not write-file-atomic: it resolves the target through a link, opens a predictable temp name
- * without O_EXCL, does not check write(2)'s count, and loads signal-exit, which re-raises a
- * SIGTERM that arrives during a write when its own handler is the only one left, so the
- * process died before its ordered stop (README, "Stack").
+ * Replaces `file` whole with write-file-atomic (temp file `<file>.<uint32>` beside it, the names
+ * sweep.ts removes after a crash; fsync when `sync`; rename; the temp file removed when the write
+ * fails or the process exits in the middle), behind the store's own checks:
+ *
+ * - write-file-atomic resolves `file` through a symbolic link and writes the link's target: a
+ *   link at `file` is replaced instead, as Go's rename replaces it (the data goes to a fresh
+ *   name beside it, renamed over the link), so state.json is never written through a link.
+ * - Its temp name is predictable and opened without O_EXCL, so a link planted there would be
+ *   followed. Only the state dir's owner can plant one: the store refuses a state dir that its
+ *   group or others may write, or that another user owns (state-dir.ts), and every folder
+ *   below it is checked by `confine`. The temp file is checked once created, before any byte
+ *   of ours goes in: a regular file of ours with one link, else the write fails.
+ * - It writes the data with one write(2) whose count it does not check, so a disk that fills
+ *   mid-write would rename a short file into place. The data is written here instead, in full
+ *   (a loop that surfaces ENOSPC), from its `tmpfileCreated` hook, which it awaits before its own
+ *   write; its own write is handed no bytes, so it cannot shorten or rewrite anything (and the
+ *   data is not copied twice: a big document costs one write, as before write-file-atomic).
+ * - It loads signal-exit while a write is in flight, which re-raises SIGTERM, SIGINT or SIGHUP
+ *   when its own listener is the only one left for that signal: `serve` keeps its listeners for
+ *   the process's whole life, so a signal during a write reaches the ordered stop.
+ * - It does not fsync the folder: the caller does (Io.syncDir) when the rename must survive power loss.
  */
 async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: { mode: number; sync: boolean }): Promise<void> {
-  let tmp = '';
-  let fh: fs.FileHandle | undefined;
-  for (let attempt = 0; !fh; attempt++) {
-    tmp = `${file}.${randomBytes(4).readUInt32BE(0)}`;
-    try {
-      fh = await openNoFollow(tmp, 'wx', mode);
-    } catch (err) {
-      if (errnoOf(err) !== 'EEXIST' || attempt >= 8) throw err;
-    }
-  }
-  try {
-    try {
-      // One write call for the whole file (writeFile would cut it in 512 KiB calls, each a
-      // thread-pool hop), and fdatasync: the file is new, its size is the only metadata it needs.
-      const buf = typeof data === 'string' ? Buffer.from(data) : data;
-      for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
-      await fh.chmod(mode); // the open's mode went through the umask
-      if (sync) await fh.datasync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, file);
-  } catch (err) {
-    // The write's own error is the one to report; a temp file that cannot be removed is named in
-    // it (the start-up sweep removes it later).
-    await fs.unlink(tmp).catch((cleanup: unknown) => {
-      if (errnoOf(cleanup) !== 'ENOENT' && err instanceof Error) {
-        err.message += ` (its temp file ${path.basename(tmp)} could not be removed: ${errnoOf(cleanup) ?? String(cleanup)})`;
-      }
-    });
+  const target = await fs.lstat(file).catch((err: unknown) => {
+    if (errnoOf(err) === 'ENOENT') return undefined;
     throw err;
+  });
+  const buf = typeof data === 'string' ? Buffer.from(data) : data;
+  if (target?.isSymbolicLink()) {
+    // As Go's Save (temp file + rename), the link itself is replaced: written under a fresh name
+    // beside it (`<file>.<uint32>`, its own temp `<file>.<uint32>.<uint32>`, both swept after a
+    // crash), then renamed over the link.
+    const fresh = `${file}.${randomBytes(4).readUInt32BE(0)}`;
+    await writeAtomic(fresh, buf, { mode, sync });
+    await fs.rename(fresh, file).catch(async (err: unknown) => {
+      await fs.unlink(fresh).catch(() => undefined); // the rename's error is the one to report; a start sweeps what is left
+      throw err;
+    });
+    return;
+  }
+  await writeFileAtomic(file, EMPTY, {
+    mode,
+    fsync: sync,
+    // Awaited by write-file-atomic (its types say void); a throw here aborts it and removes the temp file.
+    tmpfileCreated: ((tmp: string) => fillTemp(tmp, buf)) as unknown as (tmp: string) => void,
+  });
+}
+
+/** What write-file-atomic's own write(2) is handed: the data is already in its temp file. */
+const EMPTY = Buffer.alloc(0);
+
+/** Writes `buf` in full into the temp file write-file-atomic just created, after checking it is one. */
+async function fillTemp(tmp: string, buf: Buffer): Promise<void> {
+  const fh = await openNoFollow(tmp, C.O_WRONLY);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.nlink !== 1 || st.size !== 0 || (process.getuid && st.uid !== process.getuid())) {
+      throw Object.assign(new Error(`EEXIST: the temp file ${path.basename(tmp)} is not a fresh file of ours`), { code: 'EEXIST', syscall: 'open' });
+    }
+    await writeAll(fh, buf);
+  } finally {
+    await fh.close();
   }
 }
 

@@ -1,4 +1,5 @@
-// Temp files a crash can leave: Go's fixed `<file>.tmp` and write-file-atomic's `<file>.<uint32>`.
+// Temp files a crash can leave: Go's fixed `<file>.tmp`, write-file-atomic's `<file>.<uint32>`, and
+// `<file>.<uint32>.<uint32>` (the store replaces a link at `file` through a fresh name, io.ts).
 // Removed at startup, under the lock, so nothing that is still being written can be hit. A temp
 // file that cannot be removed (or a folder that cannot be listed) is logged at error, not fatal.
 import path from 'node:path';
@@ -31,8 +32,10 @@ async function sweep(io: Io, root: string, rel: string, isTemp: (name: string) =
 }
 
 export async function sweepTempFiles(io: Io, dir: string, stateBase: string, log: StoreLog, side = '.herrscher-state'): Promise<void> {
-  const stateTemp = new RegExp(`^${escape(stateBase)}\\.(tmp|\\d+)$`);
+  const stateTemp = new RegExp(`^${escape(stateBase)}\\.(tmp|\\d+(\\.\\d+)?)$`);
   await sweep(io, dir, '', (n) => stateTemp.test(n), log);
-  await sweep(io, dir, 'transcripts', (n) => /\.jsonl\.(tmp|compact|\d+)$/.test(n), log);
-  await sweep(io, dir, `${side}/transcripts`, (n) => /\.(json|summary)\.\d+$/.test(n), log);
+  await sweep(io, dir, 'transcripts', (n) => /\.jsonl\.(tmp|compact|\d+(\.\d+)?)$/.test(n), log);
+  await sweep(io, dir, `${side}/transcripts`, (n) => /\.(json|summary)\.\d+(\.\d+)?$/.test(n), log);
+  // The side folder's own whole-file replaces: the seq high-water marks and the adoption marker.
+  await sweep(io, dir, side, (n) => /^(high-water\.json|adopted-shared-side-files)\.\d+(\.\d+)?$/.test(n), log);
 }

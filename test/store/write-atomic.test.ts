@@ -1,6 +1,6 @@
-// nodeIo.writeAtomic, the store's whole-file replace: a link at the target is replaced, never
-// written through; a disk that fills in the middle
-// of the write leaves the old file whole (write-file-atomic would rename a short file into
+// nodeIo.writeAtomic, the store's whole-file replace (write-file-atomic behind the store's
+// checks): a link at the target is replaced, never written through; a disk that fills in the middle
+// of the write leaves the old file whole (write-file-atomic alone would rename a short file into
 // place: it does not check write(2)'s count).
 import assert from 'node:assert/strict';
 import { closeSync, existsSync, fstatSync, lstatSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
