@@ -51,6 +51,20 @@ export function normaliseUserId(raw: string): string {
   return id;
 }
 
+/** What a Participants journal is made of (Store.newJournal builds one per name). */
+export interface ParticipantsOptions {
+  io: Io;
+  /** The journal, absolute, and its name relative to the state dir (for messages and the log). */
+  file: string;
+  rel: string;
+  durability: Durability;
+  log: StoreLog;
+  /** Told each new id once it is in the file (the change feed). */
+  onAdd?: (userId: string) => void;
+  /** The write-ahead log its appends go through (durability `sync`), if any. */
+  wal?: WriteAheadLog | undefined;
+}
+
 export class Participants {
   private readonly appender: AppendFile;
   private ids: Set<string> | undefined;
@@ -60,15 +74,17 @@ export class Participants {
   /** Bumped by remove(), so a read that began before a removal cannot restore the old ids. */
   private generation = 0;
 
-  constructor(
-    private readonly io: Io,
-    readonly file: string,
-    readonly rel: string,
-    durability: Durability,
-    log: StoreLog,
-    private readonly onAdd: (userId: string) => void = () => undefined,
-    wal?: WriteAheadLog,
-  ) {
+  readonly file: string;
+  readonly rel: string;
+  private readonly io: Io;
+  private readonly onAdd: (userId: string) => void;
+
+  constructor(o: ParticipantsOptions) {
+    const { io, file, rel, durability, log, wal } = o;
+    this.io = io;
+    this.file = file;
+    this.rel = rel;
+    this.onAdd = o.onAdd ?? (() => undefined);
     // A last id without its "\n" is a write that was never acknowledged (a crash mid-append):
     // it is not a participant, so it is dropped (Go's reader would return the fragment).
     this.appender = new AppendFile(io, file, rel, durability, { tornTail: () => 'drop', wal, log });

@@ -28,9 +28,7 @@ export async function adoptSharedSideFiles(
   io: Io,
   dir: string,
   side: string,
-  marks: HighWater,
-  nameOf: (transcriptRel: string) => string,
-  log: StoreLog,
+  { marks, nameOf, log }: { marks: HighWater; nameOf: (transcriptRel: string) => string; log: StoreLog },
 ): Promise<void> {
   if (side === LEGACY_SIDE) return;
   const marker = path.join(dir, side, MARKER);

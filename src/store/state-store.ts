@@ -67,14 +67,16 @@ export class StateStore {
   private unreadable: { stamp: Stamp; error: StoreError } | undefined;
   private refreshing: Promise<void> | undefined;
 
-  private constructor(
-    private readonly io: Io,
-    private readonly file: string,
-    private readonly durability: Durability,
-    doc: Doc,
-    stamp: Stamp,
-    private readonly log: StoreLog | undefined,
-  ) {
+  private readonly io: Io;
+  private readonly file: string;
+  private readonly durability: Durability;
+  private readonly log: StoreLog | undefined;
+
+  private constructor({ io, file, durability, log }: { io: Io; file: string; durability: Durability; log: StoreLog | undefined }, doc: Doc, stamp: Stamp) {
+    this.io = io;
+    this.file = file;
+    this.durability = durability;
+    this.log = log;
     this.committed = doc;
     this.head = doc;
     this.stamp = stamp;
@@ -88,7 +90,7 @@ export class StateStore {
   static async load(io: Io, file: string, durability: Durability, log?: StoreLog): Promise<StateStore> {
     const { doc, stamp } = await readDocument(io, file);
     const filled = backfill(doc);
-    const store = new StateStore(io, file, durability, filled.doc, stamp, log);
+    const store = new StateStore({ io, file, durability, log }, filled.doc, stamp);
     if (filled.persist) {
       try {
         await store.persist(filled.doc);

@@ -81,6 +81,24 @@ export interface AppendOptions extends Guard {
   requireSession?: boolean;
 }
 
+/** What Store.open has opened and checked, handed to the store it returns. */
+interface StoreParts {
+  statePath: string;
+  dir: string;
+  /** This state file's side folder, relative to dir (paths.ts, sideOf). */
+  side: string;
+  state: StateStore;
+  io: Io;
+  durability: Durability;
+  lock: HeldLock | undefined;
+  log: StoreLog;
+  wal: WriteAheadLog | undefined;
+  marks: HighWater;
+  health: StorageHealth;
+  /** How many idle names keep their Transcript and Participants objects. */
+  cachedNames: number;
+}
+
 type SessionPatch = Partial<Pick<Session, 'resumeToken' | 'paused_reason' | 'archived' | 'vendor' | 'cmd' | 'modelId'
   | 'cost_cap' | 'token_cap' | 'cohort_cost_cap' | 'cohort_token_cap'>>;
 
@@ -96,22 +114,33 @@ export class Store {
   /** This run of the store: revisions count from 0 again in the next one, so one is comparable only with its epoch. */
   readonly epoch: string = randomUUID();
 
-  private constructor(
-    readonly statePath: string,
-    readonly dir: string,
-    private readonly state: StateStore,
-    private readonly io: Io,
-    readonly durability: Durability,
-    private readonly lock: HeldLock | undefined,
-    private readonly log: StoreLog,
-    private readonly wal: WriteAheadLog | undefined,
-    private readonly marks: HighWater,
-    /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
-    readonly health: StorageHealth,
-    cachedNames: number,
-    /** This state file's side folder, relative to dir (paths.ts, sideOf). */
-    private readonly side: string,
-  ) {
+  readonly statePath: string;
+  readonly dir: string;
+  readonly durability: Durability;
+  /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
+  readonly health: StorageHealth;
+  private readonly state: StateStore;
+  private readonly io: Io;
+  private readonly lock: HeldLock | undefined;
+  private readonly log: StoreLog;
+  private readonly wal: WriteAheadLog | undefined;
+  private readonly marks: HighWater;
+  /** This state file's side folder, relative to dir (paths.ts, sideOf). */
+  private readonly side: string;
+
+  private constructor(parts: StoreParts) {
+    this.statePath = parts.statePath;
+    this.dir = parts.dir;
+    this.durability = parts.durability;
+    this.health = parts.health;
+    this.state = parts.state;
+    this.io = parts.io;
+    this.lock = parts.lock;
+    this.log = parts.log;
+    this.wal = parts.wal;
+    this.marks = parts.marks;
+    this.side = parts.side;
+    const { state, log, cachedNames } = parts;
     const hasRow = (name: string): boolean => docs.findSession(this.state.pendingDocument, name) !== undefined;
     const onError = (message: string, err?: unknown): void => log.error(message, err);
     this.transcripts = new NameCache(cachedNames, (name) => this.newTranscript(name), hasRow, onError);
@@ -170,7 +199,7 @@ export class Store {
       await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
       // Before anything reads a transcript: put back what a crash kept from the files.
       const marks = await HighWater.load(io, paths.dir, log, highWaterRelIn(paths.side));
-      await adoptSharedSideFiles(io, paths.dir, paths.side, marks, nameOfTranscript, log);
+      await adoptSharedSideFiles(io, paths.dir, paths.side, { marks, nameOf: nameOfTranscript, log });
       await replayWal(io, paths.dir, log, async (seqs) => {
         for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
         await marks.save();
@@ -183,11 +212,15 @@ export class Store {
           + 'the default socket without an instance id is served instead');
       }
       if (durability === 'sync') {
-        wal = await WriteAheadLog.open(io, paths.dir, (rel) => syncByName(io, paths.dir, rel), log, () => marks.save(),
-          options.walCheckpointBytes, walRelIn(paths.side));
+        wal = await WriteAheadLog.open(io, paths.dir, {
+          syncFile: (rel) => syncByName(io, paths.dir, rel), log, beforeEmpty: () => marks.save(),
+          checkpointBytes: options.walCheckpointBytes, rel: walRelIn(paths.side),
+        });
       }
-      return new Store(paths.statePath, paths.dir, state, io, durability, bothLocks(serverLock, lock), log, wal, marks, health,
-        options.cachedNames ?? cachedNamesForFdLimit(), paths.side);
+      return new Store({
+        statePath: paths.statePath, dir: paths.dir, side: paths.side, state, io, durability, lock: bothLocks(serverLock, lock), log, wal,
+        marks, health, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
+      });
     } catch (err) {
       serverLock?.release();
       await removeIfCreated(io, paths, created);
@@ -534,17 +567,23 @@ export class Store {
   private newTranscript(name: string): Transcript {
     const rel = transcriptRel(name);
     const meta = metaRel(name, this.side);
-    return new Transcript(this.io, path.join(this.dir, rel), rel, path.join(this.dir, meta), meta, this.durability, this.log,
-      (seq, entry) => {
+    return new Transcript({
+      io: this.io, file: path.join(this.dir, rel), rel, metaFile: path.join(this.dir, meta), metaRelPath: meta,
+      durability: this.durability, log: this.log, wal: this.wal, mark: this.seqMark(name),
+      onAppend: (seq, entry) => {
         for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
-      }, this.seqMark(name), this.wal);
+      },
+    });
   }
 
   private newJournal(name: string): Participants {
     const rel = participantsRel(name);
-    return new Participants(this.io, path.join(this.dir, rel), rel, this.durability, this.log, (userId) => {
-      for (const l of this.listeners) l.participantAdded?.(name, userId);
-    }, this.wal);
+    return new Participants({
+      io: this.io, file: path.join(this.dir, rel), rel, durability: this.durability, log: this.log, wal: this.wal,
+      onAdd: (userId) => {
+        for (const l of this.listeners) l.participantAdded?.(name, userId);
+      },
+    });
   }
 }
 

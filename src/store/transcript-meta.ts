@@ -197,9 +197,16 @@ export interface Summary {
   total: UsageSum;
 }
 
-/** The summary at `file` if it describes the file with this inode, size and first bytes; undefined otherwise. */
+/** Which transcript file a summary must describe: its inode, size and first bytes. */
+export interface SummarizedFile {
+  ino: number;
+  size: number;
+  prefix: Buffer;
+}
+
+/** The summary at `file` if it describes `of` (the transcript as it is now); undefined otherwise. */
 export async function readSummary(
-  io: Io, file: string, rel: string, ino: number, size: number, prefix: Buffer,
+  io: Io, file: string, rel: string, { ino, size, prefix }: SummarizedFile,
   /** Told when the summary's name holds something else than a file (a folder, a FIFO): it is ignored. */
   ignored: (why: string) => void = () => undefined,
 ): Promise<Summary | undefined> {

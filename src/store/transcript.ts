@@ -101,6 +101,25 @@ export interface SeqMark {
   save(): Promise<void>;
 }
 
+/** What a Transcript is made of (Store.newTranscript builds one per name). */
+export interface TranscriptOptions {
+  io: Io;
+  /** The .jsonl file, absolute, and its name relative to the state dir (for messages and the log). */
+  file: string;
+  rel: string;
+  /** Its side file (meta), absolute and relative to the state dir. */
+  metaFile: string;
+  metaRelPath: string;
+  durability: Durability;
+  log: StoreLog;
+  /** Told each appended entry once it is in the file, in order (the change feed). */
+  onAppend: AppendListener;
+  /** Its seq high-water mark, so seq never goes back when every copy of the meta is lost. */
+  mark: SeqMark;
+  /** The write-ahead log its appends go through (durability `sync`), if any. */
+  wal?: WriteAheadLog | undefined;
+}
+
 export interface Page {
   entries: Entry[];
   firstSeq: number;
@@ -113,18 +132,25 @@ export class Transcript {
   /** Whether the summary on disk describes `snap` already (loaded from it, or written since the last change). */
   private summaryCurrent = false;
 
-  constructor(
-    private readonly io: Io,
-    readonly file: string,
-    readonly rel: string,
-    private readonly metaFile: string,
-    private readonly metaRelPath: string,
-    durability: Durability,
-    private readonly log: StoreLog,
-    private readonly onAppend: AppendListener,
-    private readonly mark: SeqMark,
-    wal?: WriteAheadLog,
-  ) {
+  readonly file: string;
+  readonly rel: string;
+  private readonly io: Io;
+  private readonly metaFile: string;
+  private readonly metaRelPath: string;
+  private readonly log: StoreLog;
+  private readonly onAppend: AppendListener;
+  private readonly mark: SeqMark;
+
+  constructor(o: TranscriptOptions) {
+    const { io, file, rel, durability, log, wal } = o;
+    this.io = io;
+    this.file = file;
+    this.rel = rel;
+    this.metaFile = o.metaFile;
+    this.metaRelPath = o.metaRelPath;
+    this.log = log;
+    this.onAppend = o.onAppend;
+    this.mark = o.mark;
     this.appender = new AppendFile<Pending>(io, file, rel, durability, {
       wal,
       log,
@@ -305,7 +331,7 @@ export class Transcript {
       const prefix = Buffer.alloc(Math.min(size, HEAD_BYTES));
       await this.io.read(fh, prefix, 0);
       // A clean stop left what this file holds: believed only if it names this very file (inode, size, first bytes).
-      const known = await readSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), ino, size, prefix,
+      const known = await readSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), { ino, size, prefix },
         (why) => this.log.error(why));
       if (known) {
         // The seq numbering still comes from the meta, as for a scan (its copies checked and repaired,

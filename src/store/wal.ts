@@ -108,6 +108,19 @@ function recordProblem(v: unknown): string | undefined {
   return undefined;
 }
 
+/** How a write-ahead log is opened. */
+export interface WalOptions {
+  /** fdatasyncs one of the store's files by its name relative to the state dir, for checkpoints. */
+  syncFile: (rel: string) => Promise<void>;
+  log: StoreLog;
+  /** Runs before a checkpoint empties the log: what only its records said (the seq after each) is written down first. */
+  beforeEmpty: () => Promise<void>;
+  /** Size past which the log is checkpointed (default CHECKPOINT_BYTES). */
+  checkpointBytes?: number | undefined;
+  /** The log's name relative to the state dir (default WAL_REL; another state file's is in its side folder). */
+  rel?: string;
+}
+
 export class WriteAheadLog {
   private readonly queue = new CommitQueue<Pending>({ commit: (batch) => this.commit(batch) });
   private size = 0;
@@ -126,35 +139,31 @@ export class WriteAheadLog {
     return this.size;
   }
 
-  private constructor(
-    private readonly io: Io,
-    /** The log's name relative to the state dir, for messages. */
-    private readonly rel: string,
-    private readonly fh: FileHandle,
-    private readonly syncFile: (rel: string) => Promise<void>,
-    private readonly checkpointBytes: number,
-    private readonly log: StoreLog,
-    private readonly beforeEmpty: () => Promise<void>,
-  ) {}
+  private readonly io: Io;
+  /** The log's name relative to the state dir, for messages. */
+  private readonly rel: string;
+  private readonly syncFile: (rel: string) => Promise<void>;
+  private readonly checkpointBytes: number;
+  private readonly log: StoreLog;
+  private readonly beforeEmpty: () => Promise<void>;
 
-  /**
-   * Opens the (already replayed and emptied) log. `syncFile` fdatasyncs one of the store's files
-   * by its relative name, for checkpoints.
-   */
-  static async open(
-    io: Io,
-    dir: string,
-    syncFile: (rel: string) => Promise<void>,
-    log: StoreLog,
-    beforeEmpty: () => Promise<void>,
-    checkpointBytes = CHECKPOINT_BYTES,
-    rel = WAL_REL,
-  ): Promise<WriteAheadLog> {
+  private constructor(io: Io, o: WalOptions, private readonly fh: FileHandle) {
+    this.io = io;
+    this.rel = o.rel ?? WAL_REL;
+    this.syncFile = o.syncFile;
+    this.checkpointBytes = o.checkpointBytes ?? CHECKPOINT_BYTES;
+    this.log = o.log;
+    this.beforeEmpty = o.beforeEmpty;
+  }
+
+  /** Opens the (already replayed and emptied) log in the state dir `dir`. */
+  static async open(io: Io, dir: string, o: WalOptions): Promise<WriteAheadLog> {
+    const rel = o.rel ?? WAL_REL;
     const file = path.join(dir, rel);
     try {
       await io.mkdir(path.dirname(file), 0o700);
       const fh = await io.open(file, 'a+', 0o600);
-      const wal = new WriteAheadLog(io, rel, fh, syncFile, checkpointBytes, log, beforeEmpty);
+      const wal = new WriteAheadLog(io, o, fh);
       wal.size = await io.size(fh);
       return wal;
     } catch (err) {
