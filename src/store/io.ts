@@ -6,18 +6,23 @@
 // and rename it over the name (which replaces a link, never writes through it). The folders
 // between the state dir and a file are checked by `confine` (state-dir.ts wraps the store's Io
 // with it).
-import { constants as C } from 'node:fs';
+import { constants as C, lstatSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { errnoOf } from '../common/errno.js';
 import { BATCHED_WRITE_MAX, WriterThread } from './writer-thread.js';
+import { ReplaceThread } from './replace-thread.js';
+import type { FileStamp } from './writer-worker.js';
+
+export type { FileStamp } from './writer-worker.js';
 
 export interface Io {
-  /** Whole-file replace: temp file, write, fsync (when `sync`), rename. */
-  writeAtomic(file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<void>;
+  /**
+   * Whole-file replace: temp file, write, fsync (when `sync`), rename. Resolves with the stamp
+   * of the file written when it knows it (a test's replacement may not: the caller then stats
+   * the file).
+   */
+  writeAtomic(file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
   /** fsync of a directory, so a rename or a new file survives power loss. */
   syncDir(dir: string): Promise<void>;
   open(file: string, flags: string | number, mode?: number): Promise<fs.FileHandle>;
@@ -34,6 +39,11 @@ export interface Io {
   readdir(dir: string): Promise<string[]>;
   /** The entry itself, a link not followed (folder checks). */
   lstat(file: string): Promise<Stats>;
+  /**
+   * The same on the main thread, undefined when nothing is at the name: the look at state.json
+   * before each read and commit, ~2 µs, where a thread-pool hop cost a wake-up of two threads.
+   */
+  lstatNow(file: string): Stats | undefined;
   realpath(file: string): Promise<string>;
 }
 
@@ -84,77 +94,14 @@ export async function openNoFollow(file: string, flags: string | number, mode?: 
   }
 }
 
-/**
- * Replaces `file` whole with write-file-atomic (temp file `<file>.<uint32>` beside it, the names
- * sweep.ts removes after a crash; fsync when `sync`; rename; the temp file removed when the write
- * fails or the process exits in the middle), behind the store's own checks:
- *
- * - write-file-atomic resolves `file` through a symbolic link and writes the link's target: a
- *   link at `file` is replaced instead, as Go's rename replaces it (the data goes to a fresh
- *   name beside it, renamed over the link), so state.json is never written through a link.
- * - Its temp name is predictable and opened without O_EXCL, so a link planted there would be
- *   followed. Only the state dir's owner can plant one: the store refuses a state dir that its
- *   group or others may write, or that another user owns (state-dir.ts), and every folder
- *   below it is checked by `confine`. The temp file is checked once created, before any byte
- *   of ours goes in: a regular file of ours with one link, else the write fails.
- * - It writes the data with one write(2) whose count it does not check, so a disk that fills
- *   mid-write would rename a short file into place. The data is written here instead, in full
- *   (a loop that surfaces ENOSPC), from its `tmpfileCreated` hook, which it awaits before its own
- *   write; its own write is handed no bytes, so it cannot shorten or rewrite anything (and the
- *   data is not copied twice: a big document costs one write, as before write-file-atomic).
- * - It loads signal-exit while a write is in flight, which re-raises SIGTERM, SIGINT or SIGHUP
- *   when its own listener is the only one left for that signal: `serve` keeps its listeners for
- *   the process's whole life, so a signal during a write reaches the ordered stop.
- * - It does not fsync the folder: the caller does (Io.syncDir) when the rename must survive power loss.
- */
-async function writeAtomic(file: string, data: string | Buffer, { mode, sync }: { mode: number; sync: boolean }): Promise<void> {
-  const target = await fs.lstat(file).catch((err: unknown) => {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw err;
-  });
-  const buf = typeof data === 'string' ? Buffer.from(data) : data;
-  if (target?.isSymbolicLink()) {
-    // As Go's Save (temp file + rename), the link itself is replaced: written under a fresh name
-    // beside it (`<file>.<uint32>`, its own temp `<file>.<uint32>.<uint32>`, both swept after a
-    // crash), then renamed over the link.
-    const fresh = `${file}.${randomBytes(4).readUInt32BE(0)}`;
-    await writeAtomic(fresh, buf, { mode, sync });
-    await fs.rename(fresh, file).catch(async (err: unknown) => {
-      await fs.unlink(fresh).catch(() => undefined); // the rename's error is the one to report; a start sweeps what is left
-      throw err;
-    });
-    return;
-  }
-  await writeFileAtomic(file, EMPTY, {
-    mode,
-    fsync: sync,
-    // Awaited by write-file-atomic (its types say void); a throw here aborts it and removes the temp file.
-    tmpfileCreated: ((tmp: string) => fillTemp(tmp, buf)) as unknown as (tmp: string) => void,
-  });
-}
-
-/** What write-file-atomic's own write(2) is handed: the data is already in its temp file. */
-const EMPTY = Buffer.alloc(0);
-
-/** Writes `buf` in full into the temp file write-file-atomic just created, after checking it is one. */
-async function fillTemp(tmp: string, buf: Buffer): Promise<void> {
-  const fh = await openNoFollow(tmp, C.O_WRONLY);
-  try {
-    const st = await fh.stat();
-    if (!st.isFile() || st.nlink !== 1 || st.size !== 0 || (process.getuid && st.uid !== process.getuid())) {
-      throw Object.assign(new Error(`EEXIST: the temp file ${path.basename(tmp)} is not a fresh file of ours`), { code: 'EEXIST', syscall: 'open' });
-    }
-    await writeAll(fh, buf);
-  } finally {
-    await fh.close();
-  }
-}
-
 /** The one writer thread of the process: every store's small writes share its hand-offs. */
 const writer = new WriterThread();
+/** The one replace thread of the process: each whole-file replace is one hand-off to it. */
+const replacer = new ReplaceThread();
 
 export const nodeIo: Io = {
-  writeAtomic,
+  // The whole replace in one hand-off (replace-thread.ts; the steps are writer-worker.ts's replaceFile).
+  writeAtomic: (file, data, opts) => replacer.replace(file, data, opts),
   async syncDir(dir) {
     const fh = await openNoFollow(dir, C.O_RDONLY | C.O_DIRECTORY);
     try {
@@ -193,6 +140,7 @@ export const nodeIo: Io = {
   unlink: (file) => fs.unlink(file),
   readdir: (dir) => fs.readdir(dir),
   lstat: (file) => fs.lstat(file),
+  lstatNow: (file) => lstatSync(file, { throwIfNoEntry: false }),
   realpath: (file) => fs.realpath(file),
 };
 

@@ -21,7 +21,7 @@ import type { BatchAnswer, WriterWorkerData } from './writer-worker.js';
  * applies no `--import` loader inside a worker, so the worker registers tsx's require hook and
  * requires the .ts module: two lines of bootstrap, the code itself is still the typed module.
  */
-function workerEntry(): { filename: string | URL; eval: boolean } {
+export function workerEntry(): { filename: string | URL; eval: boolean } {
   if (!import.meta.url.endsWith('.ts')) return { filename: new URL('./writer-worker.js', import.meta.url), eval: false };
   const tsx = fileURLToPath(import.meta.resolve('tsx/cjs/api'));
   const file = fileURLToPath(new URL('./writer-worker.ts', import.meta.url));

@@ -1,15 +1,38 @@
 // The writer thread's side of writer-thread.ts: it writes each batch the main thread announces,
 // in order, from the bytes and the plan (one fd and one length per job) shared with it, and
-// answers once per batch. It imports only node: modules, so tsc's output of this file runs as is
-// and the CLI bundle carries it as a second entry (scripts/bundle-cli.mjs).
-import { writeSync } from 'node:fs';
+// answers once per batch. The same module is the replace thread of replace-thread.ts: it replaces
+// a whole file (replaceFile) per message and answers each. It imports node: modules and
+// write-file-atomic only; the CLI bundle carries it as a second entry (scripts/bundle-cli.mjs).
+import { constants as C, closeSync, fstatSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
+import writeFileAtomic from 'write-file-atomic';
 
-/** What writer-thread.ts hands the worker when it starts it. */
+/** What writer-thread.ts hands the worker when it starts it (the replace thread gets none). */
 export interface WriterWorkerData {
   bytes: SharedArrayBuffer;
   plan: SharedArrayBuffer;
 }
+
+/** What tells one version of a file from another without reading it. */
+export interface FileStamp {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+/** One whole-file replace, as replace-thread.ts posts it (`data` transferred). */
+export interface ReplaceJob {
+  id: number;
+  file: string;
+  data: ArrayBuffer;
+  mode: number;
+  sync: boolean;
+}
+
+/** The answer to a replace: the stamp of the file written, or why it failed. */
+export type ReplaceAnswer = { id: number; stamp: FileStamp } | { id: number; error: WireError };
 
 /** A failed write as it crosses to the main thread (an Error's own fields do not survive the copy). */
 export interface WireError {
@@ -46,10 +69,129 @@ export function writeBatch(bytes: Buffer, plan: Int32Array, jobs: number): Batch
   return failed ?? null;
 }
 
+/** The synchronous calls replaceFile makes beside write-file-atomic's own: the real ones, or a test's recording copies. */
+export interface ReplaceOps {
+  /** write-file-atomic's synchronous replace (its own temp file, fsync, chmod, rename). */
+  writeFileAtomic(file: string, data: Uint8Array, opts: { mode: number; fsync: boolean; tmpfileCreated(tmp: string): void }): void;
+  /** lstat, undefined when nothing is at the name. */
+  lstat(file: string): { isSymbolicLink(): boolean; ino: number; size: number; mtimeMs: number } | undefined;
+  open(file: string, flags: number): number;
+  fstat(fd: number): { isFile(): boolean; nlink: number; size: number; uid: number };
+  write(fd: number, buf: Uint8Array, off: number, len: number): number;
+  close(fd: number): void;
+  rename(from: string, to: string): void;
+  unlink(file: string): void;
+}
+
+export const fsReplaceOps: ReplaceOps = {
+  writeFileAtomic: (file, data, opts) => writeFileAtomic.sync(file, Buffer.from(data.buffer, data.byteOffset, data.length), opts),
+  lstat: (file) => lstatSync(file, { throwIfNoEntry: false }),
+  open: (file, flags) => openSync(file, flags),
+  fstat: (fd) => fstatSync(fd),
+  write: (fd, buf, off, len) => writeSync(fd, buf, off, len),
+  close: (fd) => closeSync(fd),
+  rename: (from, to) => renameSync(from, to),
+  unlink: (file) => unlinkSync(file),
+};
+
+/** What write-file-atomic's own write(2) is handed: the data is already in its temp file. */
+const EMPTY = new Uint8Array(0);
+
+/**
+ * Replaces `file` whole with write-file-atomic's synchronous replace (temp file `<file>.<uint32>`
+ * beside it, the names sweep.ts removes after a crash; fsync when `sync`; chmod; rename; the temp
+ * file removed when the write fails), behind the store's own checks, and returns the stamp of the
+ * file now at the name. Run on the replace thread (replace-thread.ts), so the whole replace is one
+ * hand-off and never blocks the event loop.
+ *
+ * - write-file-atomic resolves `file` through a symbolic link and writes the link's target: a
+ *   link at `file` is replaced instead, as Go's rename replaces it (the data goes to a fresh
+ *   name beside it, renamed over the link), so state.json is never written through a link.
+ * - Its temp name is predictable and opened without O_EXCL, so a link planted there would be
+ *   followed. Only the state dir's owner can plant one: the store refuses a state dir that its
+ *   group or others may write, or that another user owns (state-dir.ts), and every folder
+ *   below it is checked by `confine`. The temp file is checked once created, before any byte
+ *   of ours goes in: a regular file of ours with one link, else the write fails.
+ * - It writes the data with one write(2) whose count it does not check, so a disk that fills
+ *   mid-write would rename a short file into place. The data is written here instead, in full
+ *   (a loop that surfaces ENOSPC), from its `tmpfileCreated` hook, which it calls before its own
+ *   write; its own write is handed no bytes, so it cannot shorten or rewrite anything.
+ * - It loads signal-exit while a write is in flight; on this thread no signal is delivered, so
+ *   it never re-raises one in the server (serve keeps its own listeners all the same).
+ * - It does not fsync the folder: the caller does (Io.syncDir) when the rename must survive power loss.
+ *
+ * The stamp is taken right after the rename: a writer that replaces the file in between is taken
+ * for us (the window docs/go-compatibility.md names).
+ */
+export function replaceFile(file: string, data: Uint8Array, { mode, sync }: { mode: number; sync: boolean }, ops: ReplaceOps = fsReplaceOps): FileStamp {
+  if (ops.lstat(file)?.isSymbolicLink()) {
+    // As Go's Save (temp file + rename), the link itself is replaced: written under a fresh name
+    // beside it (`<file>.<uint32>`, its own temp `<file>.<uint32>.<uint32>`, both swept after a
+    // crash), then renamed over the link.
+    const fresh = `${file}.${randomBytes(4).readUInt32BE(0)}`;
+    replaceFile(fresh, data, { mode, sync }, ops);
+    try {
+      ops.rename(fresh, file);
+    } catch (err) {
+      try {
+        ops.unlink(fresh); // the rename's error is the one to report; a start sweeps what is left
+      } catch {
+        // swept at the next start
+      }
+      throw err;
+    }
+  } else {
+    ops.writeFileAtomic(file, EMPTY, { mode, fsync: sync, tmpfileCreated: (tmp) => fillTemp(tmp, data, ops) });
+  }
+  const st = ops.lstat(file);
+  if (!st) throw Object.assign(new Error(`ENOENT: ${path.basename(file)} was removed right after it was written`), { code: 'ENOENT', syscall: 'lstat' });
+  return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+}
+
+/** Writes `data` in full into the temp file write-file-atomic just created, after checking it is one. */
+function fillTemp(tmp: string, data: Uint8Array, ops: ReplaceOps): void {
+  let fd: number;
+  try {
+    fd = ops.open(tmp, C.O_WRONLY | C.O_NOFOLLOW);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException | null)?.code === 'ELOOP') throw linkInTheWay();
+    throw err;
+  }
+  try {
+    const st = ops.fstat(fd);
+    if (!st.isFile() || st.nlink !== 1 || st.size !== 0 || (process.getuid && st.uid !== process.getuid())) {
+      throw Object.assign(new Error(`EEXIST: the temp file ${path.basename(tmp)} is not a fresh file of ours`), { code: 'EEXIST', syscall: 'open' });
+    }
+    for (let off = 0; off < data.length; ) off += ops.write(fd, data, off, data.length - off);
+  } finally {
+    ops.close(fd);
+  }
+}
+
+/** O_NOFOLLOW's ELOOP says "too many symbolic links", which misleads (io.ts says the same). */
+function linkInTheWay(): NodeJS.ErrnoException {
+  return Object.assign(new Error('ELOOP: a symbolic link is in the way (the store follows none inside the state dir)'), {
+    code: 'ELOOP', syscall: 'open',
+  });
+}
+
+/** One replace job's answer, whatever happens. */
+export function answerReplace(job: ReplaceJob): ReplaceAnswer {
+  try {
+    return { id: job.id, stamp: replaceFile(job.file, new Uint8Array(job.data), job) };
+  } catch (e) {
+    return { id: job.id, error: wireError(e) };
+  }
+}
+
 if (parentPort) {
   const port = parentPort;
-  const data = workerData as WriterWorkerData;
-  const bytes = Buffer.from(data.bytes);
-  const plan = new Int32Array(data.plan);
-  port.on('message', (jobs: number) => port.postMessage(writeBatch(bytes, plan, jobs)));
+  const data = workerData as WriterWorkerData | undefined;
+  if (data?.bytes) {
+    const bytes = Buffer.from(data.bytes);
+    const plan = new Int32Array(data.plan);
+    port.on('message', (jobs: number) => port.postMessage(writeBatch(bytes, plan, jobs)));
+  } else {
+    port.on('message', (job: ReplaceJob) => port.postMessage(answerReplace(job)));
+  }
 }

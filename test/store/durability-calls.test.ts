@@ -12,6 +12,7 @@ import path from 'node:path';
 import { mock, test } from 'node:test';
 import type { Durability } from '../../src/store/state-store.js';
 import { nodeIo, openNoFollow, withIo } from '../../src/store/io.js';
+import { replaceFile } from '../../src/store/writer-worker.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -142,13 +143,32 @@ test('write: no fsync for state.json, its folder, or the appends', { timeout: 12
 test('the real replace fsyncs its temp file before the rename with sync:true, and not with sync:false', async (t) => {
   const dir = tempDir();
   const file = path.join(dir, 'state.json');
-  const fsync = mock.method(fsCallbacks, 'fsync');
-  t.after(() => fsync.mock.restore());
-  await nodeIo.writeAtomic(file, 'durable', { mode: 0o600, sync: true });
-  assert.ok(fsync.mock.callCount() >= 1, 'fsync of the temp file with sync:true');
+  // The replace runs on the replace thread (replaceFile, with write-file-atomic's synchronous
+  // replace): the same function is called here, with node:fs's calls recorded in order.
+  const order: string[] = [];
+  const { fsyncSync, renameSync } = fsCallbacks;
+  const fsync = mock.method(fsCallbacks, 'fsyncSync', (fd: number) => {
+    order.push('fsync');
+    fsyncSync(fd);
+  });
+  const rename = mock.method(fsCallbacks, 'renameSync', (from: string, to: string) => {
+    order.push('rename');
+    renameSync(from, to);
+  });
+  t.after(() => {
+    fsync.mock.restore();
+    rename.mock.restore();
+  });
+  replaceFile(file, Buffer.from('durable'), { mode: 0o600, sync: true });
+  assert.deepEqual(order, ['fsync', 'rename'], 'the temp file is fsynced with sync:true, before the rename');
   assert.equal(readFileSync(file, 'utf8'), 'durable');
-  fsync.mock.resetCalls();
-  await nodeIo.writeAtomic(file, 'fast', { mode: 0o600, sync: false });
-  assert.equal(fsync.mock.callCount(), 0, 'no fsync with sync:false');
+  order.length = 0;
+  replaceFile(file, Buffer.from('fast'), { mode: 0o600, sync: false });
+  assert.deepEqual(order, ['rename'], 'no fsync with sync:false');
   assert.equal(readFileSync(file, 'utf8'), 'fast');
+  // And the store's Io does go through it: what it writes is there, with its stamp.
+  const stamp = await nodeIo.writeAtomic(file, 'through the thread', { mode: 0o600, sync: true });
+  assert.equal(readFileSync(file, 'utf8'), 'through the thread');
+  const st = statSync(file);
+  assert.deepEqual(stamp, { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs });
 });
