@@ -238,10 +238,9 @@ export class StateStore {
         written = await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
       }
       if (sync) await this.io.syncDir(dir);
-      // What we wrote, to tell our own file from someone else's later: the replace's own stamp of
-      // its temp file, the file renamed into place (rename changes neither inode, size nor
-      // mtime). Without one, a stat after the rename (a writer that replaces the file in between
-      // is then taken for us: the documented window).
+      // What we wrote, to tell our own file from someone else's later: the stamp the replace
+      // took right after its rename, else a stat now. (A writer that replaces the file in between
+      // is taken for us: the documented window.)
       this.stamp = written ?? stampOf(this.io, this.file);
     } catch (err) {
       throw ioError('write', path.basename(this.file), err);
