@@ -48,6 +48,8 @@ interface Pending {
   changed: boolean;
   /** Set when re-applying after a failed write refused this mutation: it fails with its batch. */
   refused?: unknown;
+  /** Written even unchanged when there is no file (a whole-document save, as Go's Save). */
+  writeIfMissing?: boolean;
 }
 
 /** Called after each commit with the documents before and after it, in commit order. */
@@ -152,9 +154,10 @@ export class StateStore {
   /**
    * Applies `apply` after every mutation accepted before it and resolves once the result is in
    * the file. A mutation that changes nothing, with nothing pending, answers at once and writes
-   * nothing. `apply` must be pure: it may throw to refuse, which changes nothing.
+   * nothing, unless `writeIfMissing` and there is no file (Go's Save writes the file whatever
+   * changed). `apply` must be pure: it may throw to refuse, which changes nothing.
    */
-  mutate<R>(apply: (doc: Doc) => Outcome<R>): Promise<R> {
+  mutate<R>(apply: (doc: Doc) => Outcome<R>, { writeIfMissing = false }: { writeIfMissing?: boolean } = {}): Promise<R> {
     let out: Outcome<R>;
     try {
       out = apply(this.head);
@@ -162,8 +165,8 @@ export class StateStore {
       return Promise.reject(err);
     }
     const changed = out.doc !== this.head;
-    if (!changed && this.queue.idle) return Promise.resolve(out.result);
-    const p: Pending = { apply, result: out.result, changed };
+    if (!changed && this.queue.idle && !(writeIfMissing && this.missing())) return Promise.resolve(out.result);
+    const p: Pending = { apply, result: out.result, changed, writeIfMissing };
     this.head = out.doc;
     return this.queue.push(p).then(() => p.result as R);
   }
@@ -173,12 +176,22 @@ export class StateStore {
     return this.queue.settled();
   }
 
+  /** Whether there is no file at the name now (a stat that fails counts as a file: the commit's look reports it). */
+  private missing(): boolean {
+    try {
+      return stampOf(this.io, this.file) === null;
+    } catch {
+      return false;
+    }
+  }
+
   /** One group commit: the document with every mutation of the batch applied, written once. */
   private async commit(batch: Pending[]): Promise<unknown[]> {
     // The queue hands over every waiting mutation at once: `head` is exactly this batch applied.
     let snapshot = this.head;
     try {
-      if (batch.some((p) => p.changed)) {
+      const write = (): boolean => batch.some((p) => p.changed) || (batch.some((p) => p.writeIfMissing) && this.missing());
+      if (write()) {
         if (await this.noticeOutside()) {
           // The file changed under us and is now the committed document: the batch is applied
           // onto it (a mutation it makes impossible is refused), then the ones that came since.
@@ -186,7 +199,7 @@ export class StateStore {
           snapshot = this.head;
           this.applyAll(this.queue.waiting());
         }
-        if (batch.some((p) => p.changed)) await this.persist(snapshot);
+        if (write()) await this.persist(snapshot);
       }
     } catch (err) {
       // Nothing of this batch is in the file: the mutations queued behind it are re-applied onto

@@ -288,7 +288,8 @@ export class Store {
    * Go's Save of a whole in-memory document (docs.replaceDocument), if the state is still at
    * `revision`; else a conflict carrying the current one. Compared once no other state mutation
    * is in flight: one accepted but not yet committed would give the state a revision the caller
-   * has not seen. Resolves with the save's own revision (unchanged when nothing changed).
+   * has not seen. Resolves with the save's own revision (unchanged when nothing changed). When
+   * there is no file, it is written even if nothing changed, as Go's Save writes it.
    */
   async saveState(doc: Doc, revision: number, epoch?: string): Promise<{ revision: number; changed: boolean }> {
     this.assertOpen();
@@ -316,7 +317,8 @@ export class Store {
           + 'starting with a letter or digit: it names the default socket of every later start');
       }
       return docs.replaceDocument(d, doc);
-    });
+      // As Go's Save, a save writes the file even when nothing changed if there is none (NewState + Save).
+    }, { writeIfMissing: true });
     return { revision: this.revisionCount, changed };
   }
 
@@ -489,9 +491,9 @@ export class Store {
   // ---- internals -------------------------------------------------------------------------
 
   // async so a refusal (closed, bad name) rejects, never throws; the body still enqueues synchronously.
-  private async mutate<R>(apply: (d: Doc) => docs.Outcome<R>): Promise<R> {
+  private async mutate<R>(apply: (d: Doc) => docs.Outcome<R>, opts: { writeIfMissing?: boolean } = {}): Promise<R> {
     this.assertOpen();
-    return this.noted(this.state.mutate(apply));
+    return this.noted(this.state.mutate(apply, opts));
   }
 
   /**

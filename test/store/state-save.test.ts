@@ -2,7 +2,7 @@
 // the Go goldens' state.json for the same document; compare-and-set on the state revision; a
 // refusal or failed write leaves memory and disk as they were.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { test } from 'node:test';
 import type { StateDocument } from '../../src/protocol/model.js';
 import { loadGoldens } from '../helpers/goldens.js';
@@ -169,4 +169,23 @@ test('a revision of an earlier run is a conflict when its epoch is given, even w
   });
   assert.deepEqual(snapshot(second.statePath), before, "b's row is not overwritten");
   assert.deepEqual(await second.saveState(second.getPersistedState(), second.revision, second.epoch), { revision: second.revision, changed: false });
+});
+
+test('a save that changes nothing writes the file when there is none (as Go\'s Save), and nothing when there is one', async (t) => {
+  const dir = tempDir();
+  const { io, calls } = countingIo();
+  const store = await openIn(dir, { io });
+  t.after(() => store.close());
+  assert.equal(existsSync(store.statePath), false, 'a fresh dir has no state.json');
+  const out = await store.saveState(structuredClone(store.getPersistedState()), store.revision);
+  assert.deepEqual(out, { revision: 0, changed: false });
+  assert.equal(existsSync(store.statePath), true, 'the unchanged document was written');
+  assert.deepEqual(JSON.parse(text(store.statePath)), JSON.parse(JSON.stringify(store.getPersistedState())));
+  const writes = calls.writeAtomic;
+  await store.saveState(structuredClone(store.getPersistedState()), store.revision);
+  assert.equal(calls.writeAtomic, writes, 'with the file there, an unchanged save writes nothing');
+  // Removed by someone else: the next save writes it again.
+  rmSync(store.statePath);
+  await store.saveState(structuredClone(store.getPersistedState()), store.revision);
+  assert.equal(existsSync(store.statePath), true);
 });

@@ -45,6 +45,28 @@ func TestNewStateWritesNothingUntilSaved(t *testing.T) {
 	}
 }
 
+// Go's Save writes the file whatever changed: a Save of an unchanged state whose file does not
+// exist (NewState, or LoadState of a missing file) makes it.
+func TestSaveOfAnUnchangedStateWritesAMissingFile(t *testing.T) {
+	path := filepath.Join(stateDir(t), "state.json")
+	want := "{\n  \"home\": {\n    \"id\": \"\",\n    \"type\": \"\"\n  },\n  \"sessions\": null\n}"
+	for _, st := range []*State{NewState(path), mustLoad(t, path)} {
+		if err := st.Save(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("Save wrote no file: %v", err)
+		}
+		if string(b) != want {
+			t.Fatalf("empty state saved as\n%s\nwant\n%s", b, want)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 var incarnation = regexp.MustCompile(`^inc_[A-Z2-7]{26}$`)
 
 func TestAddSessionAssignsIDAndIncarnationAndRefusesATakenName(t *testing.T) {
