@@ -1,8 +1,9 @@
 // A signal while state.json is being replaced must run the ordered stop (exit 0, writes
 // finished), not kill the process: write-file-atomic loads signal-exit for each write, which
-// re-raises a signal whose only listener is its own; serve keeps its listeners for the process's
-// whole life, so signal-exit is never alone. A second signal during the stop is logged and
-// ignored (README, "serve"): the stop still finishes every acknowledged write and exits 0.
+// re-raises a signal whose only listener is its own. The replace runs on the replace thread
+// (no signal is delivered there) and serve keeps its listeners for the process's whole life, so
+// signal-exit is never alone. A second signal during the stop is logged and ignored (README,
+// "serve"): the stop still finishes every acknowledged write and exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';

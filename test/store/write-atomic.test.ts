@@ -1,12 +1,15 @@
 // nodeIo.writeAtomic, the store's whole-file replace (write-file-atomic behind the store's
 // checks): a link at the target is replaced, never written through; a disk that fills in the middle
 // of the write leaves the old file whole (write-file-atomic alone would rename a short file into
-// place: it does not check write(2)'s count).
+// place: it does not check write(2)'s count); something at its temp name when the store checks
+// it gets none of the data.
 import assert from 'node:assert/strict';
-import { closeSync, existsSync, fstatSync, lstatSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, linkSync, lstatSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { nodeIo } from '../../src/store/io.js';
+import type { ReplaceOps } from '../../src/store/writer-worker.js';
+import { fsReplaceOps, replaceFile } from '../../src/store/writer-worker.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { fill, mountTmpfs, unmount } from '../helpers/tmpfs.js';
 
@@ -52,3 +55,38 @@ test('a disk that fills in the middle of the write fails it with ENOSPC and leav
   assert.deepEqual(readdirSync(dir).sort(), ['filler', 'state.json'], 'no temp file left');
   assert.ok(existsSync(filler));
 });
+
+// write-file-atomic opens its temp name with 'w' (no O_EXCL, links followed). Only the state
+// dir's owner can plant anything there (the dir must be private); if something is there anyway
+// when the store checks the temp file, none of the data goes into it: the replace fails and the
+// file it replaces is left whole.
+for (const planted of ['a symbolic link', 'a hard link'] as const) {
+  test(`${planted} at write-file-atomic's temp name gets none of the data, and the replace fails`, () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'state.json');
+    writeFileSync(file, 'the old document');
+    const victim = path.join(tempDir(), 'victim');
+    writeFileSync(victim, 'not ours to write');
+    let tempName = '';
+    // The temp file write-file-atomic created is swapped for the link before the store's check runs.
+    const ops: ReplaceOps = {
+      ...fsReplaceOps,
+      writeFileAtomic: (f, data, o) => fsReplaceOps.writeFileAtomic(f, data, {
+        ...o,
+        tmpfileCreated: (tmp) => {
+          tempName = tmp;
+          unlinkSync(tmp);
+          if (planted === 'a symbolic link') symlinkSync(victim, tmp);
+          else linkSync(victim, tmp);
+          o.tmpfileCreated(tmp);
+        },
+      }),
+    };
+    assert.throws(() => replaceFile(file, Buffer.from('the new document'), { mode: 0o600, sync: true }, ops), (err: NodeJS.ErrnoException) =>
+      planted === 'a symbolic link' ? err.code === 'ELOOP' : err.code === 'EEXIST' && /not a fresh file of ours/.test(err.message));
+    assert.ok(tempName.startsWith(`${file}.`), 'write-file-atomic made its temp file');
+    assert.equal(readFileSync(file, 'utf8'), 'the old document');
+    assert.equal(readFileSync(victim, 'utf8'), 'not ours to write');
+    assert.deepEqual(readdirSync(dir), ['state.json'], 'the planted name is removed with the temp file');
+  });
+}
