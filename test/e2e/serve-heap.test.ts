@@ -31,7 +31,7 @@ test('a heap flag given to node, in any spelling, leaves the setting it concerns
 
 /** The largest new space (both semi-spaces) a churning process saw, with serve's settings or V8's. */
 async function largestNewSpace(which: 'serve' | 'serve-worker' | 'default'): Promise<number> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'test/fixtures/young-generation.ts'), which], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(REPO, 'test/fixtures/young-generation.mjs'), which], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
   const out: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => out.push(c));
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
