@@ -4,8 +4,10 @@
 //
 // Each shard process takes the next test file nobody has taken yet (claimed with an O_EXCL file
 // in a folder named after the `node --test` process both shards are children of), runs it, and
-// takes the next, so the shards stay balanced however long a file runs. Biggest files first, so
-// the run does not end waiting for one long file. A header test "file <path>" precedes each
+// takes the next, so the shards stay balanced however long a file runs. Longest files first, so
+// the run does not end with one shard waiting for the other's long file: the order is the wall
+// time each file took in this checkout's last run (kept in the temp folder, see `durations`),
+// files never timed before first and by size. A header test "file <path>" precedes each
 // file's tests in the report (an import error fails that header). Files of one shard share a
 // process: a test must not leave global state (env, cwd, listeners) behind — none does today.
 // No file can hang the suite: each file's tests run inside a suite named after the file with a
@@ -15,10 +17,11 @@
 // (--test-force-exit).
 // Running one file on its own is unchanged: `node --import tsx --test test/e2e/watch.test.ts`.
 import { AsyncResource } from 'node:async_hooks';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -28,13 +31,59 @@ const SHARD_DIR = path.join(TEST_DIR, 'shards');
 /** A whole file's time limit: far above the slowest file on a loaded 2-core machine. */
 export const FILE_TIMEOUT_MS = Number(process.env.HERRSCHER_TEST_FILE_TIMEOUT_MS) || 10 * 60_000;
 
-/** test/*\/*.test.ts, as the glob `npm test` used before; biggest first. */
-function testFiles(): string[] {
+/**
+ * The wall time each file took when it last ran in this checkout, one small file per test file in
+ * a folder of the temp dir named after the user and the checkout. Only the order of the files
+ * depends on it: a missing, stale or unreadable entry costs at most some wall time.
+ */
+const DURATIONS_DIR = path.join(os.tmpdir(), `herrscher-state-test-durations-${process.getuid?.() ?? 'u'}-${createHash('sha256').update(REPO).digest('hex').slice(0, 12)}`);
+/** A test file's path as one file name (claims and durations). */
+const entryName = (rel: string): string => rel.replaceAll('/', '__');
+
+function durations(): Map<string, number> {
+  const known = new Map<string, number>();
+  let names: string[];
+  try {
+    names = readdirSync(DURATIONS_DIR);
+  } catch {
+    return known; // never run here
+  }
+  for (const name of names) {
+    try {
+      const ms = Number(readFileSync(path.join(DURATIONS_DIR, name), 'utf8'));
+      if (Number.isFinite(ms)) known.set(name, ms);
+    } catch {
+      // being replaced by a run finishing now: this file keeps the size order
+    }
+  }
+  return known;
+}
+
+function recordDuration(rel: string, ms: number): void {
+  try {
+    mkdirSync(DURATIONS_DIR, { recursive: true, mode: 0o700 });
+    const file = path.join(DURATIONS_DIR, entryName(rel));
+    writeFileSync(`${file}.${process.pid}.tmp`, String(Math.round(ms)));
+    renameSync(`${file}.${process.pid}.tmp`, file);
+  } catch (err) {
+    process.stderr.write(`test shard: could not keep ${rel}'s duration for the next run's order (${String(err)})\n`);
+  }
+}
+
+/**
+ * test/*\/*.test.ts, as the glob `npm test` used before. Longest last time first, files with no
+ * time yet before them (biggest first); with `timed` false, biggest first (the static split needs
+ * one order in every shard).
+ */
+function testFiles(timed: boolean): string[] {
   const files = readdirSync(TEST_DIR, { withFileTypes: true })
     .filter((d) => d.isDirectory() && d.name !== 'shards')
     .flatMap((d) => readdirSync(path.join(TEST_DIR, d.name)).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(TEST_DIR, d.name, f)));
+  const known = timed ? durations() : new Map<string, number>();
+  const took = new Map(files.map((f) => [f, known.get(entryName(path.relative(REPO, f)))]));
   const size = new Map(files.map((f) => [f, statSync(f).size]));
-  return files.sort((a, b) => (size.get(b) as number) - (size.get(a) as number) || a.localeCompare(b));
+  const unknownFirst = (f: string): number => (took.get(f) === undefined ? Infinity : (took.get(f) as number));
+  return files.sort((a, b) => unknownFirst(b) - unknownFirst(a) || (size.get(b) as number) - (size.get(a) as number) || a.localeCompare(b));
 }
 
 const shardEntries = (): string[] => readdirSync(SHARD_DIR).filter((f) => f.endsWith('.ts')).sort();
@@ -53,15 +102,17 @@ function runId(): string | undefined {
 
 /** A function that returns the next file this shard runs, or undefined when none is left. */
 function claimer(entryUrl: string): () => string | undefined {
-  const files = testFiles();
   const shards = shardEntries();
   const id = runId();
   if (id === undefined) {
     // Without /proc: a fixed split by the entry file's position.
     const index = shards.indexOf(path.basename(fileURLToPath(entryUrl)));
-    const mine = files.filter((_f, i) => i % shards.length === index);
+    const mine = testFiles(false).filter((_f, i) => i % shards.length === index);
     return () => mine.shift();
   }
+  // Claimed by name, so shards that read the durations at different moments (another run of this
+  // checkout finishing meanwhile) and order the files differently still run each file once.
+  const files = testFiles(true);
   const dir = path.join(os.tmpdir(), `herrscher-state-test-claims-${id}`);
   mkdirSync(dir, { recursive: true });
   let next = 0;
@@ -70,8 +121,9 @@ function claimer(entryUrl: string): () => string | undefined {
     while (next < files.length) {
       const i = next++;
       try {
-        closeSync(openSync(path.join(dir, String(i)), 'wx'));
-        return files[i];
+        const file = files[i] as string;
+        closeSync(openSync(path.join(dir, entryName(path.relative(REPO, file))), 'wx'));
+        return file;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
@@ -104,7 +156,10 @@ export function runShard(entryUrl: string): void {
     test(`file ${rel}`, () => {
       try {
         top.runInAsyncScope(() => describe(rel, { timeout: FILE_TIMEOUT_MS }, async () => {
+          const started = performance.now();
           await import(pathToFileURL(file).href);
+          // After the file's own root-level hooks, so their cleanup counts too.
+          after(() => recordDuration(rel, performance.now() - started));
         }));
       } finally {
         top.runInAsyncScope(registerNext);
