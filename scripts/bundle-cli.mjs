@@ -13,6 +13,21 @@
 // server's ~28 µs of CPU per append (docs/performance.md, "CPU per append").
 import { build } from 'esbuild';
 
+/**
+ * zod re-exports its ~40 translations of error messages as `z.locales`, which we never use (its
+ * English ones are imported on their own): 300 KB of a 1 MB bundle that every start of the CLI
+ * parsed. Each zod import of that index gets an empty module instead.
+ */
+const withoutZodLocales = {
+  name: 'without-zod-locales',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: 'zod-locales', namespace: 'without-zod-locales' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'without-zod-locales' }, () => ({ contents: 'export {};', loader: 'js' }));
+  },
+};
+
 await build({
   // The writer thread's module is a second entry beside the CLI: the bundle starts its worker from
   // dist/src/writer-worker.js (src/store/writer-thread.ts finds it beside itself).
@@ -24,6 +39,7 @@ await build({
   format: 'esm',
   target: 'node20',
   external: ['fs-ext-extra-prebuilt'],
+  plugins: [withoutZodLocales],
   // Bundled CommonJS dependencies call require() and read __filename (write-file-atomic names
   // its temp files with it); an ES module has neither of its own.
   banner: {
