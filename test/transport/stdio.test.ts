@@ -7,10 +7,10 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { bounded, FrameCollector, lsp, ndjson, request } from './frames.js';
 
-const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'stdio-echo-server.ts');
+const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'stdio-echo-server.mjs');
 
 function spawnServer() {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [fixture], { stdio: ['pipe', 'pipe', 'pipe'] });
   const stderr: Buffer[] = [];
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
   return { child, stderr: () => Buffer.concat(stderr).toString() };
