@@ -14,7 +14,7 @@ import { storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const fixture = path.join(root, 'test/fixtures/hold-store.ts');
+const fixture = path.join(root, 'test/fixtures/hold-store.mjs');
 
 /**
  * Starts a Node process that opens the store and holds it; resolves once it says it holds the
@@ -22,7 +22,7 @@ const fixture = path.join(root, 'test/fixtures/hold-store.ts');
  * a failing test never leaves a process holding the lock and the test process alive.
  */
 async function holder(t: TestContext, statePath: string): Promise<ChildProcessWithoutNullStreams> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, statePath], { cwd: root });
+  const child = spawn(process.execPath, [fixture, statePath], { cwd: root });
   t.after(() => killed(child));
   let out = '';
   let err = '';
