@@ -7,7 +7,7 @@ const layer = (files, patterns) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'schema/**', '.stryker-tmp/**', 'reports/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'schema/**', '.stryker-tmp*/**', 'reports/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
