@@ -147,6 +147,48 @@ test('waiting() lists the jobs queued behind the committing batch', async () => 
   assert.deepEqual(seen, [2, 3]);
 });
 
+test('waiting() lists only jobs, never a task queued among them (the state store re-applies each one)', async () => {
+  const hold = gate();
+  let seen: number[] = [];
+  const q = new CommitQueue<number>({
+    async commit(batch) {
+      if (batch[0] === 1) {
+        await hold.promise;
+        seen = q.waiting();
+      }
+    },
+  });
+  const p: Promise<unknown>[] = [q.push(1)];
+  await tick();
+  p.push(q.push(2), q.exclusive(async () => 'task'), q.push(3));
+  hold.open();
+  await Promise.all(p);
+  assert.deepEqual(seen, [2, 3]);
+});
+
+test('batchSize is shown only the jobs before the next task, and is not asked about a single job', async () => {
+  const hold = gate();
+  const shown: number[][] = [];
+  const batches: number[][] = [];
+  const q = new CommitQueue<number>({
+    async commit(batch) {
+      batches.push(batch);
+      if (batch[0] === 1) await hold.promise;
+    },
+    batchSize: (waiting) => {
+      shown.push([...waiting]);
+      return waiting.length;
+    },
+  });
+  const p: Promise<unknown>[] = [q.push(1)];
+  await tick();
+  p.push(q.push(2), q.push(3), q.exclusive(async () => 'task'), q.push(4), q.push(5));
+  hold.open();
+  await Promise.all(p);
+  assert.deepEqual(batches, [[1], [2, 3], [4, 5]]);
+  assert.deepEqual(shown, [[2, 3], [4, 5]]);
+});
+
 // ---- gathering (gatherMs) ------------------------------------------------------------------
 
 /**
