@@ -2,7 +2,7 @@
 // goes back", so every save must reach the disk (synced, its folder synced after the rename), a
 // failed save must be tried again, and a damaged file must be said, never half-read.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { crc32 } from 'node:zlib';
@@ -43,6 +43,8 @@ test('a save writes the marks checksummed, synced, in a private file, then fsync
   const { io, calls } = recordingIo(dir);
   const marks = await HighWater.load(io, dir, silent);
   assert.equal(marks.get('s'), 0);
+  await marks.save();
+  assert.deepEqual(calls, [], 'nothing raised yet: nothing written');
   marks.raise('s', 5);
   marks.raise('s', 3); // never lowers
   marks.raise('t', 0); // 0 is no mark
@@ -72,6 +74,26 @@ test('the marks read back as written, in another side folder too', async () => {
   const again = await HighWater.load(nodeIo, dir, silent, rel);
   assert.deepEqual(Object.fromEntries(again.entries()), { a: 7, b: 2 ** 40 });
   assert.equal(again.get('a'), 7);
+  assert.equal(readFileSync(path.join(dir, '.herrscher-state/other.json.d/high-water.json'), 'utf8'), framed('{"a":7,"b":1099511627776}'));
+  assert.equal(existsSync(file(dir)), false, "state.json's own marks file is not touched");
+});
+
+test('marks whose checksum has leading zeros are written zero-padded and read back', async () => {
+  const dir = tempDir();
+  // A name whose marks file's crc32 is below 0x10000000 (one in 16 is): its hex needs padding.
+  let name = '';
+  for (let i = 0; ; i++) {
+    name = `s${i}`;
+    if (crc32(JSON.stringify({ [name]: 1 })) < 0x10000000) break;
+  }
+  const marks = await HighWater.load(nodeIo, dir, silent);
+  marks.raise(name, 1);
+  await marks.save();
+  assert.match(readFileSync(file(dir), 'utf8'), /^0[0-9a-f]{7} /);
+  const errors: string[] = [];
+  const again = await HighWater.load(nodeIo, dir, storeLog({ error: (m) => errors.push(m) }));
+  assert.equal(again.get(name), 1);
+  assert.deepEqual(errors, []);
 });
 
 test('a failed save is reported with the file and errno, leaves the marks dirty, and the next save writes them', async () => {

@@ -82,6 +82,15 @@ test('sessionInfos lists every row, giving no transcript to a legacy row whose n
   await store.appendTranscript('ok', { ts: 't1', role: 'user', text: 'x' });
   const infos = await store.sessionInfos();
   assert.deepEqual(infos.map((i) => [i.session.name, i.lastTs]), [['ok', 't1'], ['../evil', '']]);
+  const none = { entries: 0, cost: 0, tokens_in: 0, tokens_out: 0, cache_read: 0, cache_create: 0, dur_ms: 0, firstTs: '', lastTs: '' };
+  assert.deepEqual(infos[1]?.usage, none);
+});
+
+test('a name with a lone surrogate is refused: its file name would be the one of its U+FFFD twin', async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  await assert.rejects(() => store.transcriptUsage('a\uD800'), storeError('invalid-name', ['must not contain a lone surrogate']));
 });
 
 // ---- session/add: Herrscher's rule ------------------------------------------------------------

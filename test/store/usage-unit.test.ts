@@ -91,7 +91,7 @@ test('anything that is not a stored sum reads as undefined, never as a wrong sum
     { ...good, firstTs: 1 }, { ...good, lastTs: null }, { ...good, firstTs: undefined },
     { ...good, cost: 'NaN' }, { ...good, cost: '1' }, { ...good, cost: NaN }, { ...good, cost: undefined }, { ...good, cost: Infinity },
     { ...good, tokens_in: 1.5 }, { ...good, tokens_out: '1.5' }, { ...good, cache_read: ' 1' }, { ...good, cache_create: '1 ' },
-    { ...good, dur_ms: undefined }, { ...good, cache_create: 2 ** 53 }, { ...good, tokens_in: '--1' }, { ...good, tokens_in: '' },
+    { ...good, dur_ms: undefined }, { ...good, cache_read: [12] }, { ...good, tokens_in: ['-3'] }, { ...good, cache_create: 2 ** 53 }, { ...good, tokens_in: '--1' }, { ...good, tokens_in: '' },
   ];
   for (const v of bad) assert.equal(sumFromJson(v), undefined, JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x)));
 });

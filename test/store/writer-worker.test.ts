@@ -29,6 +29,21 @@ test('a batch writes each job whole to its fd, in order', () => {
   assert.equal(readFileSync(path.join(dir, 'b'), 'utf8'), 'x\n');
 });
 
+test('a batch writes only its first `jobs` jobs: what a larger earlier batch left in the shared plan is not written again', () => {
+  const dir = tempDir();
+  const a = openSync(path.join(dir, 'a'), 'a');
+  const b = openSync(path.join(dir, 'b'), 'a');
+  try {
+    const { bytes, plan } = batch([{ fd: a, text: 'one\n' }, { fd: b, text: 'stale\n' }]);
+    assert.equal(writeBatch(bytes, plan, 1), null);
+  } finally {
+    closeSync(a);
+    closeSync(b);
+  }
+  assert.equal(readFileSync(path.join(dir, 'a'), 'utf8'), 'one\n');
+  assert.equal(readFileSync(path.join(dir, 'b'), 'utf8'), '');
+});
+
 test('a failed job answers its errno and syscall; the jobs around it are written', () => {
   const dir = tempDir();
   const ok = openSync(path.join(dir, 'ok'), 'a');
