@@ -118,3 +118,18 @@ test('a folder that cannot be listed is logged at error by name, its temp files 
   assert.ok(said.includes('temp files in transcripts not swept | list transcripts: EACCES: permission denied'), said.join('\n'));
   assert.ok(existsSync(path.join(dir, 'transcripts/s.jsonl.tmp')) && existsSync(path.join(dir, 'state.json.tmp')));
 });
+
+test("the side folder's own temp files (marks, adoption marker, a link's replace) are swept by their whole name, nothing else", async (t) => {
+  const dir = tempDir();
+  const put = (rel: string): void => {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), 'x');
+  };
+  const swept = ['.herrscher-state/high-water.json.12', '.herrscher-state/high-water.json.12.34', '.herrscher-state/adopted-shared-side-files.56', '.herrscher-state/transcripts/s.json.12.34'];
+  const kept = ['.herrscher-state/old-high-water.json.12', '.herrscher-state/high-water.json.12.bak', '.herrscher-state/high-water.json.12.34.56'];
+  for (const rel of [...swept, ...kept]) put(rel);
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  for (const rel of swept) assert.equal(existsSync(path.join(dir, rel)), false, `${rel} swept`);
+  for (const rel of kept) assert.ok(existsSync(path.join(dir, rel)), `${rel} kept`);
+});
