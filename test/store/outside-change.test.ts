@@ -3,7 +3,7 @@
 // loaded (a new revision, reported to the commit listeners), logged at warn, never overwritten
 // unseen. Our own writes are never taken for someone else's.
 import assert from 'node:assert/strict';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { StateDocument } from '../../src/protocol/model.js';
 import type { Store } from '../../src/store/store.js';
@@ -136,4 +136,41 @@ test('the store\'s own writes, many and concurrent, are never taken for an outsi
   assert.deepEqual(o.warnings, []);
   assert.equal(o.store.listSessions().length, 40);
   assert.equal(o.commits.length, o.store.revision);
+});
+
+test('an outside edit is noticed by any one of size, mtime or inode changing alone, and the warning says both versions', async (t) => {
+  const o = await open(t);
+  await o.store.addSession(newSession('a'));
+  const doc = fileDoc(o.file);
+  const was = statSync(o.file);
+  const text = (id: string): string => JSON.stringify({ ...doc, instanceID: id }, null, 2);
+  const base = text('x'.repeat(8));
+  const cases: { what: string; write(): void }[] = [
+    // Same inode, same size, another mtime: an editor writing in place a change of equal length.
+    { what: 'mtime', write: () => { writeFileSync(o.file, text('m'.repeat(8))); utimesSync(o.file, was.atime, new Date(was.mtimeMs + 5000)); } },
+    // Same inode, same mtime, another size.
+    { what: 'size', write: () => { const m = statSync(o.file).mtime; writeFileSync(o.file, text('s'.repeat(9))); utimesSync(o.file, m, m); } },
+    // Another inode, same size and mtime: a rename over it of a file stamped like it.
+    { what: 'inode', write: () => {
+      const st = statSync(o.file);
+      writeFileSync(`${o.file}.edit`, text('i'.repeat(9)));
+      utimesSync(`${o.file}.edit`, st.atime, st.mtime);
+      renameSync(`${o.file}.edit`, o.file);
+    } },
+  ];
+  writeFileSync(o.file, base);
+  await o.store.refresh();
+  assert.equal(o.store.getPersistedState().instanceID, 'x'.repeat(8));
+  for (const c of cases) {
+    const warned = o.warnings.length;
+    const before = statSync(o.file);
+    c.write();
+    const after = statSync(o.file);
+    await o.store.refresh();
+    const id = (JSON.parse(readFileSync(o.file, 'utf8')) as StateDocument).instanceID;
+    assert.equal(o.store.getPersistedState().instanceID, id, `a change of ${c.what} alone is noticed`);
+    assert.equal(o.warnings.length, warned + 1, o.warnings.join('\n'));
+    const stamp = (s: { ino: number; size: number; mtimeMs: number }): string => `inode ${s.ino}, ${s.size} bytes, mtime ${new Date(s.mtimeMs).toISOString()}`;
+    assert.equal(o.warnings.at(-1), `state.json was changed by another process (now ${stamp(after)}; was ${stamp(before)}); loaded it: later reads and writes start from it`);
+  }
 });
