@@ -11,7 +11,6 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { errnoOf } from '../common/errno.js';
 import { BATCHED_WRITE_MAX, WriterThread } from './writer-thread.js';
-import { ReplaceThread } from './replace-thread.js';
 import type { FileStamp } from './writer-worker.js';
 
 export type { FileStamp } from './writer-worker.js';
@@ -94,14 +93,12 @@ export async function openNoFollow(file: string, flags: string | number, mode?: 
   }
 }
 
-/** The one writer thread of the process: every store's small writes share its hand-offs. */
+/** The one writer thread of the process: every store's small writes share its hand-offs, and each whole-file replace is one. */
 const writer = new WriterThread();
-/** The one replace thread of the process: each whole-file replace is one hand-off to it. */
-const replacer = new ReplaceThread();
 
 export const nodeIo: Io = {
-  // The whole replace in one hand-off (replace-thread.ts; the steps are writer-worker.ts's replaceFile).
-  writeAtomic: (file, data, opts) => replacer.replace(file, data, opts),
+  // The whole replace in one hand-off to the writer thread (the steps are writer-worker.ts's replaceFile).
+  writeAtomic: (file, data, opts) => writer.replace(file, data, opts),
   async syncDir(dir) {
     const fh = await openNoFollow(dir, C.O_RDONLY | C.O_DIRECTORY);
     try {

@@ -1,7 +1,7 @@
 // The writer thread's side of writer-thread.ts: it writes each batch the main thread announces,
 // in order, from the bytes and the plan (one fd and one length per job) shared with it, and
-// answers once per batch. The same module is the replace thread of replace-thread.ts: it replaces
-// a whole file (replaceFile) per message and answers each. It imports node: modules and
+// answers once per batch. It also replaces a whole file (replaceFile) per replace message, and
+// answers each. It imports node: modules and
 // write-file-atomic only; the CLI bundle carries it as a second entry (scripts/bundle-cli.mjs).
 import { constants as C, closeSync, fstatSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -9,7 +9,7 @@ import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import writeFileAtomic from 'write-file-atomic';
 
-/** What writer-thread.ts hands the worker when it starts it (the replace thread gets none). */
+/** What writer-thread.ts hands the worker when it starts it. */
 export interface WriterWorkerData {
   bytes: SharedArrayBuffer;
   plan: SharedArrayBuffer;
@@ -22,17 +22,17 @@ export interface FileStamp {
   mtimeMs: number;
 }
 
-/** One whole-file replace, as replace-thread.ts posts it (`data` transferred). */
+/** One whole-file replace, as writer-thread.ts posts it: its bytes are the first `length` of `region`. */
 export interface ReplaceJob {
-  id: number;
   file: string;
-  data: ArrayBuffer;
+  region: SharedArrayBuffer;
+  length: number;
   mode: number;
   sync: boolean;
 }
 
 /** The answer to a replace: the stamp of the file written, or why it failed. */
-export type ReplaceAnswer = { id: number; stamp: FileStamp } | { id: number; error: WireError };
+export type ReplaceAnswer = { stamp: FileStamp } | { error: WireError };
 
 /** A failed write as it crosses to the main thread (an Error's own fields do not survive the copy). */
 export interface WireError {
@@ -101,8 +101,8 @@ const EMPTY = new Uint8Array(0);
  * Replaces `file` whole with write-file-atomic's synchronous replace (temp file `<file>.<uint32>`
  * beside it, the names sweep.ts removes after a crash; fsync when `sync`; chmod; rename; the temp
  * file removed when the write fails), behind the store's own checks, and returns the stamp of the
- * file now at the name. Run on the replace thread (replace-thread.ts), so the whole replace is one
- * hand-off and never blocks the event loop.
+ * file now at the name. Run on the writer thread (writer-thread.ts, `replace`), so the whole
+ * replace is one hand-off and never blocks the event loop.
  *
  * - write-file-atomic resolves `file` through a symbolic link and writes the link's target: a
  *   link at `file` is replaced instead, as Go's rename replaces it (the data goes to a fresh
@@ -116,7 +116,7 @@ const EMPTY = new Uint8Array(0);
  *   mid-write would rename a short file into place. The data is written here instead, in full
  *   (a loop that surfaces ENOSPC), from its `tmpfileCreated` hook, which it calls before its own
  *   write; its own write is handed no bytes, so it cannot shorten or rewrite anything.
- * - It loads signal-exit while a write is in flight; on this thread no signal is delivered, so
+ * - It loads signal-exit while a write is in flight; on the writer thread no signal is delivered, so
  *   it never re-raises one in the server (serve keeps its own listeners all the same).
  * - It does not fsync the folder: the caller does (Io.syncDir) when the rename must survive power loss.
  *
@@ -178,20 +178,16 @@ function linkInTheWay(): NodeJS.ErrnoException {
 /** One replace job's answer, whatever happens. */
 export function answerReplace(job: ReplaceJob): ReplaceAnswer {
   try {
-    return { id: job.id, stamp: replaceFile(job.file, new Uint8Array(job.data), job) };
+    return { stamp: replaceFile(job.file, new Uint8Array(job.region, 0, job.length), job) };
   } catch (e) {
-    return { id: job.id, error: wireError(e) };
+    return { error: wireError(e) };
   }
 }
 
 if (parentPort) {
   const port = parentPort;
-  const data = workerData as WriterWorkerData | undefined;
-  if (data?.bytes) {
-    const bytes = Buffer.from(data.bytes);
-    const plan = new Int32Array(data.plan);
-    port.on('message', (jobs: number) => port.postMessage(writeBatch(bytes, plan, jobs)));
-  } else {
-    port.on('message', (job: ReplaceJob) => port.postMessage(answerReplace(job)));
-  }
+  const data = workerData as WriterWorkerData;
+  const bytes = Buffer.from(data.bytes);
+  const plan = new Int32Array(data.plan);
+  port.on('message', (m: number | ReplaceJob) => port.postMessage(typeof m === 'number' ? writeBatch(bytes, plan, m) : answerReplace(m)));
 }

@@ -143,7 +143,7 @@ test('write: no fsync for state.json, its folder, or the appends', { timeout: 12
 test('the real replace fsyncs its temp file before the rename with sync:true, and not with sync:false', async (t) => {
   const dir = tempDir();
   const file = path.join(dir, 'state.json');
-  // The replace runs on the replace thread (replaceFile, with write-file-atomic's synchronous
+  // The replace runs on the writer thread (replaceFile, with write-file-atomic's synchronous
   // replace): the same function is called here, with node:fs's calls recorded in order.
   const order: string[] = [];
   const { fsyncSync, renameSync } = fsCallbacks;

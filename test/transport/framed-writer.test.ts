@@ -105,3 +105,39 @@ test('the writer answers in the framing the peer used, whatever initialFraming s
   assert.equal(server.transport.framing(), 'ndjson');
   server.connection.dispose();
 });
+
+/** A Writable that records each write(2)-sized call it gets: a lone chunk, or a corked batch. */
+function recordingOutput(): { output: Writable; calls: string[][] } {
+  const calls: string[][] = [];
+  const output = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      calls.push([chunk.toString()]);
+      done();
+    },
+    writev(chunks, done) {
+      calls.push(chunks.map((c) => (c.chunk as Buffer).toString()));
+      done();
+    },
+  });
+  return { output, calls };
+}
+
+test('frames written in one turn, a few promise steps apart, go out in one write; a later turn gets its own', bounded, async () => {
+  const { output, calls } = recordingOutput();
+  const t = createFramedTransport(new PassThrough(), output, { maxMessageBytes: 1000, initialFraming: 'ndjson' });
+  // As a commit's notification and then the reply: both written from promise steps of one turn.
+  await Promise.resolve().then(async () => {
+    const first = t.writer.write(note(1));
+    await Promise.resolve();
+    await Promise.resolve();
+    const second = t.writer.write(note(2));
+    await Promise.all([first, second]);
+  });
+  assert.equal(calls.length, 1, `one write for the turn: ${JSON.stringify(calls)}`);
+  assert.deepEqual(calls[0]?.map((c) => (JSON.parse(c) as { params: { n: number } }).params.n), [1, 2]);
+  await new Promise((r) => setImmediate(r));
+  await t.writer.write(note(3));
+  assert.equal(calls.length, 2, 'the next turn is written on its own, not held');
+  assert.deepEqual(calls.flat().map((c) => (JSON.parse(c) as { params: { n: number } }).params.n), [1, 2, 3]);
+  t.close();
+});

@@ -1,16 +1,16 @@
-// The replace thread (replace-thread.ts): each whole-file replace is one hand-off, answered with
+// The writer thread's replaces (writer-thread.ts, replace): each whole-file replace is one hand-off, answered with
 // the stamp of the file it wrote; replaces in flight together all land, each answered with its
 // own outcome; a failure names its errno and leaves no temp file.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ReplaceThread } from '../../src/store/replace-thread.js';
+import { WriterThread } from '../../src/store/writer-thread.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('replaces in flight together each land whole, answered with the stamp of their file', async () => {
   const dir = tempDir();
-  const thread = new ReplaceThread();
+  const thread = new WriterThread();
   const files = Array.from({ length: 20 }, (_, i) => path.join(dir, `f${i % 5}.json`));
   const stamps = await Promise.all(files.map((f, i) => thread.replace(f, `version ${i} of ${path.basename(f)}`, { mode: 0o600, sync: false })));
   for (let k = 0; k < 5; k++) {
@@ -27,7 +27,7 @@ test('replaces in flight together each land whole, answered with the stamp of th
 test('a replace that fails rejects with its errno, the others still land', async () => {
   const dir = tempDir();
   writeFileSync(path.join(dir, 'plain'), 'a file, not a folder');
-  const thread = new ReplaceThread();
+  const thread = new WriterThread();
   const [bad, good] = await Promise.allSettled([
     thread.replace(path.join(dir, 'plain', 'state.json'), 'x', { mode: 0o600, sync: true }),
     thread.replace(path.join(dir, 'state.json'), 'kept', { mode: 0o600, sync: true }),
@@ -47,7 +47,7 @@ test('a link at the target is replaced by the file, never written through', asyn
   writeFileSync(victim, 'untouched');
   // A link at the target itself is replaced (rename), not followed.
   symlinkSync(victim, path.join(dir, 'state.json'));
-  await new ReplaceThread().replace(path.join(dir, 'state.json'), 'new', { mode: 0o600, sync: false });
+  await new WriterThread().replace(path.join(dir, 'state.json'), 'new', { mode: 0o600, sync: false });
   assert.equal(readFileSync(path.join(dir, 'state.json'), 'utf8'), 'new');
   assert.equal(readFileSync(victim, 'utf8'), 'untouched');
 });
