@@ -1,6 +1,6 @@
 // A signal while state.json is being replaced must run the ordered stop (exit 0, writes
 // finished), not kill the process: write-file-atomic loads signal-exit for each write, which
-// re-raises a signal whose only listener is its own. The replace runs on the replace thread
+// re-raises a signal whose only listener is its own. The replace runs on the writer thread
 // (no signal is delivered there) and serve keeps its listeners for the process's whole life, so
 // signal-exit is never alone. A second signal during the stop is logged and ignored (README,
 // "serve"): the stop still finishes every acknowledged write and exits 0.
