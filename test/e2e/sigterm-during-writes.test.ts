@@ -17,6 +17,8 @@ import { tempDir } from '../helpers/temp-dir.js';
 interface Busy {
   /** Sends the signals back to back, then resolves once the writer has stopped and the server exited. */
   signal(...signals: NodeJS.Signals[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; acknowledged: string[] }>;
+  /** Resolves once n writes were acknowledged (waiting on acknowledgements, not on a clock, so a loaded machine only makes it slower). */
+  acknowledged(n: number): Promise<void>;
   statePath: string;
   socket: string;
 }
@@ -56,6 +58,12 @@ async function busyServer(t: TestContext): Promise<Busy> {
   return {
     statePath,
     socket,
+    async acknowledged(n) {
+      while (acknowledged.length < n) {
+        if (stop) throw new Error(`the writes stopped after ${acknowledged.length} acknowledged\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
     async signal(...signals) {
       for (const s of signals) server.kill(s);
       await writer;
@@ -84,7 +92,7 @@ function assertStoppedInOrder(busy: Busy, out: Awaited<ReturnType<Busy['signal']
 test('SIGTERM in the middle of state.json writes stops in order with 0', { timeout: 60_000 }, async (t) => {
   for (let round = 0; round < 5; round++) {
     const busy = await busyServer(t);
-    await new Promise((r) => setTimeout(r, 150 + 100 * round));
+    await busy.acknowledged(2 + 4 * round);
     const out = await busy.signal('SIGTERM');
     assertStoppedInOrder(busy, out);
   }
@@ -96,7 +104,7 @@ test('a second signal during the stop is logged and ignored: the stop finishes a
   const pairs: NodeJS.Signals[][] = [['SIGTERM', 'SIGINT'], ['SIGINT', 'SIGTERM'], ['SIGTERM', 'SIGHUP'], ['SIGHUP', 'SIGINT']];
   for (const [round, pair] of pairs.entries()) {
     const busy = await busyServer(t);
-    await new Promise((r) => setTimeout(r, 150 + 100 * round));
+    await busy.acknowledged(2 + 4 * round);
     const out = await busy.signal(...pair);
     assertStoppedInOrder(busy, out);
     const lines = logLines(out.stderr);
