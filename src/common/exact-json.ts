@@ -19,6 +19,20 @@ const reviveMarked = (_key: string, v: unknown): unknown =>
   typeof v === 'string' && v.startsWith(MARK) ? BigInt(v.slice(MARK.length)) : v;
 
 /**
+ * The index of the quote that closes the JSON string opening at `open` (escapes skipped), or
+ * text.length when it is never closed: how a scan of JSON text steps over a string.
+ */
+export function closingQuote(text: string, open: number): number {
+  let i = open + 1;
+  for (; i < text.length; i++) {
+    const d = text.charCodeAt(i);
+    if (d === 0x5c) i++;
+    else if (d === 0x22) break;
+  }
+  return i;
+}
+
+/**
  * JSON.parse, except that an integer literal (no fraction, no exponent) beyond 2^53-1 is a
  * bigint. Numbers written otherwise (1e20, 1.5) are numbers, as JSON.parse makes them.
  */
@@ -31,11 +45,7 @@ export function parseExactJson(text: string): unknown {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
       // A string: skip to its closing quote (a malformed one is JSON.parse's to report).
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
+      i = closingQuote(text, i);
     } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
       let end = i + 1;
       while (end < text.length && isNumberChar(text.charCodeAt(end))) end++;

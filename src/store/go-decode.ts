@@ -2,7 +2,7 @@
 // accepts loads here and one it rejects is refused (or, for a transcript line, skipped):
 // keys matched with Go's case folding, null = zero value, type mismatches are errors, ints must be
 // integer literals in their Go type's range (exact beyond 2^53: they parse as bigints).
-import { parseExactJson } from '../common/exact-json.js';
+import { closingQuote, parseExactJson } from '../common/exact-json.js';
 import type { GoField, GoKind } from '../protocol/model.js';
 import { entryGoFields, homeGoFields, isGoInteger, sessionGoFields, stateGoFields } from '../protocol/model.js';
 import { wellFormed } from './go-text.js';
@@ -110,11 +110,7 @@ function nestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
+      i = closingQuote(text, i);
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) return true;
     } else if (c === 0x5d || c === 0x7d) depth--;
