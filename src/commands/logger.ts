@@ -17,9 +17,17 @@ export interface Logging {
   log: Logger;
   /** Where the lines go: a file, or stderr. */
   readonly toFile: boolean;
-  /** Writes out what is buffered; called before every exit. */
+  /** Writes out what is buffered, synchronously; for an exit that cannot wait. */
   flush(): void;
+  /**
+   * Writes out every line in order, a write already in flight first, then resolves: for an exit
+   * that can wait (at most END_WAIT_MS, then what is left is flushed synchronously).
+   */
+  end(): Promise<void>;
 }
+
+/** How long an exit waits for the log's last writes (a stalled stderr must not keep the process). */
+export const END_WAIT_MS = 2000;
 
 /** `auto`: pretty when the lines go to a terminal, JSON to a pipe or a file. */
 export function resolveFormat(format: LogFormat, file: string | undefined, stderrIsTTY = process.stderr.isTTY === true): 'json' | 'pretty' {
@@ -43,19 +51,43 @@ export function createLogging(level: LogLevel, file?: string, format: LogFormat 
       }
     : {};
   const log = pino({ level, base: { pid: process.pid }, serializers }, stream);
+  const flush = (): void => {
+    try {
+      dest.flushSync();
+    } catch (err) {
+      // Still buffered because stderr is gone or the file's disk is full: exiting anyway, and
+      // there is nowhere left to report it but stderr itself, which may be the very thing gone.
+      if (errnoOf(err) !== 'EPIPE' && file !== undefined) {
+        process.stderr.write(`herrscher-state: flushing the log ${file} failed: ${(err as Error).message}\n`);
+      }
+    }
+  };
   return {
     log,
     toFile: file !== undefined,
-    flush: () => {
-      try {
-        dest.flushSync();
-      } catch (err) {
-        // Still buffered because stderr is gone or the file's disk is full: exiting anyway, and
-        // there is nowhere left to report it but stderr itself, which may be the very thing gone.
-        if (errnoOf(err) !== 'EPIPE' && file !== undefined) {
-          process.stderr.write(`herrscher-state: flushing the log ${file} failed: ${(err as Error).message}\n`);
+    flush,
+    // Not flushSync alone: with an asynchronous write in flight it writes the later lines first,
+    // and the earlier ones land after them, or never once the process has exited.
+    end: () =>
+      new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          dest.off('close', done);
+          dest.off('error', done);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          flush();
+          done();
+        }, END_WAIT_MS);
+        dest.once('close', done);
+        dest.once('error', done); // the same failure a synchronous flush would meet: nothing to add
+        try {
+          dest.end();
+        } catch {
+          flush();
+          done();
         }
-      }
-    },
+      }),
   };
 }

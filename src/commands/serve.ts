@@ -2,7 +2,7 @@
 // signals, --exit-with-parent, --announce and the exit code. stdin EOF, the exit notification,
 // SIGTERM/SIGINT/SIGHUP, --exit-when-idle and the state dir's removal all end in the Service's
 // one ordered stop;
-// then the logs are flushed and the process exits with its code.
+// then the logs are written out in order and the process exits with its code.
 import path from 'node:path';
 import { Service } from '../server/service.js';
 import type { Durability } from '../store/state-store.js';
@@ -42,7 +42,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   // First, so the collections that loading the store causes already follow it.
   const heap = applyHeapSettings();
   const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
-  const { log, flush } = logging;
+  const { log } = logging;
   // A socket that cannot be served is said before the state dir is created or locked. A socket
   // in the state dir itself (`npm start`'s) is checked when it listens: opening the store makes
   // that folder, so on a first start it does not exist yet.
@@ -67,8 +67,8 @@ export async function serve(o: ServeOptions): Promise<void> {
     exitOnStartFailure(logging, 'state', path.resolve(o.state), err);
   }
   // Whatever stops the service (stdin EOF, exit, a signal, the state dir removed), the process ends with it.
-  void service.stopped.then(({ code }) => {
-    flush();
+  void service.stopped.then(async ({ code }) => {
+    await logging.end();
     process.exit(code);
   });
   const stop = (why: string): void => void service.stop(0, why);
