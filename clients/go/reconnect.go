@@ -120,7 +120,7 @@ func (c *Client) restore(ctx context.Context, gen int) error {
 		p := w.filter
 		p.Since = w.since()
 		c.mu.Unlock()
-		if _, _, err := c.subscribeOn(ctx, w, p, true); err != nil {
+		if _, _, err := c.subscribeOn(ctx, w, p, true, w.handle); err != nil {
 			return err
 		}
 	}

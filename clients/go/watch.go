@@ -23,6 +23,14 @@ type WatchOptions struct {
 	Transcripts []string
 	// Participants: participants/didAdd events for these session names (AllSessions: every one).
 	Participants []string
+	// Handle, when set, takes each event instead of Events: it is called on the connection's
+	// reader, in commit order, before any answer read after the event is handed to its caller
+	// (a call that committed a change returns after Handle has had that change's event, when
+	// the server sends it first, as it does on the calling connection). No goroutine is woken
+	// per event. Handle must return quickly and must not call the client; Events is then
+	// only closed when the watch ends (Err says why), and an overflow is handed to Handle
+	// as a *WatchOverflowParams before the watch ends.
+	Handle func(Event)
 }
 
 // watchQueueLimit bounds the events a Watcher holds for a reader that does not keep up: past
@@ -50,6 +58,8 @@ type Watcher struct {
 	seqs     map[string]int
 
 	events chan Event
+	// handle takes the events instead of events (WatchOptions.Handle): no pump then.
+	handle func(Event)
 	mu     sync.Mutex
 	queue  []Event
 	wake   chan struct{}
@@ -73,7 +83,7 @@ func names(n []string) interface{} {
 // then reads) drops what it has seen by seq (transcripts) or revision (state).
 func (c *Client) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
 	filter := subscribeParams{Sessions: opts.Sessions, Transcripts: names(opts.Transcripts), Participants: names(opts.Participants)}
-	w, r, err := c.subscribeOn(ctx, nil, filter, false)
+	w, r, err := c.subscribeOn(ctx, nil, filter, false, opts.Handle)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +120,7 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error)
 
 // subscribeOn sends watch/subscribe for w (nil: a new watcher); the notifications that come
 // before its reply is handled are held, then queued first, in order.
-func (c *Client) subscribeOn(ctx context.Context, w *Watcher, p subscribeParams, internal bool) (*Watcher, subscribeResult, error) {
+func (c *Client) subscribeOn(ctx context.Context, w *Watcher, p subscribeParams, internal bool, handle func(Event)) (*Watcher, subscribeResult, error) {
 	c.mu.Lock()
 	c.subscribing++
 	c.mu.Unlock()
@@ -133,11 +143,13 @@ func (c *Client) subscribeOn(ctx context.Context, w *Watcher, p subscribeParams,
 	}
 	if w == nil {
 		p.Since = nil
-		w = &Watcher{c: c, ID: r.Subscription, Revision: r.Revision, filter: p, seqs: map[string]int{}, events: make(chan Event), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		w = &Watcher{c: c, ID: r.Subscription, Revision: r.Revision, filter: p, seqs: map[string]int{}, events: make(chan Event), wake: make(chan struct{}, 1), stop: make(chan struct{}), handle: handle}
 		if c.reconnect != nil {
 			c.tracked[w] = struct{}{}
 		}
-		go w.pump()
+		if handle == nil {
+			go w.pump()
+		}
 	}
 	w.current = r.Subscription
 	c.watchers[w.current] = w
@@ -248,6 +260,14 @@ func (c *Client) deliverLocked(w *Watcher, n notification) {
 		return // a notification of a newer server: not ours to type
 	}
 	w.saw(ev)
+	if w.handle != nil {
+		w.handle(ev)
+		if _, overflow := ev.(*WatchOverflowParams); overflow {
+			c.dropLocked(w)
+			w.end(ErrWatchOverflow)
+		}
+		return
+	}
 	if _, overflow := ev.(*WatchOverflowParams); overflow {
 		c.dropLocked(w)
 		w.finish(ev, ErrWatchOverflow)
@@ -299,6 +319,10 @@ func (w *Watcher) end(err error) {
 	w.mu.Unlock()
 	if err == nil {
 		close(w.stop) // Close: queued events are dropped
+	}
+	if w.handle != nil {
+		close(w.events) // no pump: nothing is ever sent on it
+		return
 	}
 	w.poke()
 }

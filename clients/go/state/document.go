@@ -1,7 +1,5 @@
 package state
 
-import "reflect"
-
 // document is state.json as the server holds it (and as Go's Save writes a State).
 type document struct {
 	Home            HomeRef   `json:"home"`
@@ -50,7 +48,14 @@ func (d document) clone() document {
 // fields is the document a State's exported fields hold, with the overlay taken out again
 // where it shows (a seeded value the document itself does not have).
 func (s *State) fields() document {
-	d := document{Home: s.Home, Repo: s.Repo, Workspace: s.Workspace, Source: s.Source, Sessions: copySessions(s.Sessions), StatusMessageID: s.StatusMessageID, InstanceID: s.InstanceID}
+	d := s.fieldsView()
+	d.Sessions = copySessions(d.Sessions)
+	return d
+}
+
+// fieldsView is fields with Sessions sharing the State's slice: to compare, not to keep.
+func (s *State) fieldsView() document {
+	d := document{Home: s.Home, Repo: s.Repo, Workspace: s.Workspace, Source: s.Source, Sessions: s.Sessions, StatusMessageID: s.StatusMessageID, InstanceID: s.InstanceID}
 	o := s.defaults
 	if o.home != nil && d.Home == *o.home && s.base.Home.ID == "" {
 		d.Home = s.base.Home
@@ -83,9 +88,10 @@ func (s *State) show(d document) {
 
 // merge is a three-way merge: what local changed since base wins, everything else comes
 // from remote (another process's writes). Sessions merge as one field: a slice edited in
-// place here replaces the served one whole, as Go's Save would write it.
+// place here replaces the served one whole, as Go's Save would write it. The result shares
+// remote's rows (the caller's own copy) and copies local's.
 func merge(base, local, remote document) document {
-	out := remote.clone()
+	out := remote
 	if local.Home != base.Home {
 		out.Home = local.Home
 	}
@@ -104,7 +110,7 @@ func merge(base, local, remote document) document {
 	if local.InstanceID != base.InstanceID {
 		out.InstanceID = local.InstanceID
 	}
-	if !reflect.DeepEqual(local.Sessions, base.Sessions) {
+	if !sameSessions(local.Sessions, base.Sessions) {
 		out.Sessions = copySessions(local.Sessions)
 	}
 	return out

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -59,5 +60,49 @@ func TestAnotherClientsChangesReachTheFields(t *testing.T) {
 	r, err := other.FindSession(ctx, "d")
 	if err != nil || r == nil || r.ResumeToken != "tok" || r.Cmd != "x" {
 		t.Fatalf("the other client sees %+v %v", r, err)
+	}
+}
+
+// The feed's events wait for the next read of the replica, which applies them in order; past
+// the bound they are dropped and that read asks the server for the document instead.
+func TestQueuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound(t *testing.T) {
+	path := filepath.Join(stateDir(t), "state.json")
+	lockLikeHerrscher(t, path)
+	st := mustLoad(t, path)
+	if err := st.AddSession(Session{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	srv := serverFor(st.path)
+	srv.mu.Lock()
+	c, rev := srv.client, srv.remoteRev
+	srv.mu.Unlock()
+	handle := srv.queue(c)
+	// Events no server sent (the file never had this token): what a read shows says whether
+	// they were applied or the document was read again.
+	fake := func(n int) {
+		for i := 1; i <= n; i++ {
+			handle(&stateclient.SessionDidChangeParams{Revision: rev + i, Kind: "changed", Name: "a", Session: &stateclient.Session{Name: "a", ResumeToken: fmt.Sprint("queued-", i)}})
+		}
+	}
+	fake(3)
+	if a, _ := st.FindSession("a"); a.ResumeToken != "queued-3" {
+		t.Fatalf("after 3 queued events the row is %+v", a)
+	}
+	srv.reload()
+	if a, _ := st.FindSession("a"); a.ResumeToken != "" {
+		t.Fatalf("after a reload the row is %+v", a)
+	}
+	srv.mu.Lock()
+	rev = srv.remoteRev
+	srv.mu.Unlock()
+	fake(feedLimit + 1)
+	if a, _ := st.FindSession("a"); a.ResumeToken != "" {
+		t.Fatalf("past the bound the queued events were applied: %+v", a)
+	}
+	srv.feedMu.Lock()
+	held := len(srv.feed)
+	srv.feedMu.Unlock()
+	if held != 0 {
+		t.Fatalf("%d events still held after a read", held)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
@@ -37,7 +38,27 @@ type server struct {
 	// inUse counts calls in flight; uses counts calls ever (the idle closer compares it).
 	inUse int
 	uses  uint64
+
+	// feed holds the change feed's events as the connection's reader hands them over, in
+	// order, until a caller holding mu applies them (drainLocked): the reader never waits
+	// for mu (held across calls) and no goroutine is woken per event. A mutation's own event
+	// comes before its answer, so it is here when the mutation returns. queued says whether
+	// feed has anything, read without feedMu by every read of the replica.
+	feedMu sync.Mutex
+	feed   []fed
+	queued int32
 }
+
+// fed is one event of connection c; ev nil: events were dropped (the queue was at its
+// bound), so the replica must be read again.
+type fed struct {
+	c  *stateclient.Client
+	ev stateclient.Event
+}
+
+// feedLimit bounds the events held for a process that does not read: past it they are
+// dropped and the document is read again at the next read.
+const feedLimit = 4096
 
 var (
 	serversMu sync.Mutex
@@ -138,7 +159,7 @@ func (srv *server) connectLocked() error {
 	if err != nil {
 		return err
 	}
-	w, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true})
+	w, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true, Handle: srv.queue(c)})
 	if err != nil {
 		_ = c.Close()
 		return fmt.Errorf("state: watch %s: %w", srv.statePath, err)
@@ -158,18 +179,56 @@ func (srv *server) connectLocked() error {
 	return nil
 }
 
-// follow applies the feed to the replica: row events replace, append or drop rows exactly
-// as the server's row methods do (the server says "sessions" in state/didChange when they
-// cannot tell); a top-level change, which the feed names without values, is read at the next
-// call that reads.
+// queue is the feed's handler for connection c (WatchOptions.Handle): row events replace,
+// append or drop rows exactly as the server's row methods do (the server says "sessions" in
+// state/didChange when they cannot tell); a top-level change, which the feed names without
+// values, is read at the next call that reads. They are applied by drainLocked.
+func (srv *server) queue(c *stateclient.Client) func(stateclient.Event) {
+	return func(ev stateclient.Event) {
+		if _, overflow := ev.(*stateclient.WatchOverflowParams); overflow {
+			ev = nil // events were lost: read the document again
+		}
+		srv.feedMu.Lock()
+		if len(srv.feed) >= feedLimit {
+			srv.feed = append(srv.feed[:0], fed{c: c})
+		} else {
+			srv.feed = append(srv.feed, fed{c: c, ev: ev})
+		}
+		atomic.StoreInt32(&srv.queued, 1)
+		srv.feedMu.Unlock()
+	}
+}
+
+// drainLocked applies the queued events of the current connection to the replica (mu held).
+func (srv *server) drainLocked() {
+	if atomic.LoadInt32(&srv.queued) == 0 {
+		return
+	}
+	srv.feedMu.Lock()
+	q := srv.feed
+	srv.feed = nil
+	atomic.StoreInt32(&srv.queued, 0)
+	srv.feedMu.Unlock()
+	for _, f := range q {
+		if f.c != srv.client || !srv.loaded {
+			continue // an older connection's, or before the document was read (it has them)
+		}
+		if f.ev == nil {
+			srv.stale = true
+			continue
+		}
+		if !srv.stale {
+			srv.apply(f.ev)
+		}
+	}
+}
+
+// follow waits for the end of the watch: after an overflow it subscribes again; when the
+// connection ended it is forgotten.
 func (srv *server) follow(c *stateclient.Client, w *stateclient.Watcher) {
 	for {
-		for ev := range w.Events() {
-			srv.mu.Lock()
-			if srv.client == c && srv.loaded && !srv.stale {
-				srv.apply(ev)
-			}
-			srv.mu.Unlock()
+		for range w.Events() {
+			// Handle takes the events; this only ends with the watch.
 		}
 		if !errors.Is(w.Err(), stateclient.ErrWatchOverflow) || c.Err() != nil {
 			break
@@ -179,7 +238,7 @@ func (srv *server) follow(c *stateclient.Client, w *stateclient.Watcher) {
 		// document again once the new watch has begun.
 		srv.markStale(c)
 		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-		next, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true})
+		next, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true, Handle: srv.queue(c)})
 		cancel()
 		if err != nil {
 			break
@@ -325,6 +384,7 @@ func (srv *server) current(knownVersion uint64) (r replica, same bool, err error
 			return replica{}, false, err
 		}
 		srv.mu.Lock()
+		srv.drainLocked()
 		if srv.client == c.client && srv.loaded && !srv.stale {
 			r = replica{rev: srv.remoteRev, epoch: srv.epoch, version: srv.version}
 			same = srv.version == knownVersion
@@ -384,6 +444,7 @@ func (srv *server) saved(epoch int, d document, rev int, refetch bool) {
 	if srv.epoch != epoch || srv.client == nil {
 		return
 	}
+	srv.drainLocked()
 	if rev > srv.remoteRev {
 		srv.remote, srv.remoteRev, srv.applying = d.clone(), rev, 0
 		srv.version++
@@ -393,14 +454,24 @@ func (srv *server) saved(epoch int, d document, rev int, refetch bool) {
 	}
 }
 
-// changed applies a change this process's session setter made on the server before the
-// feed announces it, so every read in the process sees it when the setter returns (the
-// announcement then sets the same row again).
-func (srv *server) changed(epoch int, f func(d *document)) {
+// changed makes a change this process's session setter made on the server show in the
+// replica, so every read in the process sees it when the setter returns. The feed's event of
+// that change came before the setter's answer and is applied first; set then finds nothing to
+// change (and the States' copies stay as they are) unless the event was missing.
+func (srv *server) changed(epoch int, name string, set func(r *Session) bool) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.epoch == epoch && srv.client != nil {
-		f(&srv.remote)
+	if srv.epoch != epoch || srv.client == nil {
+		return
+	}
+	srv.drainLocked()
+	r := row(&srv.remote, name)
+	if r == nil {
+		return
+	}
+	before := copySession(*r)
+	set(r)
+	if !sameSession(&before, r) {
 		srv.version++
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
 
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
@@ -62,7 +61,8 @@ func (s *State) syncLocked() error {
 	if same {
 		return nil
 	}
-	cur := merge(s.base, s.fields(), r.doc)
+	// r.doc is this call's own copy: it becomes base, and show copies what the fields get.
+	cur := merge(s.base, s.fieldsView(), r.doc)
 	s.base, s.baseVersion = r.doc, r.version
 	s.show(cur)
 	return nil
@@ -278,12 +278,20 @@ func (s *State) RemoveSession(name string) error {
 
 // row is the first session named name in d, or nil.
 func row(d *document, name string) *Session {
-	for i := range d.Sessions {
-		if d.Sessions[i].Name == name {
-			return &d.Sessions[i]
-		}
+	if i := rowIndex(d.Sessions, name); i >= 0 {
+		return &d.Sessions[i]
 	}
 	return nil
+}
+
+// rowIndex is the index of the first session named name, or -1.
+func rowIndex(rows []Session, name string) int {
+	for i := range rows {
+		if rows[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // setRow is a session setter: set changes the row and says whether Go would save. With no
@@ -301,8 +309,8 @@ func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx con
 	if err := s.syncLocked(); err != nil {
 		return err
 	}
-	cur := s.fields()
-	if !reflect.DeepEqual(cur, s.base) {
+	cur := s.fieldsView()
+	if !sameDocument(&cur, &s.base) {
 		s.mu.Unlock()
 		locked = false
 		return s.mutate(func(d *document) (bool, error) {
@@ -310,8 +318,12 @@ func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx con
 			return r != nil && set(r), nil
 		})
 	}
-	r := row(&cur, name)
-	if r == nil || !set(r) {
+	i := rowIndex(cur.Sessions, name)
+	if i < 0 {
+		return nil
+	}
+	changed := copySession(cur.Sessions[i])
+	if !set(&changed) {
 		return nil
 	}
 	epoch := s.baseEpoch
@@ -323,14 +335,12 @@ func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx con
 	}
 	if err != nil {
 		// As Go's save: the change stays in memory (and is saved with the next save).
-		s.show(cur)
+		rows := copySessions(s.Sessions)
+		rows[i] = changed
+		s.Sessions = rows
 		return err
 	}
-	s.srv.changed(epoch, func(d *document) {
-		if r := row(d, name); r != nil {
-			set(r)
-		}
-	})
+	s.srv.changed(epoch, name, set)
 	return s.syncLocked()
 }
 
