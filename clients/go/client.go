@@ -182,7 +182,16 @@ func (c *Client) lost(gen int, err error, rw io.ReadWriteCloser) {
 // readLine reads one line of at most max bytes (plus its "\r\n"); a longer one is an error
 // before more of it is buffered.
 func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
+	first, err := r.ReadSlice('\n')
+	if len(first) > max+2 {
+		return nil, fmt.Errorf("the server sent a malformed reply: a line over the message limit of %d bytes", max)
+	}
+	if err != bufio.ErrBufferFull {
+		// The common case, a line within the buffer: no copy (valid until the next read;
+		// dispatch copies what it keeps).
+		return first, err
+	}
+	line := append([]byte(nil), first...)
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > max+2 {
@@ -318,7 +327,11 @@ func (c *Client) write(v interface{}) error {
 }
 
 func (c *Client) writeBytes(b []byte) error {
-	b = append(b, '\n')
+	return c.writeLine(append(b, '\n'))
+}
+
+// writeLine writes one whole line (its newline included) in one write.
+func (c *Client) writeLine(b []byte) error {
 	c.mu.Lock()
 	rw := c.rw
 	c.mu.Unlock()
@@ -358,8 +371,10 @@ func (c *Client) callOn(ctx context.Context, method string, params, result inter
 	}
 	// Marshalled before an id is taken: params JSON cannot carry (NaN, ±Inf, a channel) are
 	// refused with nothing sent, and the connection stays as it was.
-	raw, err := json.Marshal(params)
+	frame := getFrame()
+	raw, err := frame.marshalParams(params)
 	if err != nil {
+		putFrame(frame)
 		return fmt.Errorf("%s: params not sent: %w", method, err)
 	}
 	ch := make(chan response, 1)
@@ -367,18 +382,22 @@ func (c *Client) callOn(ctx context.Context, method string, params, result inter
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
+		putFrame(frame)
 		return err
 	}
 	if c.reconnecting && !internal {
 		err := c.lostBy
 		c.mu.Unlock()
+		putFrame(frame)
 		return err // lost again since it was restored: this call was never sent
 	}
 	c.nextID++
 	id := c.nextID
 	c.pending[id] = ch
 	c.mu.Unlock()
-	if err := c.write(request{JSONRPC: "2.0", ID: id, Method: method, Params: json.RawMessage(raw)}); err != nil {
+	err = c.writeLine(frame.requestLine(id, method, raw))
+	putFrame(frame)
+	if err != nil {
 		c.forget(id)
 		if cerr := c.Err(); cerr != nil {
 			return cerr
@@ -436,13 +455,6 @@ func (c *Client) notify(ctx context.Context, method string, params interface{}) 
 		return err
 	}
 	return c.write(notificationMessage{JSONRPC: "2.0", Method: method, Params: params})
-}
-
-type request struct {
-	JSONRPC string      `json:"jsonrpc"`
-	ID      int64       `json:"id"`
-	Method  string      `json:"method"`
-	Params  interface{} `json:"params"`
 }
 
 type notificationMessage struct {

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
@@ -41,8 +42,9 @@ func AppendTranscript(path string, e TranscriptEntry) error {
 	if !ok {
 		return appendTranscriptFile(path, e)
 	}
-	if _, err := json.Marshal(e); err != nil {
-		return err // NaN or ±Inf cost: Go's own error, and nothing is sent
+	if math.IsNaN(e.Cost) || math.IsInf(e.Cost, 0) {
+		_, err := json.Marshal(e)
+		return err // Go's own error (its only float), and nothing is sent
 	}
 	return srv.call(func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/append", appendTranscriptParams{Name: name, Entry: e}, nil)

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,8 +47,15 @@ func TestTranscriptsAreWrittenForAnyNameAndReadAsGo(t *testing.T) {
 	if st := mustLoad(t, filepath.Join(dir, "state.json")); st.Sessions != nil {
 		t.Fatal("an append made a session row")
 	}
-	if err := AppendTranscript(path, TranscriptEntry{Cost: math.NaN()}); err == nil || !strings.Contains(err.Error(), "unsupported value") {
-		t.Fatalf("NaN cost: %v", err)
+	for _, cost := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		e := TranscriptEntry{Cost: cost}
+		_, want := json.Marshal(e)
+		if err := AppendTranscript(path, e); err == nil || want == nil || err.Error() != want.Error() {
+			t.Fatalf("cost %v: %v, want Go's %v", cost, err, want)
+		}
+	}
+	if got := ReadTranscript(path, 0); len(got) != 3 {
+		t.Fatalf("after refused appends the transcript holds %d entries", len(got))
 	}
 	if err := RemoveTranscript(path); err != nil {
 		t.Fatal(err)
