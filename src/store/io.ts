@@ -112,6 +112,7 @@ export const nodeIo: Io = {
   // reads) must stall the writers waiting for it, not every connection. Small writes
   // share one hand-off per turn of the event loop (writer-thread.ts); a big one goes alone through
   // the thread pool.
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: either road writes every byte off the main thread, and a file's appends wait for each other; only the cost differs
   write: (fh, buf) => (buf.length <= BATCHED_WRITE_MAX ? writer.write(fh.fd, buf) : writeAll(fh, buf)),
   datasync: (fh) => fh.datasync(),
   truncate: (fh, len) => fh.truncate(len),
