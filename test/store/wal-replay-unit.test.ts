@@ -1,0 +1,188 @@
+// The write-ahead log's scan and replay called directly on a state dir: what makes a line damaged
+// (each reason said), which files a record may touch, the seqs handed back before the log is
+// emptied, what the replay says and returns, and that a failure in the middle empties nothing.
+// wal.test.ts, wal-damaged.test.ts and replay.test.ts check the same through a crashed store.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { crc32 } from 'node:zlib';
+import type { Io } from '../../src/store/io.js';
+import { nodeIo, withIo } from '../../src/store/io.js';
+import { storeLog } from '../../src/store/store-log.js';
+import { parseWal, replayWal, scanWal, WAL_REL } from '../../src/store/wal.js';
+import { errno, storeError } from '../helpers/store.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+const hex8 = (s: string): string => crc32(s).toString(16).padStart(8, '0');
+const framed = (json: string): string => `${hex8(json)} ${json}\n`;
+const rec = (r: object): string => framed(JSON.stringify(r));
+
+test('scanWal: each kind of damaged line is skipped with its reason and line number; the records around it are read', () => {
+  const good = { f: 'transcripts/s.jsonl', i: 1, o: 0, d: 'x\n' };
+  const lines: [string, string | undefined][] = [
+    [rec(good), undefined],
+    [rec({ ...good, s: 3 }), undefined],
+    [`${hex8('{}')}x{}\n`, 'checksum mismatch'],
+    [`${hex8('{"a":1}')} {"a":2}\n`, 'checksum mismatch'],
+    [framed('{nope'), 'not JSON'],
+    [rec([good]), 'not an object'],
+    [framed('null'), 'not an object'],
+    [framed('7'), 'not an object'],
+    [rec({ ...good, f: 1 }), 'f is not a string'],
+    [rec({ ...good, i: -1 }), 'i is not an inode number'],
+    [rec({ ...good, i: '1' }), 'i is not an inode number'],
+    [rec({ ...good, o: 1.5 }), 'o is not an offset (a whole number ≥ 0)'],
+    [rec({ ...good, o: -1 }), 'o is not an offset (a whole number ≥ 0)'],
+    [rec({ ...good, d: 5 }), 'd is not a string'],
+    [rec({ ...good, s: -2 }), 's is not a seq (a whole number ≥ 0)'],
+    [rec({ ...good, s: '3' }), 's is not a seq (a whole number ≥ 0)'],
+    [rec({ ...good, i: 0, o: 0, s: 0 }), undefined],
+  ];
+  const torn = rec(good).slice(0, 20);
+  const scan = scanWal(Buffer.from(lines.map(([l]) => l).join('') + torn));
+  const damaged = lines.flatMap(([, why], i) => (why ? [{ line: i + 1, why }] : []));
+  assert.deepEqual(scan.damaged, damaged);
+  assert.deepEqual(scan.records, [good, { ...good, s: 3 }, { ...good, i: 0, o: 0, s: 0 }]);
+  assert.deepEqual(parseWal(Buffer.from(lines.map(([l]) => l).join(''))), scan.records);
+  assert.deepEqual(scanWal(Buffer.alloc(0)), { records: [], damaged: [] });
+});
+
+test('scanWal: a checksum with a leading zero is written and read zero-padded', () => {
+  let json = '';
+  for (let n = 0; ; n++) {
+    json = JSON.stringify({ f: 'transcripts/s.jsonl', i: n, o: 0, d: '' });
+    if (crc32(json) < 0x10000000) break;
+  }
+  assert.deepEqual(scanWal(Buffer.from(framed(json))).records, [JSON.parse(json)]);
+  assert.equal(scanWal(Buffer.from(`${crc32(json).toString(16)} ${json}\n`)).damaged.length, 1, 'unpadded is not the format');
+});
+
+interface Replay {
+  dir: string;
+  warnings: string[];
+  errors: string[];
+  log: ReturnType<typeof storeLog>;
+}
+
+function replayDir(records: string): Replay {
+  const dir = tempDir();
+  mkdirSync(path.join(dir, '.herrscher-state'));
+  mkdirSync(path.join(dir, 'transcripts'));
+  writeFileSync(path.join(dir, WAL_REL), records);
+  const warnings: string[] = [];
+  const errors: string[] = [];
+  return { dir, warnings, errors, log: storeLog({ warn: (m) => warnings.push(m), error: (m) => errors.push(m) }) };
+}
+
+/** A transcript file and its inode. */
+function transcript(dir: string, name: string, text: string): { file: string; ino: number } {
+  const file = path.join(dir, 'transcripts', `${name}.jsonl`);
+  writeFileSync(file, text);
+  return { file, ino: statSync(file).ino };
+}
+
+test('replayWal: no log is nothing to do; a log that cannot be read is an error naming it', async () => {
+  const dir = tempDir();
+  assert.equal(await replayWal(nodeIo, dir, storeLog({})), 0);
+  const failing = withIo({ readFile: () => Promise.reject(errno('EACCES', 'open')) });
+  await assert.rejects(() => replayWal(failing, dir, storeLog({})), storeError('io', [`read ${WAL_REL}: EACCES`], 'EACCES'));
+});
+
+test('replayWal: records put back, counted and said; seqs handed back, the highest per file; the log emptied after', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', '');
+  const b = transcript(r.dir, 'b', 'b1\n');
+  writeFileSync(path.join(r.dir, WAL_REL), [
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a1\n', s: 1 }),
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 3, d: 'a2\n', s: 4 }),
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 6, d: 'a3\n', s: 3 }),
+    rec({ f: 'transcripts/b.jsonl', i: b.ino, o: 0, d: 'b1\n', s: 1 }),
+  ].join(''));
+  let seqs: [string, number][] = [];
+  let emptiedBefore: number | undefined;
+  const n = await replayWal(nodeIo, r.dir, r.log, async (m) => {
+    seqs = [...m].sort();
+    emptiedBefore = statSync(path.join(r.dir, WAL_REL)).size;
+  });
+  assert.equal(n, 3);
+  assert.equal(readFileSync(a.file, 'utf8'), 'a1\na2\na3\n');
+  assert.equal(readFileSync(b.file, 'utf8'), 'b1\n', 'bytes already there are not written twice');
+  assert.deepEqual(seqs, [['transcripts/a.jsonl', 4], ['transcripts/b.jsonl', 1]]);
+  assert.ok((emptiedBefore ?? 0) > 0, 'the seqs are handed back before the log is emptied');
+  assert.equal(statSync(path.join(r.dir, WAL_REL)).size, 0);
+  assert.deepEqual(r.warnings, ['wal: 3 append(s) the files lacked after a crash were put back']);
+  assert.deepEqual(r.errors, []);
+  // Again: everything is in place, nothing to say.
+  writeFileSync(path.join(r.dir, WAL_REL), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a1\n' }));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 0);
+  assert.equal(r.warnings.length, 1);
+});
+
+test('replayWal with keepLog leaves the log\'s records where they are', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', '');
+  const log = rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a1\n' });
+  writeFileSync(path.join(r.dir, WAL_REL), log);
+  assert.equal(await replayWal(nodeIo, r.dir, r.log, undefined, { keepLog: true }), 1);
+  assert.equal(readFileSync(path.join(r.dir, WAL_REL), 'utf8'), log);
+  assert.equal(readFileSync(a.file, 'utf8'), 'a1\n');
+});
+
+test('replayWal: a record naming a file the store does not write is ignored with an error; a gone or replaced file is left alone', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', 'kept\n');
+  writeFileSync(path.join(r.dir, 'state.json'), '{}');
+  const stray = ['state.json', 'transcripts/../state.json', 'transcripts/x/y.jsonl', 'participants/p.jsonl', 'transcripts/a.json', 'xtranscripts/a.jsonl'];
+  writeFileSync(path.join(r.dir, WAL_REL), [
+    ...stray.map((f) => rec({ f, i: 1, o: 0, d: 'evil\n' })),
+    rec({ f: 'transcripts/gone.jsonl', i: 5, o: 0, d: 'g\n' }),
+    rec({ f: 'transcripts/a.jsonl', i: a.ino + 1, o: 0, d: 'other inode\n' }),
+  ].join(''));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 0);
+  assert.deepEqual(r.errors, stray.map((f) => `wal: record for ${JSON.stringify(f)} ignored: not a file this store writes`));
+  assert.equal(readFileSync(path.join(r.dir, 'state.json'), 'utf8'), '{}');
+  assert.equal(readFileSync(a.file, 'utf8'), 'kept\n');
+  assert.equal(existsSync(path.join(r.dir, 'transcripts/gone.jsonl')), false);
+});
+
+test('replayWal: damaged lines are said in one error (the first ten, then …), the valid ones replayed', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', '');
+  const bad = Array.from({ length: 12 }, (_, i) => `${hex8('x')} {"bad":${i}}\n`);
+  writeFileSync(path.join(r.dir, WAL_REL), [...bad.slice(0, 2), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a1\n' }), ...bad.slice(2)].join(''));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 1);
+  const lines = [1, 2, 4, 5, 6, 7, 8, 9, 10, 11].map((n) => `line ${n} (checksum mismatch)`).join(', ');
+  assert.deepEqual(r.errors, [`wal: 12 damaged record(s) in ${WAL_REL} skipped: ${lines}, …; the 1 valid record(s) around them are replayed; an append whose record was damaged is put back only if its file kept it`]);
+  const few = replayDir(`${hex8('x')} {}\n`);
+  await replayWal(nodeIo, few.dir, few.log);
+  assert.deepEqual(few.errors, [`wal: 1 damaged record(s) in ${WAL_REL} skipped: line 1 (checksum mismatch); the 0 valid record(s) around them are replayed; an append whose record was damaged is put back only if its file kept it`]);
+});
+
+test('replayWal: one entry re-appended after foreign bytes is said as one entry', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', 'foreign\n');
+  writeFileSync(path.join(r.dir, WAL_REL), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'ours\n' }));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 1);
+  assert.equal(readFileSync(a.file, 'utf8'), 'foreign\nours\n');
+  assert.deepEqual(r.errors, ['wal: transcripts/a.jsonl holds bytes this server did not write where its records belong (another writer appended after a crash); kept them and re-appended 1 entry after the file\'s end']);
+});
+
+test('replayWal: a failure in the middle is an error naming the log; nothing is emptied and the seqs are not handed back', async () => {
+  const cases: [string, (file: string) => Partial<Io>, string][] = [
+    ['a write', () => ({ write: () => Promise.reject(errno('ENOSPC')) }), 'ENOSPC'],
+    ['an open', (file) => ({ open: (f, fl, m) => (f === file ? Promise.reject(errno('EACCES', 'open')) : nodeIo.open(f, fl, m)) }), 'EACCES'],
+    ['an inode', () => ({ inode: () => Promise.reject(errno('EIO', 'fstat')) }), 'EIO'],
+    ['a sync', () => ({ datasync: () => Promise.reject(errno('EIO', 'fdatasync')) }), 'EIO'],
+  ];
+  for (const [what, overrides, code] of cases) {
+    const r = replayDir('');
+    const a = transcript(r.dir, 'a', '');
+    const log = rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a1\n', s: 1 });
+    writeFileSync(path.join(r.dir, WAL_REL), log);
+    let handed = false;
+    await assert.rejects(() => replayWal(withIo(overrides(a.file)), r.dir, r.log, async () => void (handed = true)), storeError('io', [`replay ${WAL_REL}: ${code}`], code), what);
+    assert.equal(handed, false, what);
+    assert.equal(readFileSync(path.join(r.dir, WAL_REL), 'utf8'), log, what);
+  }
+});
