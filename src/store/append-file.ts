@@ -199,7 +199,7 @@ export class AppendFile<T = undefined> {
         await this.io.syncDir(path.dirname(dir));
       }
     } catch (err) {
-      await closeAfterFailure(fh, err);
+      await this.closeAfterFailure(fh);
       throw err;
     }
     this.fh = fh;
@@ -207,6 +207,18 @@ export class AppendFile<T = undefined> {
     this.ino = await this.io.inode(fh);
     this.options.opened?.(this.size, this.ino);
     return fh;
+  }
+
+  /**
+   * Closes a handle after its open failed part-way; a close that fails too is logged (the caller
+   * hears of the first failure: its errno's reason is all a StoreError keeps of its message).
+   */
+  private async closeAfterFailure(fh: FileHandle): Promise<void> {
+    try {
+      await fh.close();
+    } catch (err) {
+      this.options.log.error(`closing ${this.rel} failed as well, after a failed open`, err);
+    }
   }
 
   private async repairTail(fh: FileHandle): Promise<void> {
@@ -224,15 +236,6 @@ export class AppendFile<T = undefined> {
       this.size = start;
     }
     if (this.durability === 'sync') await this.io.datasync(fh);
-  }
-}
-
-/** Closes a handle after `cause` failed; a close error is attached to the cause, never lost. */
-async function closeAfterFailure(fh: FileHandle, cause: unknown): Promise<void> {
-  try {
-    await fh.close();
-  } catch (err) {
-    if (cause instanceof Error) cause.message += ` (and closing the file failed: ${(err as Error).message})`;
   }
 }
 
