@@ -126,14 +126,12 @@ export class AppendFile<T = undefined> {
     const createdNow = this.createdNow;
     this.createdNow = false;
     try {
-      await this.io.write(fh, buf);
-      if (this.durability === 'sync') {
-        const wal = this.options.wal;
-        if (wal) {
-          const s = this.options.nextSeq?.(jobs.map((j) => j.tag));
-          await wal.record({ f: this.rel, i: this.ino, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
-        }
-        else await this.io.datasync(fh);
+      const wal = this.durability === 'sync' ? this.options.wal : undefined;
+      if (this.durability === 'sync' && !wal) await this.io.writeSynced(fh, buf);
+      else await this.io.write(fh, buf);
+      if (wal) {
+        const s = this.options.nextSeq?.(jobs.map((j) => j.tag));
+        await wal.record({ f: this.rel, i: this.ino, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
       }
       this.size = before + buf.length;
     } catch (err) {

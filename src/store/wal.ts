@@ -250,8 +250,7 @@ export class WriteAheadLog {
     if (this.poisoned) throw this.poisoned;
     const before = this.size;
     try {
-      await this.io.write(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
-      await this.io.datasync(this.fh);
+      await this.io.writeSynced(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
       this.size = before + batch.reduce((n, p) => n + p.bytes.length, 0);
     } catch (err) {
       const e = ioError('append to', this.rel, err);

@@ -18,6 +18,7 @@
 // posted while a replace runs waits for it (~0.2 ms; with --durability sync, its fsync).
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { CTL, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
 import type { BatchAnswer, FileStamp, ReplaceAnswer, ReplaceJob, WriterWorkerData } from './writer-worker.js';
 
 /**
@@ -42,7 +43,7 @@ export const BATCHED_WRITE_MAX = 64 * 1024;
  * more than the message itself). Only one batch is out at a time, so one region suffices.
  */
 const BATCH_BYTES = 1024 * 1024;
-/** Jobs one batch may hold (each one fd and one length in the shared plan). */
+/** Jobs one batch may hold (each its fd, length and flags in the shared plan). */
 const BATCH_JOBS = 4096;
 
 interface PendingReplace {
@@ -57,6 +58,7 @@ interface PendingReplace {
 interface Job {
   readonly fd: number;
   readonly buf: Buffer;
+  readonly datasync: boolean;
   resolve(n: number): void;
   reject(err: Error): void;
 }
@@ -64,6 +66,7 @@ interface Job {
 /** A running worker and its view of a batch: the bytes, and one fd and one length per job. */
 interface Thread {
   readonly worker: Worker;
+  readonly ctl: Int32Array;
   readonly bytes: Buffer;
   readonly plan: Int32Array;
 }
@@ -95,11 +98,14 @@ export class WriterThread {
     });
   }
 
-  /** Writes all of `buf` to `fd` at its offset; resolves with its length once it is written. */
-  write(fd: number, buf: Buffer): Promise<number> {
+  /**
+   * Writes all of `buf` to `fd` at its offset; resolves with its length once it is written (and,
+   * with `datasync`, once `fd` was fdatasync'ed after it: one hand-off for a durable write).
+   */
+  write(fd: number, buf: Buffer, { datasync = false }: { datasync?: boolean } = {}): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       if (this.queued.length === 0 && !this.out) setImmediate(() => this.flush());
-      this.queued.push({ fd, buf, resolve, reject });
+      this.queued.push({ fd, buf, datasync, resolve, reject });
     });
   }
 
@@ -122,6 +128,7 @@ export class WriterThread {
     const job: ReplaceJob = { file: next.file, region: this.region, length: next.bytes.length, mode: next.mode, sync: next.sync };
     thread.worker.ref();
     thread.worker.postMessage(job);
+    wake(thread);
   }
 
   private flush(): void {
@@ -141,8 +148,9 @@ export class WriterThread {
     for (const j of this.queued) {
       if (take === BATCH_JOBS || at + j.buf.length > BATCH_BYTES) break;
       at += j.buf.copy(thread.bytes, at);
-      thread.plan[2 * take] = j.fd;
-      thread.plan[2 * take + 1] = j.buf.length;
+      thread.plan[PLAN_INTS * take] = j.fd;
+      thread.plan[PLAN_INTS * take + 1] = j.buf.length;
+      thread.plan[PLAN_INTS * take + 2] = j.datasync ? PLAN_DATASYNC : 0;
       take++;
     }
     const batch = take === this.queued.length ? this.queued : this.queued.slice(0, take);
@@ -151,15 +159,17 @@ export class WriterThread {
     // pending write always does.
     thread.worker.ref();
     this.out = batch;
-    thread.worker.postMessage(take);
+    Atomics.store(thread.ctl, CTL.JOBS, take);
+    wake(thread);
   }
 
   private started(): Thread {
     if (this.thread) return this.thread;
+    const ctl = new SharedArrayBuffer(CTL.LENGTH * Int32Array.BYTES_PER_ELEMENT);
     const bytes = new SharedArrayBuffer(BATCH_BYTES);
-    const plan = new SharedArrayBuffer(BATCH_JOBS * 2 * Int32Array.BYTES_PER_ELEMENT);
+    const plan = new SharedArrayBuffer(BATCH_JOBS * PLAN_INTS * Int32Array.BYTES_PER_ELEMENT);
     const entry = workerEntry();
-    const workerData: WriterWorkerData = { bytes, plan };
+    const workerData: WriterWorkerData = { ctl, bytes, plan };
     const worker = new Worker(entry.filename, {
       eval: entry.eval,
       workerData,
@@ -180,7 +190,7 @@ export class WriterThread {
     // started by the first write, not ahead: starting it with the store cost spawn-to-first-reply
     // ~13 ms (1.61 × → 1.79 × the bare server), and the first append pays its 30–80 ms once.
     worker.unref();
-    this.thread = { worker, bytes: Buffer.from(bytes), plan: new Int32Array(plan) };
+    this.thread = { worker, ctl: new Int32Array(ctl), bytes: Buffer.from(bytes), plan: new Int32Array(plan) };
     return this.thread;
   }
 
@@ -221,4 +231,10 @@ export class WriterThread {
     if (this.replacesQueued.length > 0) setImmediate(() => this.postReplace());
     if (this.queued.length > 0) setImmediate(() => this.flush());
   }
+}
+
+/** Wakes the worker for what was just posted (a futex wake, no message: writer-worker.ts, serve). */
+function wake(thread: Thread): void {
+  Atomics.add(thread.ctl, CTL.WAKE, 1);
+  Atomics.notify(thread.ctl, CTL.WAKE);
 }

@@ -1,16 +1,19 @@
 // The writer thread's side of writer-thread.ts: it writes each batch the main thread announces,
-// in order, from the bytes and the plan (one fd and one length per job) shared with it, and
+// in order, from the bytes and the plan (fd, length and flags per job) shared with it, and
 // answers once per batch. It also replaces a whole file (replaceFile) per replace message, and
 // answers each. It imports node: modules and
 // write-file-atomic only; the CLI bundle carries it as a second entry (scripts/bundle-cli.mjs).
-import { constants as C, closeSync, fstatSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { constants as C, closeSync, fdatasyncSync, fstatSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import writeFileAtomic from 'write-file-atomic';
+import { CTL, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
 
 /** What writer-thread.ts hands the worker when it starts it. */
 export interface WriterWorkerData {
+  /** The control words (CTL). */
+  ctl: SharedArrayBuffer;
   bytes: SharedArrayBuffer;
   plan: SharedArrayBuffer;
 }
@@ -50,16 +53,22 @@ function wireError(e: unknown): WireError {
   return { message: String(err?.message), code: err?.code, errno: err?.errno, syscall: err?.syscall };
 }
 
-/** Writes the first `jobs` jobs of the plan, each in full, one after the other. */
+/**
+ * Writes the first `jobs` jobs of the plan, each in full, one after the other; a job flagged
+ * PLAN_DATASYNC is then fdatasync'ed, so a durable write costs one hand-off, not a second one
+ * through the thread pool for its sync. A job whose write failed is not synced.
+ */
 export function writeBatch(bytes: Buffer, plan: Int32Array, jobs: number): BatchAnswer {
   let failed: (WireError | null)[] | undefined;
   let at = 0;
   for (let i = 0; i < jobs; i++) {
-    const fd = plan[2 * i]!;
-    const len = plan[2 * i + 1]!;
+    const fd = plan[PLAN_INTS * i]!;
+    const len = plan[PLAN_INTS * i + 1]!;
+    const flags = plan[PLAN_INTS * i + 2]!;
     let off = 0;
     try {
       while (off < len) off += writeSync(fd, bytes, at + off, len - off);
+      if (flags & PLAN_DATASYNC) fdatasyncSync(fd);
     } catch (e) {
       failed ??= new Array<WireError | null>(jobs).fill(null);
       failed[i] = wireError(e);
@@ -184,10 +193,28 @@ export function answerReplace(job: ReplaceJob): ReplaceAnswer {
   }
 }
 
+/**
+ * The worker's loop: sleeps on the wake word, then writes the batch posted (if any) and runs the
+ * replaces posted (if any), each answered by a message. A batch and a replace never depend on
+ * each other (the main thread has at most one of each out, and awaits each before the next).
+ * `take` returns the next posted replace, or undefined.
+ */
+export function serve(ctl: Int32Array, bytes: Buffer, plan: Int32Array, take: () => ReplaceJob | undefined, answer: (a: BatchAnswer | ReplaceAnswer) => void): never {
+  let seen = 0;
+  for (;;) {
+    Atomics.wait(ctl, CTL.WAKE, seen);
+    seen = Atomics.load(ctl, CTL.WAKE);
+    const jobs = Atomics.exchange(ctl, CTL.JOBS, 0);
+    if (jobs > 0) answer(writeBatch(bytes, plan, jobs));
+    for (let job = take(); job; job = take()) answer(answerReplace(job));
+  }
+}
+
 if (parentPort) {
   const port = parentPort;
   const data = workerData as WriterWorkerData;
-  const bytes = Buffer.from(data.bytes);
-  const plan = new Int32Array(data.plan);
-  port.on('message', (m: number | ReplaceJob) => port.postMessage(typeof m === 'number' ? writeBatch(bytes, plan, m) : answerReplace(m)));
+  // The replaces come as messages, read here synchronously after a wake: this thread's own event
+  // loop never turns (it sleeps in Atomics.wait), and a terminating process interrupts that wait.
+  serve(new Int32Array(data.ctl), Buffer.from(data.bytes), new Int32Array(data.plan),
+    () => receiveMessageOnPort(port)?.message as ReplaceJob | undefined, (a) => port.postMessage(a));
 }

@@ -103,3 +103,48 @@ test('a turn asking for more than one batch holds (bytes or jobs) is written who
     await Promise.all(handles.map((fh) => fh.close()));
   }
 });
+
+test('a write asked to be synced is answered after its fdatasync, and a failed sync reaches its caller', async () => {
+  const dir = tempDir();
+  const writer = new WriterThread();
+  const fh = await fs.open(path.join(dir, 'durable'), 'a');
+  const fifo = path.join(dir, 'fifo');
+  execFileSync('mkfifo', [fifo]);
+  const pipe = await fs.open(fifo, 'r+');
+  try {
+    const [synced, plain, failed] = await Promise.allSettled([
+      writer.write(fh.fd, Buffer.from('durable\n'), { datasync: true }),
+      writer.write(pipe.fd, Buffer.from('plain\n')),
+      // A FIFO takes the bytes but cannot be synced (EINVAL): the caller hears of the sync.
+      writer.write(pipe.fd, Buffer.from('synced\n'), { datasync: true }),
+    ]);
+    assert.deepEqual(synced, { status: 'fulfilled', value: 8 });
+    assert.deepEqual(plain, { status: 'fulfilled', value: 6 });
+    assert.equal(failed.status, 'rejected');
+    assert.equal(errnoOf((failed as PromiseRejectedResult).reason), 'EINVAL');
+    assert.equal(((failed as PromiseRejectedResult).reason as NodeJS.ErrnoException).syscall, 'fdatasync');
+    assert.equal(await fs.readFile(path.join(dir, 'durable'), 'utf8'), 'durable\n');
+  } finally {
+    await fh.close();
+    await pipe.close();
+  }
+});
+
+test('a batch and a replace posted together are both answered, each with its own outcome', async () => {
+  const dir = tempDir();
+  const writer = new WriterThread();
+  const fh = await fs.open(path.join(dir, 'log'), 'a');
+  try {
+    // One turn posts both: the worker takes the batch and the replace from one wake.
+    const [written, stamp] = await Promise.all([
+      writer.write(fh.fd, Buffer.from('line\n')),
+      writer.replace(path.join(dir, 'state.json'), '{}', { mode: 0o600, sync: false }),
+    ]);
+    assert.equal(written, 5);
+    assert.equal(stamp.size, 2);
+    assert.equal(await fs.readFile(path.join(dir, 'log'), 'utf8'), 'line\n');
+    assert.equal(await fs.readFile(path.join(dir, 'state.json'), 'utf8'), '{}');
+  } finally {
+    await fh.close();
+  }
+});

@@ -1,0 +1,22 @@
+// The words writer-thread.ts and writer-worker.ts share to hand a batch over, in a module of its
+// own so the main thread does not load the worker's (and write-file-atomic) to know them.
+
+/**
+ * The shared control words (Int32Array indices). The main thread wakes the worker with a futex
+ * (Atomics.notify on WAKE) instead of a message: a MessagePort message costs the main thread a
+ * serialisation and a uv_async per batch, ~2× the CPU of the wake (docs/performance.md,
+ * "Waking the writer thread").
+ */
+export const CTL = {
+  /** Bumped by the main thread for every batch or replace it posts; the worker waits on it. */
+  WAKE: 0,
+  /** The job count of the batch posted and not yet taken (0: none). */
+  JOBS: 1,
+  /** How many words the control block holds. */
+  LENGTH: 2,
+} as const;
+
+/** Ints per job in the shared plan: its fd, its length, its flags (PLAN_DATASYNC). */
+export const PLAN_INTS = 3;
+/** The job's file is fdatasync'ed once its bytes are written (a durable append's record). */
+export const PLAN_DATASYNC = 1;
