@@ -121,9 +121,18 @@ export const nodeIo: Io = {
   // Stryker disable next-line ConditionalExpression,EqualityOperator: either road writes every byte off the main thread, and a file's appends wait for each other; only the cost differs
   write: (fh, buf) => (buf.length <= BATCHED_WRITE_MAX ? writer.write(fh.fd, buf) : writeAll(fh, buf)),
   datasync: (fh) => fh.datasync(),
+  // One hand-off (write and fdatasync on the writer thread) when the writer thread has nothing
+  // else to do. When it has, the sync goes through the thread pool as its own hop: on the writer
+  // thread it would hold every write posted during it (other transcripts' appends) for the
+  // length of an fdatasync, where the pool lets them go meanwhile.
   async writeSynced(fh, buf) {
-    if (buf.length <= BATCHED_WRITE_MAX) return writer.write(fh.fd, buf, { datasync: true });
-    const n = await writeAll(fh, buf);
+    if (buf.length > BATCHED_WRITE_MAX) {
+      const n = await writeAll(fh, buf);
+      await fh.datasync();
+      return n;
+    }
+    if (writer.idle) return writer.write(fh.fd, buf, { datasync: true });
+    const n = await writer.write(fh.fd, buf);
     await fh.datasync();
     return n;
   },

@@ -109,6 +109,11 @@ export class WriterThread {
     });
   }
 
+  /** Nothing out and nothing waiting: a job posted now is the only one the worker has. */
+  get idle(): boolean {
+    return !this.out && this.queued.length === 0 && !this.replaceOut && this.replacesQueued.length === 0;
+  }
+
   private postReplace(): void {
     const next = this.replacesQueued.shift();
     if (!next) return;
