@@ -378,6 +378,20 @@ type replica struct {
 // current gives the replica, read again first when the feed announced what it cannot
 // describe. same: nothing changed since knownVersion (the common case: one lock, a compare).
 func (srv *server) current(knownVersion uint64) (r replica, same bool, err error) {
+	// The common case in one lock: connected, the replica current, no event waiting. It
+	// counts as a use for the idle closer, as use and release do.
+	srv.mu.Lock()
+	if srv.client != nil && srv.loaded && !srv.stale && atomic.LoadInt32(&srv.queued) == 0 {
+		r = replica{rev: srv.remoteRev, epoch: srv.epoch, version: srv.version}
+		same = srv.version == knownVersion
+		if !same {
+			r.doc = srv.remote.clone()
+		}
+		srv.uses++
+		srv.mu.Unlock()
+		return r, same, nil
+	}
+	srv.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		c, err := srv.use()
 		if err != nil {
