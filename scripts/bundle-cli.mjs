@@ -2,8 +2,13 @@
 // resolves and compiles ~200 modules (zod, pino, vscode-jsonrpc…) at start, which made
 // spawn-to-first-reply twice a bare vscode-jsonrpc server's. One file loads in about half the
 // time (measured: `--version` 0.31 s → 0.16 s). The library entry (dist/src/client/, from tsc)
-// stays unbundled for importers. Runs after tsc, whose dist/src/cli.js it replaces.
-// The writer thread's worker is its second entry, dist/src/writer-worker.js.
+// stays unbundled for importers. Runs after tsc.
+// dist/src/cli-main.js is src/cli-main.ts and all it imports as one script, a function expression
+// that the bin (dist/src/cli.js, tsc's own output of src/cli.ts) compiles through node:vm with the
+// V8 code cache written next (scripts/write-code-cache.mjs): a script, because node:vm takes a
+// code cache for scripts only (modules need a Node 20 flag), and a function, so that the bin hands
+// it what a module has and a script lacks (require, __filename, import.meta).
+// The writer thread's worker is its own ES module, dist/src/writer-worker.js.
 // External: fs-ext-extra-prebuilt (a native addon that finds its prebuilt binary beside its own
 // files).
 // Names are not minified (only whitespace and syntax), so a stack trace or a log's `err.type` names
@@ -28,18 +33,40 @@ const withoutZodLocales = {
   },
 };
 
-await build({
-  // The writer thread's module is a second entry beside the CLI: the bundle starts its worker from
-  // dist/src/writer-worker.js (src/store/writer-thread.ts finds it beside itself).
-  entryPoints: { cli: 'src/cli.ts', 'writer-worker': 'src/store/writer-worker.ts' },
-  outdir: 'dist/src',
-  allowOverwrite: true,
+const common = {
   bundle: true,
   platform: 'node',
-  format: 'esm',
   target: 'node20',
   external: ['fs-ext-extra-prebuilt'],
   plugins: [withoutZodLocales],
+  minifyWhitespace: true, // less to parse at every start
+  minifySyntax: true,
+  sourcemap: 'linked',
+  sourcesContent: true, // the map stands alone: it needs none of the files it names
+  logLevel: 'warning',
+};
+
+await build({
+  ...common,
+  entryPoints: { 'cli-main': 'src/cli-main.ts' },
+  outdir: 'dist/src',
+  format: 'cjs',
+  // A script has no import.meta: the bin passes its own (same folder, so every URL resolved
+  // against it, the writer worker's, package.json's, means the same).
+  define: { 'import.meta': '__hsImportMeta' },
+  // The whole bundle is one function expression: running the script returns it, and the bin calls
+  // it. esbuild's source map counts these lines. Its "use strict" opens the body.
+  banner: { js: '(function (require, __filename, __dirname, __hsImportMeta) {' },
+  footer: { js: '})' },
+});
+
+await build({
+  ...common,
+  // The writer thread's module: the bundle starts its worker from dist/src/writer-worker.js
+  // (src/store/writer-thread.ts finds it beside the file its import.meta names).
+  entryPoints: { 'writer-worker': 'src/store/writer-worker.ts' },
+  outdir: 'dist/src',
+  format: 'esm',
   // Bundled CommonJS dependencies call require() and read __filename (write-file-atomic names
   // its temp files with it); an ES module has neither of its own.
   banner: {
@@ -47,9 +74,4 @@ await build({
       "import { createRequire as __hsCreateRequire } from 'node:module'; import { fileURLToPath as __hsFileURLToPath } from 'node:url';" +
       ' const require = __hsCreateRequire(import.meta.url); const __filename = __hsFileURLToPath(import.meta.url);',
   },
-  minifyWhitespace: true, // less to parse at every start
-  minifySyntax: true,
-  sourcemap: 'linked',
-  sourcesContent: true, // the map stands alone: it needs none of the files it names
-  logLevel: 'warning',
 });

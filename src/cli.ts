@@ -1,68 +1,56 @@
 #!/usr/bin/env node
-// herrscher-state: route the command line to one command, run it, exit. Each command is defined in
-// src/commands/<name>-command.ts (help, flags, examples, run); adding one is a line in COMMANDS.
-import { callCommand } from './commands/call-command.js';
-import type { Command } from './commands/command.js';
-import { EXIT, UsageError } from './commands/command.js';
-import { parseCommandLine } from './commands/command-line.js';
-import { commandHelp, globalHelp } from './commands/help.js';
-import { serveCommand } from './commands/serve-command.js';
-import { sessionsCommand } from './commands/sessions-command.js';
-import { socketCommand } from './commands/socket-command.js';
-import { statusCommand } from './commands/status-command.js';
-import { suggest } from './commands/suggest.js';
-import { tailCommand } from './commands/tail-command.js';
-import { version } from './commands/version.js';
+// The `herrscher-state` bin: starts the CLI, dist/src/cli-main.js (src/cli-main.ts and everything
+// it imports, bundled by scripts/bundle-cli.mjs into one script that evaluates to a function),
+// compiled from the V8 code cache the build wrote beside it. Compiling the 0.7 MB bundle and then
+// each function it runs was most of what a start spent beyond a bare vscode-jsonrpc server
+// (docs/performance.md, "Spawn to first reply"); the cache holds the bytecode of the whole path
+// to `serve`'s first reply, so a start deserializes it instead. Node 22's module compile cache
+// does the same for modules, Node 20 has none, hence a script through node:vm.
+//
+// V8 accepts a cache only from its own version with the same flags (`node --max-old-space-size=…`
+// differs); it rejects any other and the bundle is compiled as it would be without one. It checks
+// the source only by its length, so the cache carries the SHA-256 of the bundle it was made from:
+// one built for other code of the same length would run that other code. How the start went is
+// `codeCache` in serve's `serving` log line (src/commands/code-cache.ts).
+//
+// Imports only node's own modules: this file is loaded as a module before the cache can help.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import vm from 'node:vm';
 
-const COMMANDS: readonly Command[] = [serveCommand, callCommand, tailCommand, sessionsCommand, statusCommand, socketCommand];
+/** Where the cache file came out (src/commands/code-cache.ts reads it, scripts/write-code-cache.mjs too). */
+type CodeCacheUse = 'accepted' | 'rejected' | 'stale' | 'absent' | 'unreadable';
+/** What the bundle's wrapper takes (its banner in scripts/bundle-cli.mjs). */
+type Main = (require: NodeJS.Require, filename: string, dirname: string, importMeta: ImportMeta) => void;
 
-function usageError(message: string, cmd?: Command): number {
-  const prefix = cmd ? `herrscher-state ${cmd.name}` : 'herrscher-state';
-  process.stderr.write(`${prefix}: ${message}\nRun ${prefix} --help for usage.\n`);
-  return EXIT.usage;
+/** Bytes of the hash in front of V8's data in the cache file. */
+const HASH_BYTES = 32;
+
+const file = fileURLToPath(new URL('./cli-main.js', import.meta.url));
+let bundle: Buffer;
+try {
+  bundle = readFileSync(file);
+} catch (err) {
+  process.stderr.write(`herrscher-state: cannot read the CLI bundle ${file}: ${(err as Error).message}\n(in a clone, npm run build makes it)\n`);
+  process.exit(1);
 }
 
-async function main(argv: string[]): Promise<number> {
-  const [first, ...rest] = argv;
-  if (first === undefined) {
-    process.stderr.write(globalHelp(COMMANDS));
-    return EXIT.usage;
-  }
-  if (first === '--help' || first === '-h') {
-    process.stdout.write(globalHelp(COMMANDS));
-    return EXIT.ok;
-  }
-  if (first === '--version' || first === '-v') {
-    process.stdout.write(`${version()}\n`);
-    return EXIT.ok;
-  }
-  if (first === 'help') {
-    const topic = rest[0] === undefined ? undefined : COMMANDS.find((c) => c.name === rest[0]);
-    if (rest[0] !== undefined && !topic) return unknownCommand(rest[0]);
-    process.stdout.write(topic ? commandHelp(topic) : globalHelp(COMMANDS));
-    return EXIT.ok;
-  }
-  const cmd = COMMANDS.find((c) => c.name === first);
-  if (!cmd) return unknownCommand(first);
-  try {
-    const parsed = parseCommandLine(cmd, rest);
-    if (parsed.help) {
-      process.stdout.write(commandHelp(cmd));
-      return EXIT.ok;
-    }
-    return await cmd.run(parsed.flags, parsed.positionals);
-  } catch (err) {
-    if (err instanceof UsageError) return usageError(err.message, cmd);
-    // The server could not be reached or went away: the command's own failure, not a crash.
-    process.stderr.write(`herrscher-state ${cmd.name}: ${(err as Error).message}\n`);
-    return EXIT.failed;
-  }
+let use: CodeCacheUse = 'absent';
+let cachedData: Buffer | undefined;
+try {
+  const stored = readFileSync(file.replace(/\.js$/, '.code-cache'));
+  if (stored.subarray(0, HASH_BYTES).equals(createHash('sha256').update(bundle).digest())) cachedData = stored.subarray(HASH_BYTES);
+  else use = 'stale';
+} catch (err) {
+  // Without it the bundle compiles as it would with none: slower, never wrong.
+  if ((err as NodeJS.ErrnoException).code !== 'ENOENT') use = 'unreadable';
 }
 
-function unknownCommand(word: string): number {
-  if (word.startsWith('-')) return usageError(`${word} goes after a command, e.g. herrscher-state serve ${word}`);
-  const near = suggest(word, COMMANDS.map((c) => c.name).concat('help'));
-  return usageError(`unknown command ${JSON.stringify(word)}${near ? `; did you mean ${near}?` : ''}`);
-}
-
-process.exitCode = await main(process.argv.slice(2));
+// No importModuleDynamically: the bundle has no import() (esbuild turns those of bundled modules into calls).
+const script = new vm.Script(bundle.toString('utf8'), { filename: file, ...(cachedData ? { cachedData } : {}) });
+if (cachedData) use = script.cachedDataRejected === true ? 'rejected' : 'accepted';
+(globalThis as Record<symbol, unknown>)[Symbol.for('herrscher-state.cli-start')] = { codeCache: use, script };
+(script.runInThisContext() as Main)(createRequire(file), file, path.dirname(file), import.meta);

@@ -1,5 +1,5 @@
 // What one CLI command is: its name, help (summary, usage, arguments, flags, examples) and how it
-// runs. Each command lives in its own `<name>-command.ts`; cli.ts only lists them and routes, so
+// runs. Each command lives in its own `<name>-command.ts`; cli-main.ts only lists them and routes, so
 // adding a command or a flag is a change to one file.
 
 /** One `--flag`. `value` names its argument in help (`--state FILE`); booleans take none. */

@@ -9,6 +9,7 @@ import type { Durability } from '../store/state-store.js';
 import { serveSocket } from '../transport/discovery.js';
 import { assertFolderSafe, SocketError } from '../transport/socket.js';
 import { createStdioTransport } from '../transport/stdio.js';
+import { codeCacheUse } from './code-cache.js';
 import type { LogFormat, LogLevel } from './logger.js';
 import { createLogging } from './logger.js';
 import { applyHeapSettings } from './serve-heap.js';
@@ -119,7 +120,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     service.attach(createStdioTransport(service.framing()), 'stdio');
   }
   service.ready();
-  log.info({ state: service.store.statePath, socket: service.socket, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd, exitWhenIdleMs: o.exitWhenIdleMs, heap }, 'serving');
+  log.info({ state: service.store.statePath, socket: service.socket, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd, exitWhenIdleMs: o.exitWhenIdleMs, heap, codeCache: codeCacheUse() }, 'serving');
   if (o.announce) announce(service.store.statePath, service.socket, o.stdio);
 }
 

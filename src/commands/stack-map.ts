@@ -1,5 +1,5 @@
 // Stack traces that point into src/: the CLI runs as one minified bundle, whose frames read
-// `dist/src/cli.js:1:52345`. Node maps stacks only for modules loaded after source maps were
+// `dist/src/cli-main.js:2:52345`. Node maps stacks only for modules loaded after source maps were
 // enabled, which the bundle itself cannot be, and enabling them for every start would parse a
 // 2 MB map each time. So a stack is mapped here, through the bundle's map, when one is logged:
 // at debug or trace only. Frames of files without a map beside them are left as they are.
@@ -26,7 +26,7 @@ function mapFor(file: string): { map: SourceMap; dir: string } | null {
   return found;
 }
 
-/** `at name (file:///x/dist/src/cli.js:1:234)` → `at name (/x/src/store/store.ts:12:5)`. */
+/** `at name (/x/dist/src/cli-main.js:2:234)` (or a file:// URL) → `at name (/x/src/store/store.ts:12:5)`. */
 export function mapStack(stack: string): string {
   return stack.replace(/((?:file:\/\/)?\/[^\s():]+\.js):(\d+):(\d+)/g, (frame, location: string, line: string, column: string) => {
     const file = location.startsWith('file://') ? fileURLToPath(location) : location;

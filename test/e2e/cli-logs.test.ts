@@ -54,7 +54,7 @@ test('at --log-level debug the start-up failure carries a stack with real names 
   // `_StateStore`: the bundler's own name for a class that refers to itself (scripts/bundle-cli.mjs);
   // `async`: the load awaits the read that threw.
   assert.match(record.err.stack, /at (async )?_?StateStore\.load \(.*src\/store\/state-store\.ts:\d+:\d+\)/);
-  assert.ok(!/cli\.js:1:\d+/.test(record.err.stack), `no frame in the minified bundle:\n${record.err.stack}`);
+  assert.ok(!/cli(-main)?\.js:\d+:\d+/.test(record.err.stack), `no frame in the minified bundle:\n${record.err.stack}`);
   assert.match(got.stderr, /^herrscher-state: cannot open the state /m, 'and the one line for a person');
 });
 

@@ -70,10 +70,14 @@ let runtimeDir: string | undefined;
 /** A private XDG_RUNTIME_DIR per test file: `serve --stdio` also serves the default socket, which must never meet another file's. */
 export const privateRuntimeDir = (): string => (runtimeDir ??= tempDir('hs-run-'));
 
-/** Runs the CLI with `args`, stdin piped; the test ends it (or it ends itself). */
-export function runCli(t: Ctx | undefined, args: string[], opts: { env?: NodeJS.ProcessEnv; collectStdout?: boolean } = {}): Child {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
-  const child = spawn(process.execPath, [CLI, ...args], {
+/**
+ * Runs the CLI with `args`, stdin piped; the test ends it (or it ends itself). `cli` runs another
+ * copy of the bin than the build's, `nodeArgs` go to node before it.
+ */
+export function runCli(t: Ctx | undefined, args: string[], opts: { env?: NodeJS.ProcessEnv; collectStdout?: boolean; cli?: string; nodeArgs?: string[] } = {}): Child {
+  const cli = opts.cli ?? CLI;
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build first`);
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), cli, ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: opts.env ?? { ...process.env, HERRSCHER_STATE_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined, XDG_RUNTIME_DIR: privateRuntimeDir() },
     cwd: REPO,

@@ -45,8 +45,9 @@ function toolchainFreeBin(root: string, calls: string): string {
 function relativeImports(file: string): string[] {
   const src = readFileSync(file, 'utf8');
   const imported = [...src.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]/g)];
-  // A worker's module is loaded by URL (the writer thread's: new URL('./writer-worker.js', import.meta.url)).
-  const workers = [...src.matchAll(/new URL\(\s*['"](\.{1,2}\/[^'"]+\.js)['"]\s*,\s*import\.meta\.url\s*\)/g)];
+  // A file loaded by URL: the bin's bundle (new URL('./cli-main.js', import.meta.url)) and the
+  // writer thread's worker, from the bundle, where the bin's import.meta is __hsImportMeta.
+  const workers = [...src.matchAll(/new URL\(\s*['"](\.{1,2}\/[^'"]+\.js)['"]\s*,\s*(?:import\.meta|__hsImportMeta)\.url\s*\)/g)];
   return [...imported, ...workers].map((m) => path.resolve(path.dirname(file), m[1] as string));
 }
 

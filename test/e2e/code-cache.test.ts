@@ -1,0 +1,79 @@
+// The bin (src/cli.ts) starts the CLI bundle from the V8 code cache the build wrote, and starts it
+// the same without one that fits: another node version or V8 flags (V8 rejects it), a cache made
+// for another bundle (V8 checks only the length: the bin checks a hash), none at all. Each start
+// answers `initialize` and says in its `serving` log line how it compiled. What the cache saves
+// is a measurement (bench/stdio.bench.ts, spawn.first-reply), not a test.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import test from 'node:test';
+import type { Ctx } from '../helpers/cli.js';
+import { CLI, privateRuntimeDir, REPO, runCli, waitForStderr } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { RawClient } from '../helpers/wire.js';
+
+const TIMEOUT = 30_000;
+const DIST = path.join(REPO, 'dist/src');
+
+/** `serve --stdio` from `cli`: its `initialize` reply's serverInfo name and the `codeCache` of its `serving` line. */
+async function start(t: Ctx, opts: { cli?: string; nodeArgs?: string[] } = {}): Promise<{ server: string; codeCache: unknown }> {
+  // Without NODE_OPTIONS: V8 flags there (a developer's --max-old-space-size) would reject the cache.
+  const env = { ...process.env, NODE_OPTIONS: undefined, HERRSCHER_STATE_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined, XDG_RUNTIME_DIR: privateRuntimeDir() };
+  const state = path.join(tempDir(), 'state.json');
+  const c = runCli(t, ['serve', '--stdio', '--no-socket', '--state', state, '--log-level', 'info', '--log-format', 'json'], { ...opts, env, collectStdout: false });
+  const rpc = new RawClient(c.child.stdout as NodeJS.ReadableStream, c.child.stdin as NodeJS.WritableStream, 'lsp');
+  const reply = await rpc.request('initialize', { clientInfo: { name: 'code-cache-test' } });
+  const serving = JSON.parse((await waitForStderr(c, /^\{.*"msg":"serving".*\}$/m))[0]) as { codeCache?: unknown };
+  c.child.stdin?.end();
+  assert.deepEqual(await c.exited, { code: 0, signal: null }, c.stderr());
+  return { server: (reply.result as { serverInfo: { name: string } }).serverInfo.name, codeCache: serving.codeCache };
+}
+
+/** A copy of the built bin, bundle and worker beside the repo's package.json and node_modules, with the cache as `cache` says. */
+function copyOfBuild(cache: 'as built' | 'none', editBundle?: (source: string) => string): string {
+  const root = tempDir();
+  const src = path.join(root, 'dist/src');
+  mkdirSync(src, { recursive: true });
+  copyFileSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
+  symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
+  for (const f of ['cli.js', 'cli-main.js.map', 'writer-worker.js']) copyFileSync(path.join(DIST, f), path.join(src, f));
+  const bundle = readFileSync(path.join(DIST, 'cli-main.js'), 'utf8');
+  writeFileSync(path.join(src, 'cli-main.js'), editBundle ? editBundle(bundle) : bundle);
+  if (cache === 'as built') copyFileSync(path.join(DIST, 'cli-main.code-cache'), path.join(src, 'cli-main.code-cache'));
+  return path.join(src, 'cli.js');
+}
+
+test('the built CLI starts from its code cache', { timeout: TIMEOUT }, async (t) => {
+  assert.deepEqual(await start(t), { server: 'herrscher-state', codeCache: 'accepted' });
+});
+
+test('node started with a V8 flag rejects the cache, and the CLI compiles its bundle and serves', { timeout: TIMEOUT }, async (t) => {
+  assert.deepEqual(await start(t, { nodeArgs: ['--stack-trace-limit=25'] }), { server: 'herrscher-state', codeCache: 'rejected' });
+});
+
+test('a cache made for another bundle of the same length is not used (V8 would run its code)', { timeout: TIMEOUT }, async (t) => {
+  const cli = copyOfBuild('as built', (source) => {
+    const edited = source.replace('"use strict"', "'use strict'");
+    assert.ok(edited !== source && edited.length === source.length);
+    return edited;
+  });
+  assert.deepEqual(await start(t, { cli }), { server: 'herrscher-state', codeCache: 'stale' });
+});
+
+test('without a cache file the CLI compiles its bundle and serves', { timeout: TIMEOUT }, async (t) => {
+  assert.deepEqual(await start(t, { cli: copyOfBuild('none') }), { server: 'herrscher-state', codeCache: 'absent' });
+});
+
+test('the copy with the cache as built uses it: the cases above differ only in what they name', { timeout: TIMEOUT }, async (t) => {
+  assert.deepEqual(await start(t, { cli: copyOfBuild('as built') }), { server: 'herrscher-state', codeCache: 'accepted' });
+});
+
+test('a missing bundle is one line naming it and the build, exit 1', { timeout: TIMEOUT }, async () => {
+  const root = tempDir();
+  copyFileSync(CLI, path.join(root, 'cli.js'));
+  writeFileSync(path.join(root, 'package.json'), '{"type":"module"}');
+  const c = runCli(undefined, ['--version'], { cli: path.join(root, 'cli.js') });
+  c.child.stdin?.end();
+  assert.deepEqual(await c.exited, { code: 1, signal: null });
+  assert.match(c.stderr(), /^herrscher-state: cannot read the CLI bundle .*cli-main\.js: ENOENT.*\n\(in a clone, npm run build makes it\)\n$/);
+});
