@@ -6,9 +6,9 @@
 // of the per-round ratios to the echo, and the server's CPU per append, its main thread's apart.
 // Not part of `npm run bench`: the copies skip validation or the store, so this diagnoses, it does
 // not measure the product.
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { boundBundle, BOUND_BUILDS } from './harness/bound-builds.js';
+import { boundBundle, BOUND_BUILDS, bundleOf, writeBoundCopy } from './harness/bound-builds.js';
 import { CLI, ENTRY, RATE, REPO } from './harness/config.js';
 import type { Call } from './harness/load.js';
 import { eachAwaiting, prime } from './harness/load.js';
@@ -28,9 +28,7 @@ const dir = tempDir('hs-bounds-');
 const copies = path.join(REPO, 'dist/bounds');
 mkdirSync(copies, { recursive: true });
 process.on('exit', () => rmSync(copies, { recursive: true, force: true }));
-// Each copy starts the writer thread from beside itself, as the bundle does.
-copyFileSync(path.join(path.dirname(CLI), 'writer-worker.js'), path.join(copies, 'writer-worker.js'));
-const bundle = readFileSync(CLI, 'utf8');
+const bundle = readFileSync(bundleOf(CLI), 'utf8');
 
 interface Side {
   name: string;
@@ -41,8 +39,7 @@ interface Side {
 
 const sides: Side[] = [];
 for (const [i, build] of BOUND_BUILDS.entries()) {
-  const cli = path.join(copies, `bound-${i}.js`);
-  writeFileSync(cli, boundBundle(bundle, build));
+  const cli = writeBoundCopy(CLI, path.join(copies, `bound-${i}`), boundBundle(bundle, build));
   const files = path.join(dir, `files-${i}`);
   mkdirSync(files);
   const proc = await startServer(`bound-${i}`, path.join(dir, `state-${i}/state.json`), path.join(dir, `${i}.sock`), 'write', { cli, env: { HS_BOUND_DIR: files } });

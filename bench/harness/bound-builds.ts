@@ -7,6 +7,12 @@
 // A copy is the bundle's text with exact substrings replaced. When the bundle no longer holds one
 // (the code it names changed), making that copy throws, and test/bench/bound-builds.test.ts fails
 // on the bundle `npm test` builds: a stale bound never measures something else unnoticed.
+//
+// The bundle is dist/src/cli-main.js, run by the bin beside it (src/cli.ts): a copy is a folder
+// with the bin, the changed bundle and the writer thread's worker, without the code cache (the
+// bin would not use it for another bundle: it checks a hash).
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 
 export interface Patch {
   /** Text the bundle holds exactly once. */
@@ -60,9 +66,10 @@ export const BOUND_BUILDS: readonly BoundBuild[] = [
   { name: 'no store, no validation', leavesOut: 'validation and all of the store: it answers {seq: 0}', patches: [noStore, noValidation], uses: [] },
 ];
 
-/** Whether the bundle declares `name` at its top level (esbuild renames on a clash: writer2). */
+/** Whether the bundle declares `name` at its top level (esbuild renames on a clash: writer2) or takes it from the bin (its wrapper's parameters: require…). */
 function declares(bundle: string, name: string): boolean {
-  return new RegExp(`(?:^|[^\\w$.])(?:var|let|const|function)\\s+${name}\\b`, 'm').test(bundle);
+  const params = /^\(function \(([^)]*)\)/.exec(bundle)?.[1]?.split(/,\s*/) ?? [];
+  return params.includes(name) || new RegExp(`(?:^|[^\\w$.])(?:var|let|const|function)\\s+${name}\\b`, 'm').test(bundle);
 }
 
 /** The bundle's text for `build`; throws naming what the bundle no longer holds. */
@@ -79,4 +86,17 @@ export function boundBundle(bundle: string, build: BoundBuild): string {
     if (!declares(bundle, name)) throw new Error(`bound build "${build.name}": the bundle no longer declares ${name}; update bench/harness/bound-builds.ts`);
   }
   return out;
+}
+
+/** The bundle the bin `cli` runs. */
+export function bundleOf(cli: string): string {
+  return path.join(path.dirname(cli), 'cli-main.js');
+}
+
+/** Writes a runnable copy of the build of bin `cli` into `folder`, with `bundle` as its CLI bundle; returns the copy's bin. */
+export function writeBoundCopy(cli: string, folder: string, bundle: string): string {
+  mkdirSync(folder, { recursive: true });
+  for (const f of ['cli.js', 'writer-worker.js']) copyFileSync(path.join(path.dirname(cli), f), path.join(folder, f));
+  writeFileSync(bundleOf(path.join(folder, 'cli.js')), bundle);
+  return path.join(folder, 'cli.js');
 }

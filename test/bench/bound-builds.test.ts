@@ -9,14 +9,14 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import type { BoundBuild } from '../../bench/harness/bound-builds.js';
-import { boundBundle, BOUND_BUILDS } from '../../bench/harness/bound-builds.js';
+import { boundBundle, BOUND_BUILDS, bundleOf, writeBoundCopy } from '../../bench/harness/bound-builds.js';
 import { connectClient } from '../../bench/harness/rpc.js';
 import { startServer } from '../../bench/harness/servers.js';
 import { CLI, REPO } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const execFileAsync = promisify(execFile);
-const bundle = readFileSync(CLI, 'utf8');
+const bundle = readFileSync(bundleOf(CLI), 'utf8');
 const build = (name: string): BoundBuild => {
   const b = BOUND_BUILDS.find((x) => x.name === name);
   assert.ok(b, `no bound build named ${name}`);
@@ -30,7 +30,8 @@ test('every bound build applies to the bundle built now, changes it and parses',
     if (b.patches.length === 0) assert.equal(copy, bundle, b.name);
     else assert.notEqual(copy, bundle, b.name);
     for (const p of b.patches) assert.ok(copy.includes(p.replace), `${b.name}: ${p.replace.slice(0, 40)}`);
-    const file = path.join(dir, `${BOUND_BUILDS.indexOf(b)}.mjs`);
+    // A script (src/cli.ts runs it through node:vm), so checked as one: .cjs.
+    const file = path.join(dir, `${BOUND_BUILDS.indexOf(b)}.cjs`);
     writeFileSync(file, copy);
     await execFileAsync(process.execPath, ['--check', file]);
   }
@@ -51,10 +52,9 @@ test('a build whose replacement uses a name the bundle no longer declares is ref
 test('the minimal-store copy answers an append by writing its line to the bound folder, seq counting from 0', async (t) => {
   const dir = tempDir('hs-bound-run-');
   // Inside the repo, as bench/bounds.ts puts it, so it resolves node_modules as the build does.
-  // Beside the bundle, so the copy starts the writer thread from dist/src/writer-worker.js as it does.
-  const cli = path.join(REPO, 'dist/src', `bound-test-${process.pid}.js`);
-  writeFileSync(cli, boundBundle(bundle, build('minimal store')));
-  t.after(() => rmSync(cli, { force: true }));
+  const folder = path.join(REPO, 'dist', `bound-test-${process.pid}`);
+  const cli = writeBoundCopy(CLI, folder, boundBundle(bundle, build('minimal store')));
+  t.after(() => rmSync(folder, { recursive: true, force: true }));
   const proc = await startServer('bound-test', path.join(dir, 'state/state.json'), path.join(dir, 's.sock'), 'write', { cli, env: { HS_BOUND_DIR: dir } });
   t.after(() => proc.stop());
   const client = await connectClient(proc.socket);

@@ -191,7 +191,7 @@ test('a socket of ours in a folder others may write to is refused by connect()',
 });
 
 /**
- * The CLI where nobody can read it: the bundle and its one external module copied into a folder
+ * The CLI where nobody can read it: the build's files and its one external module copied into a folder
  * of mode 0755, since the checkout itself may sit under a folder only its owner may traverse
  * (a clone in `mktemp -d`).
  */
@@ -201,8 +201,8 @@ function cliForNobody(): string {
   const root = tempDir();
   chmodSync(root, 0o755);
   const cli = path.join(root, 'dist/src/cli.js');
-  cpSync(CLI, cli);
-  cpSync(path.join(path.dirname(CLI), 'writer-worker.js'), path.join(root, 'dist/src/writer-worker.js'));
+  // The bin, the bundle it runs with its code cache, and the writer thread's worker.
+  for (const f of ['cli.js', 'cli-main.js', 'cli-main.code-cache', 'writer-worker.js']) cpSync(path.join(path.dirname(CLI), f), path.join(root, 'dist/src', f));
   cpSync(path.join(REPO, 'node_modules/fs-ext-extra-prebuilt'), path.join(root, 'node_modules/fs-ext-extra-prebuilt'), { recursive: true });
   cpSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
   return (nobodysCli = cli);
