@@ -1,7 +1,10 @@
 // Every Go golden replayed over the wire, once per framing: the results Go returned, then, after
-// an orderly shutdown + exit, the exact bytes Go left on disk. LSP framing against the spawned
-// CLI (`serve --stdio`: what a host runs, exit code and stdout purity included), NDJSON against
-// the in-process server's stdio-like connection.
+// an orderly shutdown + exit, the exact bytes Go left on disk. Both framings against the
+// in-process server's stdio-like connection (the Service `serve --stdio` runs); two goldens again
+// against the spawned CLI (`serve --stdio`: what a host runs, the bundle, real pipes, exit code
+// and stdout purity included): the one that pipelines 1 000 appends of 5 000 bytes through the
+// pipe and the one that calls the most methods. A spawn costs ~0.25 s of CPU; the other goldens
+// through a process would prove again what these two and lifecycle.test.ts prove.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
@@ -18,9 +21,14 @@ const ok = (reply: Message, what: string): unknown => {
   return reply.result;
 };
 
+/** The goldens replayed against the spawned CLI too (see the top of the file). */
+const SPAWNED = ['compaction-1000x5000', 'mutations'];
+
+type Host = 'spawned' | 'in process';
+
 /** A host's connection to a server on `dir`, and the orderly end (shutdown, exit, exit code 0, stdout only frames). */
-async function host(t: Ctx, dir: string, framing: Framing): Promise<{ rpc: RawClient; end(): Promise<void> }> {
-  if (framing === 'lsp') {
+async function host(t: Ctx, dir: string, framing: Framing, where: Host): Promise<{ rpc: RawClient; end(): Promise<void> }> {
+  if (where === 'spawned') {
     const server = serveStdio(t, statePathIn(dir), framing);
     return {
       rpc: server.rpc,
@@ -39,13 +47,17 @@ async function host(t: Ctx, dir: string, framing: Framing): Promise<{ rpc: RawCl
   };
 }
 
-for (const framing of ['lsp', 'ndjson'] as Framing[]) {
-  describe(`goldens over stdio with ${framing} framing${framing === 'lsp' ? ' (spawned)' : ' (in process)'}`, () => {
-    for (const golden of loadGoldens()) {
-      test(`golden ${golden.name} over ${framing}: ${golden.about}`, { timeout: 60_000 }, async (t) => {
+const runs: [Framing, Host][] = [['lsp', 'in process'], ['ndjson', 'in process'], ['lsp', 'spawned']];
+test('the goldens replayed against the spawned CLI exist', () => {
+  assert.deepEqual(SPAWNED.filter((name) => !loadGoldens().some((g) => g.name === name)), []);
+});
+for (const [framing, where] of runs) {
+  describe(`goldens over stdio with ${framing} framing (${where})`, () => {
+    for (const golden of loadGoldens().filter((g) => where === 'in process' || SPAWNED.includes(g.name))) {
+      test(`golden ${golden.name} over ${framing}, ${where}: ${golden.about}`, { timeout: 60_000 }, async (t) => {
         const dir = tempDir();
         if (golden.stateFile !== undefined) writeFileSync(statePathIn(dir), golden.stateFile);
-        const server = await host(t, dir, framing);
+        const server = await host(t, dir, framing, where);
         for (const [i, op] of golden.ops.entries()) {
           const calls = expandOp(op);
           // An expanded op (1000 appends) is pipelined: the server applies a connection's
