@@ -111,6 +111,10 @@ type Params<N extends NotificationName> = z.input<NotificationTable[N]['params']
 export interface SubscriptionLimits {
   /** MAX_PENDING_BYTES_IN_TOTAL by default (tests go lower). */
   readonly pendingBytesInTotal?: number;
+  /** MAX_PENDING_BYTES by default (tests go lower, so a test passes the bound with less data). */
+  readonly pendingBytes?: number;
+  /** MAX_PENDING_NOTIFICATIONS by default (tests go lower). */
+  readonly pendingNotifications?: number;
 }
 
 export class Subscriptions {
@@ -118,6 +122,8 @@ export class Subscriptions {
   private readonly bySink = new Map<NotificationSink, Set<string>>();
   private next = 1;
   private readonly pendingBytesInTotal: number;
+  private readonly pendingBytes: number;
+  private readonly pendingNotifications: number;
   /** The store's run: revisions count from 0 again in the next one. */
   get epoch(): string {
     return this.source?.epoch ?? this.ownEpoch;
@@ -132,6 +138,8 @@ export class Subscriptions {
     private readonly source?: FeedSource,
   ) {
     this.pendingBytesInTotal = limits.pendingBytesInTotal ?? MAX_PENDING_BYTES_IN_TOTAL;
+    this.pendingBytes = limits.pendingBytes ?? MAX_PENDING_BYTES;
+    this.pendingNotifications = limits.pendingNotifications ?? MAX_PENDING_NOTIFICATIONS;
   }
 
   /**
@@ -324,7 +332,7 @@ export class Subscriptions {
   /** Called from the store's commit events: must never throw into the store. */
   private send<N extends NotificationName>(s: Subscription, method: N, params: Params<N>, crowded: boolean): void {
     if (s.held) {
-      if (s.held.length >= MAX_PENDING_NOTIFICATIONS) {
+      if (s.held.length >= this.pendingNotifications) {
         this.drop(s);
         s.sink.notify('watch/overflow', { subscription: s.id } satisfies Params<'watch/overflow'>);
         return;
@@ -342,7 +350,7 @@ export class Subscriptions {
       return;
     }
     const unsent = sink.unsentBytes();
-    if (unsent > MAX_PENDING_BYTES || sink.unsentFrames() >= MAX_PENDING_NOTIFICATIONS || (crowded && unsent > MAX_PENDING_BYTES_WHEN_CROWDED)) {
+    if (unsent > this.pendingBytes || sink.unsentFrames() >= this.pendingNotifications || (crowded && unsent > MAX_PENDING_BYTES_WHEN_CROWDED)) {
       this.drop(s);
       sink.notify('watch/overflow', { subscription: s.id } satisfies Params<'watch/overflow'>);
       return;

@@ -12,7 +12,7 @@ import { connect } from '../../src/client/client.js';
 import type { Session, TranscriptEntry } from '../../src/protocol/model.js';
 import { MAX_PENDING_BYTES, MAX_PENDING_NOTIFICATIONS } from '../../src/server/subscriptions.js';
 import { entry, fileEntries, Inbox, journalFile, TIMEOUT, transcriptFile } from '../helpers/feed.js';
-import type { Ctx, InProcessServer } from '../helpers/server.js';
+import type { Ctx, InProcessServer, StartOptions } from '../helpers/server.js';
 import { closeClean, startServer } from '../helpers/server.js';
 import { statePathIn } from '../helpers/temp-dir.js';
 
@@ -28,8 +28,8 @@ const fileSessions = (dir: string): Session[] =>
   (JSON.parse(readFileSync(statePathIn(dir), 'utf8')) as { sessions: Session[] | null }).sessions ?? [];
 
 /** An in-process server, a writer connection (LSP) and a watcher connection (NDJSON). */
-async function setup(t: Ctx) {
-  const server = await startServer(t);
+async function setup(t: Ctx, feed?: StartOptions['feed']) {
+  const server = await startServer(t, feed ? { feed } : {});
   const writer = await server.client('lsp');
   const watcher = await server.client('ndjson');
   return { dir: server.dir, socket: server.socket, server, writer, watcher };
@@ -324,13 +324,18 @@ test('subscriptions end with their connection (counted)', { timeout: TIMEOUT }, 
  * Texts of 4 KiB, as bench/feed-memory.bench.ts uses: both bounds of the stalled subscriber's
  * queue (frames and bytes) are then reached together, so what it received before its overflow
  * (the server's queue plus what the kernel's socket buffers held) stays within the frame bound.
+ * The server runs with bounds 8 times lower than the defaults (512 frames, 2 MiB), so the test
+ * moves 6 MB instead of 21 MB; the defaults are checked on the feed alone
+ * (test/server/feed-bounds.test.ts).
  */
 const TEXT_BYTES = 4096;
+const PENDING_NOTIFICATIONS = MAX_PENDING_NOTIFICATIONS / 8;
+const PENDING_BYTES = MAX_PENDING_BYTES / 8;
 /** Enough appends to pass the bound, plus 1024 for what the socket buffers absorb first. */
-const OVERFLOW_APPENDS = Math.min(MAX_PENDING_NOTIFICATIONS, Math.ceil(MAX_PENDING_BYTES / TEXT_BYTES)) + 1024;
+const OVERFLOW_APPENDS = Math.min(PENDING_NOTIFICATIONS, Math.ceil(PENDING_BYTES / TEXT_BYTES)) + 1024;
 
 test('a subscriber that never reads: the writer finishes, a reading subscriber gets everything, watch/overflow waits for the stalled one', { timeout: TIMEOUT }, async (t) => {
-  const { dir, server, writer, watcher } = await setup(t);
+  const { dir, server, writer, watcher } = await setup(t, { pendingNotifications: PENDING_NOTIFICATIONS, pendingBytes: PENDING_BYTES });
   await writer.sessionAdd({ session: { name: 'a' } });
 
   // The stalled subscriber: a raw connection that subscribes to every transcript, then stops reading.
@@ -380,7 +385,7 @@ test('a subscriber that never reads: the writer finishes, a reading subscriber g
   const at = notes.findIndex((m) => m.method === 'watch/overflow');
   assert.deepEqual(notes.slice(at + 1).map((m) => m.method), ['participants/didAdd'], 'the overflowed subscription was dropped');
   const delivered = notes.slice(0, at);
-  assert.ok(delivered.length <= MAX_PENDING_NOTIFICATIONS, `${delivered.length} notifications were queued for it`);
+  assert.ok(delivered.length <= PENDING_NOTIFICATIONS, `${delivered.length} notifications were queued for it`);
   assert.deepEqual(delivered.map((m) => (m.params as Appended).seq), delivered.map((_m, i) => i), 'what it got before the overflow is in order');
   assert.ok(fileEntries(transcriptFile(dir, 'a')).length > 0);
   await stop(server);
