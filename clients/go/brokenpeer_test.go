@@ -52,6 +52,7 @@ func startFakeServerAt(t *testing.T, sock, mode string) {
 
 // Every pending call of a connection to a broken peer fails with ErrClosed, and Err says why.
 func TestABrokenPeerEndsTheConnectionAndEveryPendingCall(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ mode, why string }{
 		{"garbage", "malformed reply"},
 		{"huge", "message limit"},
@@ -65,6 +66,7 @@ func TestABrokenPeerEndsTheConnectionAndEveryPendingCall(t *testing.T) {
 	} {
 		tc := tc
 		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
 			sock := startFakeServer(t, tc.mode)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
@@ -104,6 +106,7 @@ func TestABrokenPeerEndsTheConnectionAndEveryPendingCall(t *testing.T) {
 }
 
 func TestAServerThatNeverAnswersReturnsAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	sock := startFakeServer(t, "silent")
 	c, err := Dial(ctxT(t), DialOptions{Socket: sock})
 	if err != nil {
@@ -121,6 +124,7 @@ func TestAServerThatNeverAnswersReturnsAtTheDeadline(t *testing.T) {
 }
 
 func TestNaNAndInfinityAreRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
 	sock := startFakeServer(t, "echo")
 	c, err := Dial(ctxT(t), DialOptions{Socket: sock})
 	if err != nil {

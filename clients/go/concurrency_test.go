@@ -9,6 +9,7 @@ import (
 // 64 goroutines share one client and append to 8 transcripts: every entry lands once, and each
 // goroutine's entries keep the order it appended them in (seq order = file order).
 func TestSixtyFourGoroutinesAppendingOverOneClient(t *testing.T) {
+	t.Parallel()
 	const goroutines, transcripts, perGoroutine = 64, 8, 20
 	s := startSocketServer(t)
 	c := dialTest(t, s)

@@ -121,6 +121,7 @@ func TestASocketOthersCouldHavePlacedIsRefusedBeforeAnythingIsSent(t *testing.T)
 
 // Dial with only the state file named reaches its server through the record it wrote.
 func TestDialFindsTheServerOfAStateFileThroughItsRecord(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c, err := Dial(ctxT(t), DialOptions{State: s.state, Getenv: env(map[string]string{"XDG_RUNTIME_DIR": t.TempDir()})})
 	if err != nil {
@@ -134,6 +135,7 @@ func TestDialFindsTheServerOfAStateFileThroughItsRecord(t *testing.T) {
 
 // Dial with no socket named reaches the server through $HERRSCHER_STATE_SOCKET.
 func TestDialFollowsTheEnvironment(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c, err := Dial(ctxT(t), DialOptions{Getenv: env(map[string]string{"HERRSCHER_STATE_SOCKET": s.socket})})
 	if err != nil {
@@ -149,6 +151,7 @@ func TestDialFollowsTheEnvironment(t *testing.T) {
 // $HERRSCHER_STATE_SOCKET, as the default socket would be) fails with ErrNoServer; the same
 // state under another name (a symlinked folder) is the same server.
 func TestDialNamingAStateReachesThatStatesServerOrNone(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	other := filepath.Join(t.TempDir(), "state.json")
 	e := env(map[string]string{"HERRSCHER_STATE_SOCKET": s.socket})

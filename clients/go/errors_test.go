@@ -52,6 +52,7 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 
 // The errors a real server answers, through the Go methods.
 func TestTheServersErrorsAreTypedAndCarryTheirData(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)

@@ -15,6 +15,7 @@ import (
 // with it and appends a turn; the bridge finds the server through the state file's record,
 // watches the transcript and replies; the host sees the reply and shuts the server down.
 func TestTheHostAndBridgeExamplesTalkThroughTheServer(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	for _, ex := range []string{"host", "bridge"} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, ex), "./examples/"+ex).CombinedOutput()
@@ -91,6 +92,7 @@ func TestTheHostAndBridgeExamplesTalkThroughTheServer(t *testing.T) {
 // While a host holds the lock, a server spawned without the lock fd is refused (and says to
 // use --lock-fd); with it, it serves.
 func TestSpawnUnderTheHostsLockNeedsTheLockFd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state.json")
 	f, err := os.OpenFile(filepath.Join(dir, ".state.json.lock"), os.O_RDWR|os.O_CREATE, 0o600)

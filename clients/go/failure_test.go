@@ -15,6 +15,7 @@ import (
 // A call whose context is cancelled returns at once with ctx.Err(), and the connection serves
 // the next call. The server is stopped (SIGSTOP) so the call cannot be answered meanwhile.
 func TestACancelledCallReturnsAtOnceAndTheConnectionStaysUsable(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)
@@ -51,6 +52,7 @@ func TestACancelledCallReturnsAtOnceAndTheConnectionStaysUsable(t *testing.T) {
 // The server killed while calls wait: every call returns ErrClosed, none hangs, and later calls
 // fail at once.
 func TestTheServerKilledMidCallIsAnErrorNotAHang(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)
@@ -93,6 +95,7 @@ func TestTheServerKilledMidCallIsAnErrorNotAHang(t *testing.T) {
 
 // A spawned server that dies is seen the same way.
 func TestASpawnedServerThatDiesFailsTheCall(t *testing.T) {
+	t.Parallel()
 	c, _ := spawnTest(t, SpawnOptions{})
 	ctx := ctxT(t)
 	must(c.SnapshotSessions(ctx))(t)

@@ -216,11 +216,13 @@ func checkAllCalled(t *testing.T, called map[string]bool) {
 }
 
 func TestEveryMethodOverTheSocket(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	checkAllCalled(t, exerciseAll(t, dialTest(t, s), s.state))
 }
 
 func TestEveryMethodOverSpawnedStdioThenShutdownAndExit(t *testing.T) {
+	t.Parallel()
 	c, dir := spawnTest(t, SpawnOptions{})
 	checkAllCalled(t, exerciseAll(t, c, dir+"/state.json"))
 	ctx := ctxT(t)
@@ -241,6 +243,7 @@ func TestEveryMethodOverSpawnedStdioThenShutdownAndExit(t *testing.T) {
 }
 
 func TestCloseOfASpawnedServerShutsItDownAndItExitsZero(t *testing.T) {
+	t.Parallel()
 	c, dir := spawnTest(t, SpawnOptions{})
 	ctx := ctxT(t)
 	must(c.AddSession(ctx, Session{Name: "a"}))(t)

@@ -23,6 +23,7 @@ func TestDialWithNothingListeningIsErrNoServer(t *testing.T) {
 
 // With Wait, Dial keeps trying until a server listens; without, it fails at once; ctx bounds it.
 func TestDialWaitsForAServerToListen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)

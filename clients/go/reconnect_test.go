@@ -73,6 +73,7 @@ func (r *restartable) stop() {
 }
 
 func TestAWatcherSeesEveryAcknowledgedAppendOnceInOrderAcrossARestart(t *testing.T) {
+	t.Parallel()
 	srv := startRestartable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -201,6 +202,7 @@ func TestAWatcherSeesEveryAcknowledgedAppendOnceInOrderAcrossARestart(t *testing
 }
 
 func TestWithoutReconnectAWatchEndsWithTheServer(t *testing.T) {
+	t.Parallel()
 	srv := startRestartable(t)
 	c, err := Dial(ctxT(t), DialOptions{Socket: srv.socket})
 	if err != nil {

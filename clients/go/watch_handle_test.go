@@ -10,6 +10,7 @@ import (
 // change's event (read-your-writes for a replica kept by the feed), in commit order, and
 // nothing is sent on Events, which closes when the watch ends.
 func TestWatchHandleHasACallsOwnEventWhenTheCallReturns(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)
@@ -65,6 +66,7 @@ func TestWatchHandleHasACallsOwnEventWhenTheCallReturns(t *testing.T) {
 
 // A handled watch ends with its connection: Events closes and Err says why.
 func TestWatchHandleEndsWithTheConnection(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)

@@ -7,6 +7,7 @@ import (
 
 // Watch delivers each append once, in seq order, for the transcripts asked for only.
 func TestWatchSeesEachAppendOnceInSeqOrder(t *testing.T) {
+	t.Parallel()
 	s := startSocketServer(t)
 	c := dialTest(t, s)
 	writer := dialTest(t, s)
