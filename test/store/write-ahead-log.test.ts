@@ -1,0 +1,274 @@
+// The write-ahead log object called directly through the fs seam: records that wait share one
+// write and one fdatasync, a failed batch is cut back (and the log refuses records until a
+// checkpoint when even that fails), a checkpoint syncs every file written since and hands over
+// the seqs before it empties the log, callers share a queued checkpoint, one past the size bound
+// runs by itself and is retried when it fails, and a close that cannot empty the log says so.
+import assert from 'node:assert/strict';
+import { readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { crc32 } from 'node:zlib';
+import type { Io } from '../../src/store/io.js';
+import { nodeIo, withIo } from '../../src/store/io.js';
+import { storeLog } from '../../src/store/store-log.js';
+import type { WalRecord } from '../../src/store/wal.js';
+import { scanWal, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
+import { countingIo, errno, storeError } from '../helpers/store.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+interface Opened {
+  dir: string;
+  file: string;
+  wal: WriteAheadLog;
+  synced: string[];
+  order: string[];
+  errors: string[];
+  health: { failed: number; succeeded: number };
+  /** Resolves at the next checkpoint that succeeds. */
+  nextSuccess: () => Promise<void>;
+}
+
+async function open(io: Io = nodeIo, extra: { checkpointBytes?: number; syncFile?: (rel: string) => Promise<void> } = {}): Promise<Opened> {
+  const dir = tempDir();
+  const synced: string[] = [];
+  const order: string[] = [];
+  const errors: string[] = [];
+  const health = { failed: 0, succeeded: 0 };
+  let waiters: (() => void)[] = [];
+  const log = storeLog({
+    error: (m) => errors.push(m),
+    health: {
+      recordError: () => undefined,
+      checkpointFailed: () => void health.failed++,
+      checkpointSucceeded: () => {
+        health.succeeded++;
+        const w = waiters;
+        waiters = [];
+        for (const f of w) f();
+      },
+    },
+  });
+  const wal = await WriteAheadLog.open(io, dir, {
+    log,
+    syncFile: extra.syncFile ?? (async (rel) => void synced.push(rel)),
+    beforeEmpty: async () => void order.push(`before empty: ${statSync(path.join(dir, WAL_REL)).size > 0 ? 'records still there' : 'already empty'}`),
+    checkpointBytes: extra.checkpointBytes,
+  });
+  return {
+    dir, file: path.join(dir, WAL_REL), wal, synced, order, errors, health,
+    nextSuccess: () => new Promise<void>((resolve) => waiters.push(resolve)),
+  };
+}
+
+/** Waits for `p` while keeping the process alive: the log's retry timer does not (it is unref'd). */
+async function awaitAlive<T>(p: Promise<T>): Promise<T> {
+  const alive = setInterval(() => undefined, 1000);
+  try {
+    return await p;
+  } finally {
+    clearInterval(alive);
+  }
+}
+
+const r = (f: string, o: number, d: string, s?: number): WalRecord => ({ f, i: 1, o, d, ...(s === undefined ? {} : { s }) });
+
+test('a record is written as "<zero-padded crc32> <json>\\n"; bytes counts what is in the log', async (t) => {
+  const o = await open();
+  t.after(() => o.wal.close());
+  await o.wal.record(r('transcripts/a.jsonl', 0, 'x\n', 3));
+  const text = readFileSync(o.file, 'utf8');
+  const json = JSON.stringify(r('transcripts/a.jsonl', 0, 'x\n', 3));
+  assert.equal(text, `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`);
+  assert.equal(o.wal.bytes, Buffer.byteLength(text));
+  await o.wal.record(r('participants/a.log', 0, 'é\n'));
+  assert.equal(o.wal.bytes, statSync(o.file).size);
+  assert.deepEqual(scanWal(readFileSync(o.file)).records.map((x) => x.f), ['transcripts/a.jsonl', 'participants/a.log']);
+});
+
+test('a log that exists is opened with its size; one that cannot be opened is an error naming it', async () => {
+  const dir = tempDir();
+  mkdirSync(path.join(dir, '.herrscher-state'));
+  writeFileSync(path.join(dir, WAL_REL), 'abc');
+  const wal = await WriteAheadLog.open(nodeIo, dir, { log: storeLog({}), syncFile: async () => undefined, beforeEmpty: async () => undefined });
+  assert.equal(wal.bytes, 3);
+  await wal.close();
+  const failing = withIo({ mkdir: () => Promise.reject(errno('EACCES', 'mkdir')) });
+  await assert.rejects(() => WriteAheadLog.open(failing, dir, { log: storeLog({}), syncFile: async () => undefined, beforeEmpty: async () => undefined }),
+    storeError('io', [`open ${WAL_REL}: EACCES`], 'EACCES'));
+  const elsewhere = await WriteAheadLog.open(nodeIo, dir, { log: storeLog({}), syncFile: async () => undefined, beforeEmpty: async () => undefined, rel: 'side/wal.log' });
+  await elsewhere.record(r('transcripts/a.jsonl', 0, 'x\n'));
+  assert.ok(statSync(path.join(dir, 'side/wal.log')).size > 0);
+  await elsewhere.close();
+});
+
+test('records that arrive while one is written share the next write and its one fdatasync', async (t) => {
+  let release = (): void => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let first = true;
+  const { io, calls } = countingIo({
+    write: async (fh, buf) => {
+      if (first) {
+        first = false;
+        await held;
+      }
+      return nodeIo.write(fh, buf);
+    },
+  });
+  const o = await open(io);
+  t.after(() => o.wal.close());
+  const a = o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  await new Promise(setImmediate);
+  const rest = ['b', 'c', 'd'].map((x, i) => o.wal.record(r('transcripts/a.jsonl', 2 + 2 * i, `${x}\n`)));
+  release();
+  await Promise.all([a, ...rest]);
+  assert.deepEqual([calls.write, calls.datasync], [2, 2]);
+  assert.deepEqual(scanWal(readFileSync(o.file)).records.map((x) => x.d), ['a\n', 'b\n', 'c\n', 'd\n']);
+});
+
+test('a checkpoint syncs each file written since once, lets the seqs be written down, then empties and syncs the log', async (t) => {
+  const { io, calls } = countingIo();
+  const o = await open(io);
+  t.after(() => o.wal.close());
+  await o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  await o.wal.record(r('transcripts/a.jsonl', 2, 'b\n'));
+  await o.wal.record(r('participants/a.log', 0, 'u\n'));
+  const syncsBefore = calls.datasync;
+  await o.wal.checkpoint();
+  assert.deepEqual(o.synced.sort(), ['participants/a.log', 'transcripts/a.jsonl']);
+  assert.deepEqual(o.order, ['before empty: records still there']);
+  assert.equal(statSync(o.file).size, 0);
+  assert.equal(o.wal.bytes, 0);
+  assert.equal(calls.datasync - syncsBefore, 1, 'the emptied log is synced');
+  assert.deepEqual(o.health, { failed: 0, succeeded: 1 });
+  // Nothing written since: nothing to sync.
+  await o.wal.checkpoint();
+  assert.equal(o.synced.length, 2);
+});
+
+test('callers that ask while a checkpoint waits its turn share it; one asked after it started gets its own', async (t) => {
+  let release = (): void => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let hold = true;
+  const { io, calls } = countingIo({
+    write: async (fh, buf) => {
+      if (hold) {
+        hold = false;
+        await held;
+      }
+      return nodeIo.write(fh, buf);
+    },
+  });
+  const o = await open(io);
+  t.after(() => o.wal.close());
+  const rec = o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  await new Promise(setImmediate);
+  const c1 = o.wal.checkpoint();
+  const c2 = o.wal.checkpoint();
+  assert.equal(c1, c2);
+  release();
+  await Promise.all([rec, c1]);
+  assert.equal(calls.truncate, 1);
+  await o.wal.checkpoint();
+  assert.equal(calls.truncate, 2);
+});
+
+test('a checkpoint that fails is an error naming the log, reported unhealthy; the files written since are synced again by the next', async (t) => {
+  let fail = true;
+  const synced: string[] = [];
+  const o = await open(nodeIo, { syncFile: async (rel) => (fail ? Promise.reject(errno('EIO', 'fsync')) : void synced.push(rel)) });
+  t.after(() => o.wal.close());
+  await o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  await assert.rejects(() => o.wal.checkpoint(), storeError('io', [`checkpoint ${WAL_REL}: EIO`], 'EIO'));
+  assert.deepEqual(o.health, { failed: 1, succeeded: 0 });
+  assert.ok(statSync(o.file).size > 0, 'the records are kept');
+  fail = false;
+  await o.wal.checkpoint();
+  assert.deepEqual(synced, ['transcripts/a.jsonl']);
+  assert.equal(statSync(o.file).size, 0);
+});
+
+test('a failed record write is cut back from the log; when that fails too, records are refused until a checkpoint succeeds', async (t) => {
+  let failWrite = false;
+  let failCut = false;
+  const io = withIo({
+    write: async (fh, buf) => {
+      if (!failWrite) return nodeIo.write(fh, buf);
+      await nodeIo.write(fh, buf.subarray(0, 5));
+      throw errno('ENOSPC');
+    },
+    truncate: (fh, len) => (failCut ? Promise.reject(errno('EIO', 'ftruncate')) : nodeIo.truncate(fh, len)),
+  });
+  const o = await open(io);
+  t.after(() => o.wal.close());
+  await o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  const size = statSync(o.file).size;
+  failWrite = true;
+  await assert.rejects(() => o.wal.record(r('transcripts/a.jsonl', 2, 'b\n')), storeError('io', [`append to ${WAL_REL}: ENOSPC`], 'ENOSPC'));
+  assert.equal(statSync(o.file).size, size, 'cut back');
+  assert.equal(o.wal.bytes, size);
+  failCut = true;
+  await assert.rejects(() => o.wal.record(r('transcripts/a.jsonl', 2, 'b\n')), storeError('io', [`append to ${WAL_REL}: ENOSPC`], 'ENOSPC'));
+  assert.deepEqual(o.errors, [`${WAL_REL} could not be cut back after a failed write; appends are refused until a checkpoint empties it`]);
+  failWrite = false;
+  await assert.rejects(() => o.wal.record(r('transcripts/a.jsonl', 2, 'b\n')), storeError('io', [`append to ${WAL_REL}: EIO`], 'EIO'));
+  failCut = false;
+  await o.wal.checkpoint();
+  await o.wal.record(r('transcripts/a.jsonl', 2, 'b\n'));
+  assert.deepEqual(scanWal(readFileSync(o.file)).records.map((x) => x.d), ['b\n']);
+});
+
+test('a log past its bound is checkpointed by itself; a failure is logged and retried until it succeeds', { timeout: 30_000 }, async (t) => {
+  let failures = 2;
+  const synced: string[] = [];
+  const o = await open(nodeIo, {
+    checkpointBytes: 100,
+    syncFile: async (rel) => {
+      if (failures-- > 0) throw errno('EIO', 'fsync');
+      synced.push(rel);
+    },
+  });
+  t.after(() => o.wal.close());
+  await o.wal.record(r('transcripts/a.jsonl', 0, 'small\n'));
+  assert.equal(o.health.failed + o.health.succeeded, 0, 'under the bound: no checkpoint');
+  const done = o.nextSuccess();
+  await o.wal.record(r('transcripts/a.jsonl', 6, `${'x'.repeat(100)}\n`));
+  await awaitAlive(done);
+  assert.equal(statSync(o.file).size, 0);
+  assert.deepEqual(synced, ['transcripts/a.jsonl']);
+  assert.equal(o.health.failed, 2);
+  assert.equal(o.errors.length, 2, o.errors.join('\n'));
+  assert.match(o.errors[0] ?? '', new RegExp(`^checkpoint of ${WAL_REL} failed; appends stay durable \\(their records are kept in the log, now \\d+ bytes, and replayed at the next start\\); retried in 100 ms$`));
+  assert.match(o.errors[1] ?? '', /retried in 200 ms$/);
+});
+
+test('a failed cut-back is retried by a checkpoint in the background, after which records are taken again', { timeout: 30_000 }, async (t) => {
+  let failWrite = false;
+  let failCut = false;
+  const io = withIo({
+    write: (fh, buf) => (failWrite ? Promise.reject(errno('ENOSPC')) : nodeIo.write(fh, buf)),
+    truncate: (fh, len) => (failCut ? Promise.reject(errno('EIO', 'ftruncate')) : nodeIo.truncate(fh, len)),
+  });
+  const o = await open(io);
+  t.after(() => o.wal.close());
+  failWrite = true;
+  failCut = true;
+  await assert.rejects(() => o.wal.record(r('transcripts/a.jsonl', 0, 'a\n')), { code: 'ENOSPC' });
+  failWrite = false;
+  failCut = false;
+  await awaitAlive(o.nextSuccess());
+  await o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  assert.deepEqual(scanWal(readFileSync(o.file)).records.map((x) => x.d), ['a\n']);
+});
+
+test('a close empties the log; when it cannot, the records stay for the next start and an error says so, without throwing', async () => {
+  const ok = await open();
+  await ok.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  await ok.wal.close();
+  assert.equal(statSync(ok.file).size, 0);
+  const o = await open(nodeIo, { syncFile: () => Promise.reject(errno('EIO', 'fsync')) });
+  await o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+  const size = statSync(o.file).size;
+  await o.wal.close();
+  assert.equal(statSync(o.file).size, size);
+  assert.deepEqual(o.errors, [`the write-ahead log could not be emptied at close; it keeps its ${size} bytes of records, replayed at the next start`]);
+});
