@@ -113,14 +113,12 @@ export class StateStore {
   async refresh(): Promise<void> {
     if (!this.queue.idle) return;
     // The common case, nothing changed, costs one lstat on this thread and no turn of the queue.
-    // A stat that fails is left to the look inside the queue, which reports it.
-    let now: Stamp | 'unknown';
     try {
-      now = stampOf(this.io, this.file);
+      const now = stampOf(this.io, this.file);
+      if (now === null || sameStamp(now, this.stamp)) return;
     } catch {
-      now = 'unknown';
+      // A stat that fails is left to the look inside the queue, which reports it.
     }
-    if (now !== 'unknown' && (now === null || sameStamp(now, this.stamp))) return;
     this.refreshing ??= this.queue
       .exclusive(async () => {
         try {
@@ -277,6 +275,7 @@ export class StateStore {
     }
     // A removed file (or state dir) is not an edit to load: the next commit writes the document
     // back, as the Go daemon's next save would (Go's MkdirAll); nobody's words are lost.
+    // Stryker disable next-line BooleanLiteral: "changed" with nothing changed re-applies the same pure mutations onto the same document: the same results, the same file
     if (now === null || sameStamp(now, this.stamp)) return false;
     if (this.unreadable && sameStamp(now, this.unreadable.stamp)) throw this.unreadable.error;
     let read: { doc: Doc; stamp: Stamp };

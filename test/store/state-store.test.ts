@@ -293,3 +293,53 @@ test('StateStore used without a log: an outside edit and an unloadable file are 
   await assert.rejects(() => state.mutate(setWorkspace('/c')), storeError('io', ['cannot be loaded'], 'EINVAL'));
   assert.equal(state.document.workspace, '/edit');
 });
+
+test('no state.json at open is read once; one made while it is read is read again', async (t) => {
+  const dir = tempDir();
+  const file = statePathIn(dir);
+  let reads = 0;
+  let make = false;
+  const io = withIo({
+    readFile: async (f) => {
+      if (f !== file) return nodeIo.readFile(f);
+      reads++;
+      const data = nodeIo.readFile(f);
+      if (make) {
+        make = false;
+        // The read found nothing; the writer's rename lands right after it.
+        await data.catch(() => undefined);
+        replaceBy(file, { workspace: '/made' });
+      }
+      return data;
+    },
+  });
+  const empty = await openIn(dir, { io });
+  assert.equal(reads, 1, 'a missing file is looked for once');
+  assert.equal(empty.getPersistedState().workspace, undefined);
+  await empty.close();
+  reads = 0;
+  make = true;
+  const store = await openIn(dir, { io });
+  t.after(() => store.close());
+  assert.equal(reads, 2);
+  assert.equal(store.getPersistedState().workspace, '/made');
+});
+
+test('StateStore without a log: a failing stat on refresh is left for the next look; an error of a commit listener is thrown, not taken for a load failure', async () => {
+  const dir = tempDir();
+  const file = statePathIn(dir);
+  let failStat = false;
+  const io = withIo({ lstatNow: (f) => (failStat ? (() => { throw errno('EACCES', 'lstat'); })() : nodeIo.lstatNow(f)) });
+  const state = await StateStore.load(io, file, 'write');
+  await state.mutate(setWorkspace('/a'));
+  failStat = true;
+  await state.refresh();
+  failStat = false;
+  assert.equal(state.document.workspace, '/a');
+  const bug = new TypeError('a listener\'s bug');
+  state.onCommit(() => {
+    throw bug;
+  });
+  replaceBy(file, { workspace: '/edit' });
+  await assert.rejects(() => state.refresh(), (err) => err === bug);
+});
