@@ -124,6 +124,51 @@ test('a new file\'s folder and its parent are fsynced in sync mode (the file\'s 
   }
 });
 
+test('the file is opened once for every batch after it, and settled() waits for what is queued', async () => {
+  const { io, calls } = countingIo();
+  const m = make(io, 'write');
+  for (const x of ['a', 'b', 'c']) await m.appender.append(Buffer.from(`${x}\n`), x);
+  assert.equal(calls.open, 1);
+  void m.appender.append(Buffer.from('d\n'), 'd');
+  await m.appender.settled();
+  assert.equal(readFileSync(m.file, 'utf8'), 'a\nb\nc\nd\n');
+  await m.appender.close();
+  assert.deepEqual(m.errors, []);
+});
+
+test('an appender never used closes quietly; without a log, exclusive tasks and the cut run with nothing to checkpoint', async () => {
+  const idle = make(nodeIo, 'sync');
+  await idle.appender.close();
+  assert.deepEqual(idle.errors, []);
+  let cuts = 0;
+  const m = make(nodeIo, 'write', { cutAfter: (size) => size > 2, afterCut: async () => void cuts++ });
+  assert.equal(await m.appender.exclusive(async () => 'ran'), 'ran');
+  await m.appender.append(Buffer.from('a\n'), 'a');
+  await m.appender.append(Buffer.from('b\n'), 'b');
+  assert.equal(cuts, 1);
+  assert.deepEqual(m.errors, []);
+  await m.appender.close();
+  // afterCut without cutAfter never runs.
+  const uncut = make(nodeIo, 'write', { afterCut: async () => void cuts++ });
+  await uncut.appender.append(Buffer.from('a\n'), 'a');
+  assert.equal(cuts, 1);
+  await uncut.appender.close();
+});
+
+test('a new file or an empty one has no tail to repair', async () => {
+  const seen: string[] = [];
+  const m = make(nodeIo, 'sync', { tornTail: (f) => (seen.push(f.toString()), 'drop') });
+  await m.appender.append(Buffer.from('a\n'), 'a');
+  await m.appender.close();
+  const dir = tempDir();
+  mkdirSync(path.join(dir, 'transcripts'));
+  writeFileSync(path.join(dir, REL), '');
+  const empty = make(nodeIo, 'sync', { tornTail: (f) => (seen.push(f.toString()), 'drop') }, dir);
+  await empty.appender.append(Buffer.from('a\n'), 'a');
+  await empty.appender.close();
+  assert.deepEqual(seen, []);
+});
+
 test('opened() is told the size and inode of the file it opened', async () => {
   const dir = tempDir();
   mkdirSync(path.join(dir, 'transcripts'));
@@ -268,6 +313,7 @@ test('a torn tail longer than the 64 KiB read step, and a file that is only a fr
   for (const [before, after] of [
     [`x\n${'g'.repeat(200 * 1024)}`, 'x\nnext\n'],
     ['g'.repeat(70 * 1024), 'next\n'],
+    ['\ngarbage', '\nnext\n'],
     [`{${'k'.repeat(70 * 1024)}`, `{${'k'.repeat(70 * 1024)}\nnext\n`],
     [`${'l\n'.repeat(40 * 1024)}g`, `${'l\n'.repeat(40 * 1024)}next\n`],
   ] as const) {
@@ -282,7 +328,8 @@ test('a torn tail longer than the 64 KiB read step, and a file that is only a fr
 });
 
 test('an open that fails is told as an append failure and creates nothing; a failing repair closes the file and says why', async () => {
-  const m = make(withIo({ open: () => Promise.reject(errno('EACCES', 'open')) }), 'write');
+  // Only the exclusive create fails: an error other than "it exists" is not worked around.
+  const m = make(withIo({ open: (f, fl, mode) => (fl === 'ax' ? Promise.reject(errno('EACCES', 'open')) : nodeIo.open(f, fl, mode)) }), 'write');
   await assert.rejects(() => m.appender.append(Buffer.from('a\n'), 'a'), storeError('io', [`append to ${REL}: EACCES`], 'EACCES'));
   assert.equal(existsSync(m.file), false);
   const dir = tempDir();
