@@ -81,7 +81,7 @@ test('the packed tarball installs without a compiler and serves', { timeout: TIM
   assert.deepEqual({ status: version.status, stdout: version.stdout }, { status: 0, stdout: `${pkg.version}\n` }, version.stderr);
 
   const socket = path.join(root, 's.sock');
-  const server = spawn(bin, ['serve', '--socket', socket, '--state', path.join(root, 'state', 'state.json'), '--log-level', 'warn'], { cwd: project, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const server = spawn(bin, ['serve', '--socket', socket, '--state', path.join(root, 'state', 'state.json'), '--log-format', 'json'], { cwd: project, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let serverErr = '';
   server.stderr.on('data', (c: Buffer) => (serverErr += c.toString()));
   const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
@@ -94,6 +94,13 @@ test('the packed tarball installs without a compiler and serves', { timeout: TIM
     server.kill('SIGTERM');
   }
   assert.equal(await exited, 0, serverErr);
+  // The V8 code cache ships and fits the bundle installed (the node that packed it runs it here).
+  const serving = serverErr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg?: string; codeCache?: string })
+    .find((r) => r.msg === 'serving');
+  assert.equal(serving?.codeCache, 'accepted', serverErr);
 
   // The client entry on its own: what an editor extension imports. No native addon may load.
   const probe = path.join(project, 'probe.mjs');
