@@ -6,6 +6,13 @@
 // per append, and the main thread still never blocks on a disk (a stalled disk stalls the writers
 // waiting for it, not the readers).
 //
+// The hand-off is a futex wake (Atomics.notify on a shared word the worker sleeps on in
+// Atomics.wait), not a message: a message added a serialisation and a uv_async to the wake-up
+// itself (docs/performance.md, "Waking the writer thread"). The answer comes back as a message,
+// which is what wakes the event loop. A durable write (`datasync`) is its write and its
+// fdatasync in the same job. The sleeping worker holds nothing: unreferenced, it never keeps the
+// process alive, and a process that exits interrupts its wait.
+//
 // Order: a caller awaits its write before it writes to the same file again (AppendFile, the
 // write-ahead log), and one worker writes its batches in the order they were posted, so a file's
 // bytes land in the order they were asked for. A handle is never closed while its write is out:

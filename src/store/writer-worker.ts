@@ -1,8 +1,9 @@
-// The writer thread's side of writer-thread.ts: it writes each batch the main thread announces,
-// in order, from the bytes and the plan (fd, length and flags per job) shared with it, and
-// answers once per batch. It also replaces a whole file (replaceFile) per replace message, and
-// answers each. It imports node: modules and
-// write-file-atomic only; the CLI bundle carries it as a second entry (scripts/bundle-cli.mjs).
+// The writer thread's side of writer-thread.ts: it sleeps on a shared control word until the main
+// thread wakes it (serve), then writes the batch announced there, in order, from the bytes and
+// the plan (fd, length and flags per job) shared with it, answering once per batch, and replaces a
+// whole file (replaceFile) for each replace message waiting, answering each. It imports node:
+// modules and write-file-atomic only; the CLI bundle carries it as a second entry
+// (scripts/bundle-cli.mjs).
 import { constants as C, closeSync, fdatasyncSync, fstatSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
