@@ -2,7 +2,9 @@
 // measured from Go by clients/go/state/internal/bench: FindSession against the mutex-guarded
 // slice scan, AppendTranscript against Go's O_APPEND write of the line, SetResumeToken against
 // MarshalIndent + temp file + rename, and LoadState with no server running (the daemon's start,
-// under its lock) against a bare spawn of the server to its first answer. The package runs as
+// under its lock) against a bare spawn of the server to its first answer. The `.floor` rows put
+// the two writes beside what any server in another process pays at least with this stack: a
+// bare vscode-jsonrpc echo round trip from Go (raw frames), then the same in-process operation. The package runs as
 // Herrscher's daemon does (it holds the lock; the server is its stdio child); sync-mode rows are
 // reported beside the write-mode ones the targets name.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -33,7 +35,7 @@ mkdirSync(work);
 
 const out = execFileSync(
   bin,
-  ['-dir', work, '-reps', String(REPS), '-warmup', String(WARMUP_REPS), '-n', String(LATENCY.maxCount), '-spawns', String(SPAWNS_PER_REP)],
+  ['-dir', work, '-echo', path.join(REPO, 'bench/fixtures/echo-server.mjs'), '-reps', String(REPS), '-warmup', String(WARMUP_REPS), '-n', String(LATENCY.maxCount), '-spawns', String(SPAWNS_PER_REP)],
   {
     env: { ...process.env, HERRSCHER_STATE_BIN: CLI, XDG_RUNTIME_DIR: runtime, HERRSCHER_STATE_SOCKET: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -50,8 +52,10 @@ const specs: RowSpec[] = [
   { id: 'go-state.appendTranscript.write.p50', measurement: 'Go package AppendTranscript (write), p50', unit: 'µs', ours: 'append.write', ceiling: 'append.raw', ceilingLabel: "Go's O_APPEND write of the line" },
   { id: 'go-state.appendTranscript.sync.p50', measurement: 'Go package AppendTranscript (sync), p50', unit: 'µs', ours: 'append.sync', ceiling: 'append.raw', ceilingLabel: "Go's O_APPEND write of the line" },
   { id: 'go-state.appendTranscript.rowless.p50', measurement: 'Go package AppendTranscript (write) to a name without a session row, p50', unit: 'µs', ours: 'append.rowless', ceiling: 'append.write', ceilingLabel: 'the same with a session row' },
+  { id: 'go-state.appendTranscript.write.p50.floor', measurement: 'Go package AppendTranscript (write), p50', unit: 'µs', ours: 'append.write', ceiling: 'append.echo+raw', ceilingLabel: 'bare vscode-jsonrpc echo round trip from Go + the O_APPEND write' },
   { id: 'go-state.setResumeToken.write.p50', measurement: 'Go package SetResumeToken (write), p50', unit: 'µs', ours: 'token.write', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
   { id: 'go-state.setResumeToken.sync.p50', measurement: 'Go package SetResumeToken (sync), p50', unit: 'µs', ours: 'token.sync', ceiling: 'token.raw', ceilingLabel: "Go's MarshalIndent + temp file + rename" },
+  { id: 'go-state.setResumeToken.write.p50.floor', measurement: 'Go package SetResumeToken (write), p50', unit: 'µs', ours: 'token.write', ceiling: 'token.echo+raw', ceilingLabel: 'bare vscode-jsonrpc echo round trip from Go + MarshalIndent, temp file, rename' },
   { id: 'go-state.loadState.spawn', measurement: 'LoadState, no server running, under the lock: to its answer', unit: 'ms', ours: 'load.ours', ceiling: 'load.bare', ceilingLabel: 'bare server spawn over stdio to first answer' },
   { id: 'go-state.loadState.shared', measurement: 'LoadState, no server running, without the lock (shared server)', unit: 'ms', ours: 'load.shared', ceiling: 'load.bare.socket', ceilingLabel: 'bare server spawn on a socket to first answer' },
 ];

@@ -34,6 +34,7 @@ func main() {
 	warmup := flag.Int("warmup", 1, "repetitions discarded first")
 	n := flag.Int("n", 2000, "calls per latency sample")
 	spawns := flag.Int("spawns", 5, "spawns per repetition")
+	echoScript := flag.String("echo", "", "bench/fixtures/echo-server.mjs: the floor rows (a bare echo round trip + the in-process operation)")
 	child := flag.String("child", "", "internal: one timed start in a fresh process (load|shared|bare|baresock)")
 	flag.Parse()
 	if *child != "" {
@@ -54,6 +55,11 @@ func main() {
 	raw := filepath.Join(*dir, "raw")
 	must(os.MkdirAll(raw, 0o755))
 	goState := inProcess(modes["write"].SnapshotSessions())
+	var floor *echo
+	if *echoScript != "" {
+		floor = startEcho(*echoScript)
+		defer floor.stop()
+	}
 	spawnSeq := 0
 	for rep := -*warmup; rep < *reps; rep++ {
 		record(rep, "find.ours", perCall(*n, func() { modes["write"].FindSession("s10") }))
@@ -83,6 +89,22 @@ func main() {
 			tok++
 			must(goState.setResumeToken("s1", fmt.Sprintf("3f0c2a9e-0b1d-4c8e-9f7a-%012d", tok), filepath.Join(raw, "state.json")))
 		}))
+		if floor != nil {
+			// What a call to another process costs at least, with the stack the server is built
+			// on: a bare vscode-jsonrpc round trip carrying the same entry, then the same
+			// in-process operation as the ceilings above.
+			record(rep, "append.echo+raw", p50(*n, func() {
+				floor.call("s1", entry)
+				must(appendLine(rawLine, entry))
+			}))
+			_ = os.Remove(rawLine)
+			record(rep, "token.echo+raw", p50(*n, func() {
+				tok++
+				token := fmt.Sprintf("3f0c2a9e-0b1d-4c8e-9f7a-%012d", tok)
+				floor.call("s1", map[string]string{"token": token})
+				must(goState.setResumeToken("s1", token, filepath.Join(raw, "state.json")))
+			}))
+		}
 		var load, shared, bare, bareSock []float64
 		for i := 0; i < *spawns; i++ {
 			spawnSeq++
