@@ -3,14 +3,14 @@
 // emptied, what the replay says and returns, and that a failure in the middle empties nothing.
 // wal.test.ts, wal-damaged.test.ts and replay.test.ts check the same through a crashed store.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { crc32 } from 'node:zlib';
 import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { storeLog } from '../../src/store/store-log.js';
-import { parseWal, replayWal, scanWal, WAL_REL } from '../../src/store/wal.js';
+import { parseWal, replayWal, scanWal, WAL_REL, walRelIn } from '../../src/store/wal.js';
 import { errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -46,6 +46,12 @@ test('scanWal: each kind of damaged line is skipped with its reason and line num
   assert.deepEqual(scan.records, [good, { ...good, s: 3 }, { ...good, i: 0, o: 0, s: 0 }]);
   assert.deepEqual(parseWal(Buffer.from(lines.map(([l]) => l).join(''))), scan.records);
   assert.deepEqual(scanWal(Buffer.alloc(0)), { records: [], damaged: [] });
+  // An empty first line is a damaged line like any other: what follows it is still read.
+  assert.deepEqual(scanWal(Buffer.from(`\n${rec(good)}`)), { records: [good], damaged: [{ line: 1, why: 'checksum mismatch' }] });
+});
+
+test('another state file\'s log is in its own side folder', () => {
+  assert.equal(walRelIn('.herrscher-state/b.json.d'), '.herrscher-state/b.json.d/wal.log');
 });
 
 test('scanWal: a checksum with a leading zero is written and read zero-padded', () => {
@@ -133,7 +139,7 @@ test('replayWal: a record naming a file the store does not write is ignored with
   const r = replayDir('');
   const a = transcript(r.dir, 'a', 'kept\n');
   writeFileSync(path.join(r.dir, 'state.json'), '{}');
-  const stray = ['state.json', 'transcripts/../state.json', 'transcripts/x/y.jsonl', 'participants/p.jsonl', 'transcripts/a.json', 'xtranscripts/a.jsonl'];
+  const stray = ['state.json', 'transcripts/../state.json', 'transcripts/x/y.jsonl', 'participants/p.jsonl', 'transcripts/a.json', 'xtranscripts/a.jsonl', 'transcripts/a.jsonl.old'];
   writeFileSync(path.join(r.dir, WAL_REL), [
     ...stray.map((f) => rec({ f, i: 1, o: 0, d: 'evil\n' })),
     rec({ f: 'transcripts/gone.jsonl', i: 5, o: 0, d: 'g\n' }),
@@ -154,6 +160,10 @@ test('replayWal: damaged lines are said in one error (the first ten, then …), 
   assert.equal(await replayWal(nodeIo, r.dir, r.log), 1);
   const lines = [1, 2, 4, 5, 6, 7, 8, 9, 10, 11].map((n) => `line ${n} (checksum mismatch)`).join(', ');
   assert.deepEqual(r.errors, [`wal: 12 damaged record(s) in ${WAL_REL} skipped: ${lines}, …; the 1 valid record(s) around them are replayed; an append whose record was damaged is put back only if its file kept it`]);
+  const ten = replayDir(bad.slice(0, 10).join(''));
+  await replayWal(nodeIo, ten.dir, ten.log);
+  assert.equal(ten.errors.length, 1);
+  assert.ok(ten.errors[0]?.includes('line 10 (checksum mismatch); the 0 valid'), `ten are all said, with no "…": ${ten.errors[0] ?? ''}`);
   const few = replayDir(`${hex8('x')} {}\n`);
   await replayWal(nodeIo, few.dir, few.log);
   assert.deepEqual(few.errors, [`wal: 1 damaged record(s) in ${WAL_REL} skipped: line 1 (checksum mismatch); the 0 valid record(s) around them are replayed; an append whose record was damaged is put back only if its file kept it`]);
@@ -166,6 +176,54 @@ test('replayWal: one entry re-appended after foreign bytes is said as one entry'
   assert.equal(await replayWal(nodeIo, r.dir, r.log), 1);
   assert.equal(readFileSync(a.file, 'utf8'), 'foreign\nours\n');
   assert.deepEqual(r.errors, ['wal: transcripts/a.jsonl holds bytes this server did not write where its records belong (another writer appended after a crash); kept them and re-appended 1 entry after the file\'s end']);
+});
+
+test('replayWal: a file that ends before a record\'s offset gets the entry at its end, with no blank line', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', '');
+  writeFileSync(path.join(r.dir, WAL_REL), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 5, d: 'late\n' }));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 1);
+  assert.equal(readFileSync(a.file, 'utf8'), 'late\n');
+});
+
+test('replayWal: later records of a file follow the ones moved past foreign bytes, each once, in order', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', 'foreign, no newline');
+  writeFileSync(path.join(r.dir, WAL_REL), ['one\n', 'two\n', 'three\n'].map((d, i, all) =>
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, o: all.slice(0, i).join('').length, d })).join(''));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 3);
+  assert.equal(readFileSync(a.file, 'utf8'), 'foreign, no newline\none\ntwo\nthree\n');
+  assert.match(r.errors[0] ?? '', /re-appended 3 entries after the file's end$/);
+});
+
+test('replayWal closes every file it opened and the log; a close that fails is the replay\'s error', async () => {
+  const fds = readdirSync('/proc/self/fd').length;
+  for (let n = 0; n < 10; n++) {
+    const r = replayDir('');
+    const a = transcript(r.dir, 'a', '');
+    const b = transcript(r.dir, 'b', '');
+    writeFileSync(path.join(r.dir, WAL_REL), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a\n' }) + rec({ f: 'transcripts/b.jsonl', i: b.ino, o: 0, d: 'b\n' }));
+    await replayWal(nodeIo, r.dir, r.log);
+  }
+  assert.ok(readdirSync('/proc/self/fd').length < fds + 10, 'ten replays of two files and a log leak nothing');
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', '');
+  writeFileSync(path.join(r.dir, WAL_REL), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a\n' }));
+  const closeFails = withIo({
+    open: async (f, fl, mode) => {
+      const fh = await nodeIo.open(f, fl, mode);
+      if (f === a.file) {
+        const close = fh.close.bind(fh);
+        fh.close = async () => {
+          await close();
+          throw errno('EIO', 'close');
+        };
+      }
+      return fh;
+    },
+  });
+  await assert.rejects(() => replayWal(closeFails, r.dir, r.log), storeError('io', [`replay ${WAL_REL}: EIO`], 'EIO'));
+  assert.ok(statSync(path.join(r.dir, WAL_REL)).size > 0, 'the log is kept for the next start');
 });
 
 test('replayWal: a failure in the middle is an error naming the log; nothing is emptied and the seqs are not handed back', async () => {

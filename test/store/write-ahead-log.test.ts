@@ -4,7 +4,7 @@
 // the seqs before it empties the log, callers share a queued checkpoint, one past the size bound
 // runs by itself and is retried when it fails, and a close that cannot empty the log says so.
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { crc32 } from 'node:zlib';
@@ -271,4 +271,39 @@ test('a close empties the log; when it cannot, the records stay for the next sta
   await o.wal.close();
   assert.equal(statSync(o.file).size, size);
   assert.deepEqual(o.errors, [`the write-ahead log could not be emptied at close; it keeps its ${size} bytes of records, replayed at the next start`]);
+});
+
+test('settled() waits for the records queued; a log exactly at its bound is not checkpointed', async (t) => {
+  const one = r('transcripts/a.jsonl', 0, 'a\n');
+  const json = JSON.stringify(one);
+  const o = await open(nodeIo, { checkpointBytes: Buffer.byteLength(`${crc32(json).toString(16).padStart(8, '0')} ${json}\n`) });
+  t.after(() => o.wal.close());
+  void o.wal.record(one);
+  await o.wal.settled();
+  assert.equal(scanWal(readFileSync(o.file)).records.length, 1);
+  assert.deepEqual(o.health, { failed: 0, succeeded: 0 }, 'at the bound, not past it');
+});
+
+test('a close gives back the log\'s descriptor; a close of it that fails is logged', async () => {
+  const fds = readdirSync('/proc/self/fd').length;
+  for (let n = 0; n < 10; n++) {
+    const o = await open();
+    await o.wal.record(r('transcripts/a.jsonl', 0, 'a\n'));
+    await o.wal.close();
+  }
+  assert.ok(readdirSync('/proc/self/fd').length < fds + 5, 'ten logs opened and closed leak nothing');
+  const closeFails = withIo({
+    open: async (f, fl, mode) => {
+      const fh = await nodeIo.open(f, fl, mode);
+      const close = fh.close.bind(fh);
+      fh.close = async () => {
+        await close();
+        throw errno('EIO', 'close');
+      };
+      return fh;
+    },
+  });
+  const o = await open(closeFails);
+  await o.wal.close();
+  assert.deepEqual(o.errors, [`closing ${WAL_REL} failed`]);
 });
