@@ -115,7 +115,6 @@ export class AppendFile<T = undefined> {
 
   private async writeBatch(jobs: AppendJob<T>[]): Promise<void> {
     let fh = this.fh;
-    // Stryker disable next-line ConditionalExpression: openForAppend returns the open handle when there is one
     if (!fh) {
       try {
         fh = await this.openForAppend();
@@ -180,7 +179,6 @@ export class AppendFile<T = undefined> {
   }
 
   private async openForAppend(): Promise<FileHandle> {
-    if (this.fh) return this.fh;
     const dir = path.dirname(this.file);
     await this.io.mkdir(dir, 0o700);
     let created = true;
