@@ -132,6 +132,7 @@ test('findGeneration: a damaged copy is reported and the other used, whichever i
     ['no dropped usage', framed({ ino: 3, head: headOf(PREFIX), firstSeq: 4 })],
     ['a prev that is not a generation', framed({ ...gen(3, PREFIX, 4), prev: { ino: 2 } })],
     ['another file\'s inode', framed(gen(99, PREFIX, 4))],
+    ['another file\'s inode, and a prev of a third', framed({ ...gen(99, PREFIX, 4), prev: gen(98, PREFIX, 1) })],
     ['another file\'s first bytes', framed(gen(3, Buffer.from('something else'), 4))],
   ];
   for (const [what, bad] of damages) {
