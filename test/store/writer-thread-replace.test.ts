@@ -51,3 +51,18 @@ test('a link at the target is replaced by the file, never written through', asyn
   assert.equal(readFileSync(path.join(dir, 'state.json'), 'utf8'), 'new');
   assert.equal(readFileSync(victim, 'utf8'), 'untouched');
 });
+
+test('a replace larger than any before it lands whole (the shared region grows), a smaller one after it holds only its own bytes', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'state.json');
+  const thread = new WriterThread();
+  // Sizes across the region's first size (4 096 bytes) and its next powers of two, then small again.
+  for (const [i, size] of [10, 4096, 4097, 70_000, 1_500_000, 20].entries()) {
+    const data = Buffer.alloc(size, String.fromCharCode(97 + i));
+    const stamp = await thread.replace(file, data, { mode: 0o600, sync: false });
+    const back = readFileSync(file);
+    assert.equal(back.length, size, `replace ${i}: ${size} bytes`);
+    assert.ok(back.equals(data), `replace ${i}: its own bytes`);
+    assert.equal(stamp.size, size);
+  }
+});
