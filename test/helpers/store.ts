@@ -59,6 +59,27 @@ export function errno(code: string, syscall = 'write'): NodeJS.ErrnoException {
 }
 
 /**
+ * The real fs seam, except that closing a file handle (of a file `which` accepts) fails with EIO
+ * after it really closed; `overrides` replace further calls.
+ */
+export function closeFailsIo(overrides: Partial<Io> = {}, which: (file: string) => boolean = () => true): Io {
+  return withIo({
+    open: async (f, fl, mode) => {
+      const fh = await nodeIo.open(f, fl, mode);
+      if (which(f)) {
+        const close = fh.close.bind(fh);
+        fh.close = async () => {
+          await close();
+          throw errno('EIO', 'close');
+        };
+      }
+      return fh;
+    },
+    ...overrides,
+  });
+}
+
+/**
  * A validator for assert.rejects/throws: a StoreError of `kind`, with `code` when given, whose
  * message contains every part given.
  */

@@ -15,7 +15,7 @@ import type { Durability } from '../../src/store/state-store.js';
 import { StoreError } from '../../src/store/store-error.js';
 import { storeLog } from '../../src/store/store-log.js';
 import type { WalRecord, WriteAheadLog } from '../../src/store/wal.js';
-import { countingIo, errno, storeError } from '../helpers/store.js';
+import { closeFailsIo, countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const REL = 'transcripts/s.jsonl';
@@ -355,35 +355,14 @@ test('a close that fails after a failed repair is logged; the caller hears of th
   const dir = tempDir();
   mkdirSync(path.join(dir, 'transcripts'));
   writeFileSync(path.join(dir, REL), 'x\ntorn');
-  const failing = withIo({
-    open: async (f, fl, mode) => {
-      const fh = await nodeIo.open(f, fl, mode);
-      const close = fh.close.bind(fh);
-      fh.close = async () => {
-        await close();
-        throw errno('EIO', 'close');
-      };
-      return fh;
-    },
-    read: () => Promise.reject(errno('EIO', 'read')),
-  });
+  const failing = closeFailsIo({ read: () => Promise.reject(errno('EIO', 'read')) });
   const m = make(failing, 'write', {}, dir);
   await assert.rejects(() => m.appender.append(Buffer.from('a\n'), 'a'), storeError('io', [`append to ${REL}: EIO: i/o error`], 'EIO'));
   assert.deepEqual(m.errors, [`closing ${REL} failed as well, after a failed open: EIO: i/o error, close '/abs/secret/path'`]);
 });
 
 test('a close of the file that fails is logged: every write through it was already answered', async () => {
-  const io = withIo({
-    open: async (f, fl, mode) => {
-      const fh = await nodeIo.open(f, fl, mode);
-      const close = fh.close.bind(fh);
-      fh.close = async () => {
-        await close();
-        throw errno('EIO', 'close');
-      };
-      return fh;
-    },
-  });
+  const io = closeFailsIo();
   const m = make(io, 'write');
   await m.appender.append(Buffer.from('a\n'), 'a');
   await m.appender.close();

@@ -11,7 +11,7 @@ import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { storeLog } from '../../src/store/store-log.js';
 import { parseWal, replayWal, scanWal, WAL_REL, walRelIn } from '../../src/store/wal.js';
-import { errno, storeError } from '../helpers/store.js';
+import { closeFailsIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const hex8 = (s: string): string => crc32(s).toString(16).padStart(8, '0');
@@ -209,19 +209,7 @@ test('replayWal closes every file it opened and the log; a close that fails is t
   const r = replayDir('');
   const a = transcript(r.dir, 'a', '');
   writeFileSync(path.join(r.dir, WAL_REL), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a\n' }));
-  const closeFails = withIo({
-    open: async (f, fl, mode) => {
-      const fh = await nodeIo.open(f, fl, mode);
-      if (f === a.file) {
-        const close = fh.close.bind(fh);
-        fh.close = async () => {
-          await close();
-          throw errno('EIO', 'close');
-        };
-      }
-      return fh;
-    },
-  });
+  const closeFails = closeFailsIo({}, (f) => f === a.file);
   await assert.rejects(() => replayWal(closeFails, r.dir, r.log), storeError('io', [`replay ${WAL_REL}: EIO`], 'EIO'));
   assert.ok(statSync(path.join(r.dir, WAL_REL)).size > 0, 'the log is kept for the next start');
 });

@@ -13,7 +13,7 @@ import { nodeIo, withIo } from '../../src/store/io.js';
 import { storeLog } from '../../src/store/store-log.js';
 import type { WalRecord } from '../../src/store/wal.js';
 import { scanWal, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
-import { countingIo, errno, storeError } from '../helpers/store.js';
+import { closeFailsIo, countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 interface Opened {
@@ -292,17 +292,7 @@ test('a close gives back the log\'s descriptor; a close of it that fails is logg
     await o.wal.close();
   }
   assert.ok(readdirSync('/proc/self/fd').length < fds + 5, 'ten logs opened and closed leak nothing');
-  const closeFails = withIo({
-    open: async (f, fl, mode) => {
-      const fh = await nodeIo.open(f, fl, mode);
-      const close = fh.close.bind(fh);
-      fh.close = async () => {
-        await close();
-        throw errno('EIO', 'close');
-      };
-      return fh;
-    },
-  });
+  const closeFails = closeFailsIo();
   const o = await open(closeFails);
   await o.wal.close();
   assert.deepEqual(o.errors, [`closing ${WAL_REL} failed`]);
