@@ -1,5 +1,6 @@
-// `npm test` runs every test/*/*.test.ts in a few long-lived processes (test/shards/*.ts, one per
-// core) instead of one process per file: a process with the tsx loader and our modules loaded
+// `npm test` runs every test/*/*.test.ts in a few long-lived processes (test/shards/*.ts: three,
+// one more than the 2 cores CI has, since a shard waits on its children's servers part of the
+// time) instead of one process per file: a process with the tsx loader and our modules loaded
 // costs ~0.6 s of CPU, and ~50 files made that most of the suite's time on a 2-core machine.
 //
 // Each shard process takes the next test file nobody has taken yet (claimed with an O_EXCL file
