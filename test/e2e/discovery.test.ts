@@ -11,9 +11,12 @@ import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import { connect } from '../../src/client/client.js';
+import { serveSocket as serveSocketOf } from '../../src/transport/discovery.js';
 import { SocketError } from '../../src/transport/socket.js';
+import { defaultSocketFolder } from '../../src/transport/socket-folder.js';
 import type { Child, Ctx } from '../helpers/cli.js';
 import { CLI, REPO, runCli, runToEnd, waitForSocket } from '../helpers/cli.js';
+import { closeClean, startServer } from '../helpers/server.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { RawClient } from '../helpers/wire.js';
 
@@ -48,9 +51,9 @@ test('after state/setInstanceID, call, tail, sessions, socket, status and connec
   assert.deepEqual([where.code, where.stdout], [0, `${named}\n`], where.stderr);
   assert.equal(existsSync(path.join(folder, 'herrscher-state.sock')), false, 'the old default name is gone');
 
-  const add = await runToEnd(['call', 'session/add', '{"session":{"name":"main"}}'], { env });
-  assert.equal(add.code, 0, add.stderr);
+  // call reached it above (setInstanceID); connect() writes the rest, one process fewer.
   const client = await connect({ env });
+  await client.sessionAdd({ session: { name: 'main' } });
   await client.transcriptAppend({ name: 'main', entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'hello over connect()' } });
   assert.equal((await client.status()).socket, named);
   await client.close();
@@ -91,8 +94,8 @@ test('a record left by a server killed with -9 is ignored: the client falls back
 test('serve --stdio also serves the default socket; --no-socket serves stdio alone; a default socket held by another server leaves stdio alone with one warning', { timeout: TIMEOUT }, async (t) => {
   const { env, runtime } = world();
   const sock = path.join(runtime, 'herrscher-state', 'herrscher-state.sock');
-  const other = runCli(t, ['serve', '--state', path.join(tempDir(), 'state.json')], { env });
-  await waitForSocket(sock, other);
+  // The other server runs in this process: only the --stdio host's reaction to it is the subject.
+  const other = await startServer(t, { socket: { path: sock, source: 'default' } });
 
   const host = runCli(t, ['serve', '--stdio'], { env, collectStdout: true });
   host.child.stdin?.write('{"jsonrpc":"2.0","id":1,"method":"status"}\n');
@@ -103,7 +106,7 @@ test('serve --stdio also serves the default socket; --no-socket serves stdio alo
   assert.equal((await host.exited).code, 0);
   // Logs are written asynchronously and flushed at the stop: count the warnings after the exit.
   assert.equal(host.stderr().match(/held by another live server/g)?.length, 1, host.stderr());
-  await stop(other);
+  await closeClean(other);
 
   const alone = runCli(t, ['serve', '--stdio', '--no-socket'], { env });
   const sidecar = runCli(t, ['serve', '--stdio', '--state', path.join(tempDir(), 'state.json')], { env });
@@ -115,7 +118,10 @@ test('serve --stdio also serves the default socket; --no-socket serves stdio alo
 });
 
 for (const variant of ['XDG_RUNTIME_DIR', 'TMPDIR'] as const) {
-  test(`a default folder under $${variant} that is a symlink, 0777 or 0775 is refused by serve and by call`, { timeout: TIMEOUT }, async () => {
+  // The symlink through the spawned serve and call (exit 1 and the message a user sees); the
+  // modes through the checks those two run, in this process: serve's Service.listen on its
+  // default socket, call's connect().
+  test(`a default folder under $${variant} that is a symlink, 0777 or 0775 is refused by serve and by call`, { timeout: TIMEOUT }, async (t) => {
     const base = tempDir();
     const env = { ...process.env, HERRSCHER_STATE_DIR: tempDir(), HERRSCHER_STATE_SOCKET: undefined, XDG_RUNTIME_DIR: undefined, TMPDIR: undefined, [variant]: base };
     const folder = path.join(base, variant === 'XDG_RUNTIME_DIR' ? 'herrscher-state' : `herrscher-state-${process.getuid?.()}`);
@@ -134,12 +140,16 @@ for (const variant of ['XDG_RUNTIME_DIR', 'TMPDIR'] as const) {
       const folder2 = path.join(wide, path.basename(folder));
       mkdirSync(folder2, { recursive: true });
       chmodSync(folder2, mode);
-      const s = await runToEnd(['serve'], { env: env2 });
-      assert.equal(s.code, 1);
-      assert.ok(s.stderr.includes(`its mode is 0${mode.toString(8)}, wider than 0700`), s.stderr);
-      const c = await runToEnd(['call', 'state/get'], { env: env2 });
-      assert.equal(c.code, 1);
-      assert.ok(c.stderr.includes(`mode is 0${mode.toString(8)}`), c.stderr);
+      assert.equal(defaultSocketFolder(env2), folder2, 'serve and call look in this folder');
+      await assert.rejects(startServer(t, { socket: serveSocketOf({ env: env2 }) }), (err: unknown) => {
+        assert.ok(err instanceof Error && err.message.includes(`its mode is 0${mode.toString(8)}, wider than 0700`), String(err));
+        return true;
+      });
+      await assert.rejects(connect({ env: env2 }), (err: unknown) => {
+        assert.ok(err instanceof SocketError && err.message.includes(`mode is 0${mode.toString(8)}`), String(err));
+        return true;
+      });
+      assert.deepEqual(readdirSync(folder2), [], 'nothing was created in it');
     }
   });
 }
@@ -259,8 +269,9 @@ test('a client told --state A, with no server for A, never reaches the default s
   const stateB = path.join(dirB, 'state.json');
   const server = runCli(t, ['serve', '--state', stateB], { env });
   await waitForSocket(path.join(runtime, 'herrscher-state', 'herrscher-state.sock'), server);
-  const add = await runToEnd(['call', 'session/add', '{"session":{"name":"main"}}', '--state', stateB], { env });
-  assert.equal(add.code, 0, add.stderr);
+  // B's own write and read go through connect(): only A's refusals need the processes.
+  const toB = await connect({ state: stateB, env });
+  await toB.sessionAdd({ session: { name: 'main' } });
 
   const append = JSON.stringify({ name: 'main', entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'meant for A' } });
   for (const args of [['call', 'transcript/append', append], ['status'], ['socket'], ['tail', 'main'], ['sessions']]) {
@@ -270,8 +281,8 @@ test('a client told --state A, with no server for A, never reaches the default s
     assert.equal(r.stdout, '', `${args[0]} printed nothing on stdout`);
   }
   await assert.rejects(connect({ state: stateA, env }), (err: unknown) => err instanceof SocketError && err.code === 'ENOSERVER' && /no server for/.test(err.message));
-  const read = await runToEnd(['call', 'transcript/read', '{"name":"main"}', '--state', stateB], { env });
-  assert.deepEqual([read.code, (JSON.parse(read.stdout) as { entries: unknown[] }).entries], [0, []], 'nothing reached B');
+  assert.deepEqual((await toB.transcriptRead({ name: 'main' })).entries, [], 'nothing reached B');
+  await toB.close();
 
   // The same state under another name (a symlinked folder) is the same server.
   const link = path.join(tempDir('hs-link-'), 'b');

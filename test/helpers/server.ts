@@ -65,13 +65,18 @@ export interface StartOptions {
   onConnection?: (conn: ServerConnection) => void;
   /** ServerOptions.presence, as `serve --exit-when-idle` passes its IdleWatch. */
   presence?: ServerOptions['presence'];
+  /**
+   * Where to listen instead of dir/s.sock: a path, or a found socket as `serve` passes it (a
+   * `default` one gets its folder made and checked first, as `serve` does).
+   */
+  socket?: Parameters<Service['listen']>[0];
 }
 
 export interface InProcessServer {
   readonly dir: string;
   /** dir/state.json */
   readonly state: string;
-  /** The unix socket the server listens on (dir/s.sock). */
+  /** The unix socket the server listens on (dir/s.sock unless `options.socket` said otherwise). */
   readonly socket: string;
   /** The Service that runs it, as `serve` runs one. */
   readonly service: Service;
@@ -129,7 +134,7 @@ export async function startServer(t: Ctx, options: StartOptions = {}): Promise<I
   });
   let socket: string;
   try {
-    socket = await service.listen(`${dir}/s.sock`);
+    socket = await service.listen(options.socket ?? `${dir}/s.sock`);
   } catch (err) {
     await service.discard();
     throw err;
