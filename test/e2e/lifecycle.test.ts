@@ -8,12 +8,11 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import path from 'node:path';
 import { test } from 'node:test';
 import type { ResponseError } from 'vscode-jsonrpc';
-import { connect, spawn } from '../../src/client/client.js';
+import { connect } from '../../src/client/client.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
-import { methodList } from '../../src/protocol/table.js';
-import type { Ctx } from '../helpers/cli.js';
-import { CLI, REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
-import { closeClean, startServer } from '../helpers/server.js';
+import { methodList, methods } from '../../src/protocol/table.js';
+import { REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
+import { closeClean, errorsIn, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw, openSocket } from '../helpers/wire.js';
 
@@ -23,32 +22,10 @@ const VERSION = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'
 const entry = (text: string) => ({ ts: '2026-01-01T00:00:00Z', role: 'user', text });
 const line = (text: string) => `{"ts":"2026-01-01T00:00:00Z","role":"user","text":"${text}"}\n`;
 
-/** The typed client on a spawned `serve --stdio` (the built CLI), killed when the test ends. */
-function spawnTyped(t: Ctx, state: string, framing: 'lsp' | 'ndjson') {
-  const client = spawn({ state, cli: CLI, framing, args: ['--log-level', 'warn'] });
-  t.after(() => {
-    if (client.child.exitCode === null && client.child.signalCode === null) client.child.kill('SIGKILL');
-  });
-  return client;
-}
-
 const rpcCode = (code: number) => (err: unknown) => {
   assert.equal((err as ResponseError).code, code, `error code of ${String(err)}`);
   return true;
 };
-
-test('initialize answers serverInfo, protocolVersion, the absolute statePath and every method', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const client = spawnTyped(t, statePathIn(dir), 'lsp');
-  const init = await client.initialize({ clientInfo: { name: 'lifecycle.test', version: '1' } });
-  assert.deepEqual(init.serverInfo, { name: 'herrscher-state', version: VERSION });
-  assert.equal(init.protocolVersion, PROTOCOL_VERSION);
-  assert.equal(init.statePath, statePathIn(dir));
-  assert.ok(init.capabilities.methods.includes('transcript/append'));
-  assert.deepEqual([...init.capabilities.methods].sort(), methodList.map((d) => d.method).sort());
-  await client.close();
-  assert.equal(await client.exited, 0, 'stdin EOF ends the server with 0');
-});
 
 test('rpc.discover returns the OpenRPC 1.3.2 document that schema/openrpc.json holds', { timeout: TIMEOUT }, async (t) => {
   const server = await startServer(t, { version: VERSION });
@@ -86,9 +63,16 @@ test('shutdown finishes the writes sent before it, then refuses mutations with -
   assert.equal(await server.exited, 0);
 });
 
-test('exit after shutdown ends the server with code 0', { timeout: TIMEOUT }, async (t) => {
+test('the spawned server\'s initialize answers serverInfo, protocolVersion, the absolute statePath and every method; exit after shutdown ends it with code 0', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const server = serveStdio(t, statePathIn(dir), 'lsp');
+  // The built CLI's answer: the version is package.json's, as a host sees it.
+  const init = methods.initialize.result.parse(await server.rpc.call('initialize', { clientInfo: { name: 'lifecycle.test', version: '1' } }));
+  assert.deepEqual(init.serverInfo, { name: 'herrscher-state', version: VERSION });
+  assert.equal(init.protocolVersion, PROTOCOL_VERSION);
+  assert.equal(init.statePath, statePathIn(dir));
+  assert.ok(init.capabilities.methods.includes('transcript/append'));
+  assert.deepEqual([...init.capabilities.methods].sort(), methodList.map((d) => d.method).sort());
   assert.deepEqual(await server.rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true });
   assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
   assert.match(readFileSync(statePathIn(dir), 'utf8'), /"workspace": "\/w"/);
@@ -123,22 +107,29 @@ test('stdin EOF with 50 appends pending answers every request, writes all 50 lin
 });
 
 test('ids 7 and "7" in one write on stdio: both appends run and are answered, and stdin EOF still ends the server with 0', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const server = serveStdio(t, statePathIn(dir), 'ndjson');
+  // The stdio connection of the Service `serve --stdio` runs, in process: the ids are the
+  // subject; the process's exit at EOF is the test above's.
+  const srv = await startServer(t, { lifecycleOwner: 'stdio' });
+  const { dir } = srv;
+  const rpc = srv.stdio('ndjson');
   const requests = [
     { jsonrpc: '2.0', id: 0, method: 'session/add', params: { session: { name: 'a' } } },
     { jsonrpc: '2.0', id: 7, method: 'transcript/append', params: { name: 'a', entry: entry('number') } },
     { jsonrpc: '2.0', id: '7', method: 'transcript/append', params: { name: 'a', entry: entry('string') } },
   ];
-  server.child.stdin?.end(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  assert.deepEqual(await server.exited, { code: 0, signal: null }, `stderr:\n${server.stderr()}`);
-  const byId = (id: unknown) => server.rpc.received.find((r) => r.id === id);
+  rpc.writeBytes(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  rpc.end();
+  assert.equal(await srv.exited, 0, JSON.stringify(errorsIn(srv.logs)));
+  await rpc.ended; // every reply read
+  const byId = (id: unknown) => rpc.received.find((r) => r.id === id);
   assert.equal(byId(0)?.error, undefined, JSON.stringify(byId(0)));
-  assert.deepEqual([byId(7)?.result, byId('7')?.result], [{ seq: 0 }, { seq: 1 }], JSON.stringify(server.rpc.received));
+  assert.deepEqual([byId(7)?.result, byId('7')?.result], [{ seq: 0 }, { seq: 1 }], JSON.stringify(rpc.received));
   assert.equal(readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8'), line('number') + line('string'));
 });
 
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+// SIGTERM's run of the same (exit 0, clients closed, socket removed, answered appends in the file)
+// is 'SIGTERM while appends are in flight leaves whole lines in order, every answered one included' below.
+for (const signal of ['SIGINT'] as const) {
   test(`${signal} ends a socket server with code 0, closes its clients and removes the socket file`, { timeout: TIMEOUT }, async (t) => {
     const dir = tempDir();
     const socket = path.join(dir, 's.sock');
@@ -181,18 +172,19 @@ test('the socket file is created with mode 0600', { timeout: TIMEOUT }, async (t
 });
 
 test('a stale socket file left by a killed server is replaced', { timeout: TIMEOUT }, async (t) => {
+  // The killed server is a process (only the kernel's end of one leaves the file); the new one
+  // runs the Service `serve` runs, in this process.
   const dir = tempDir();
   const socket = path.join(dir, 's.sock');
   const first = await serveSocket(t, statePathIn(path.join(dir, 'one')), socket);
   first.child.kill('SIGKILL');
   await first.exited;
   assert.ok(statSync(socket).isSocket(), 'the killed server left its socket file behind');
-  const second = await serveSocket(t, statePathIn(path.join(dir, 'two')), socket);
-  const rpc = await second.connect('lsp');
+  const second = await startServer(t, { dir: path.join(dir, 'two'), socket });
+  const rpc = await second.raw('lsp');
   const init = (await rpc.call('initialize', {})) as { statePath: string };
   assert.equal(init.statePath, statePathIn(path.join(dir, 'two')), 'the new server answers on the old path');
-  second.child.kill('SIGTERM');
-  assert.deepEqual(await second.exited, { code: 0, signal: null });
+  await closeClean(second);
 });
 
 test('a socket path a live server listens on is refused with exit 1 and the live server keeps it', { timeout: TIMEOUT }, async (t) => {
@@ -242,13 +234,15 @@ test('after kill -9 a server restarted on the same state sees every answered wri
   first.child.kill('SIGKILL');
   assert.equal((await first.exited).signal, 'SIGKILL');
 
-  const second = serveStdio(t, statePathIn(dir), 'ndjson');
-  assert.deepEqual(await second.rpc.call('session/find', { name: 'keep' }), { session });
-  assert.deepEqual(await second.rpc.call('transcript/read', { name: 'keep' }), { entries: [entry('e0'), entry('e1'), entry('e2')], firstSeq: 0 });
-  assert.deepEqual(await second.rpc.call('transcript/last', { name: 'keep' }), { ts: '2026-01-01T00:00:00Z' });
-  assert.deepEqual(await second.rpc.call('participants/read', { name: 'keep' }), { userIds: ['u1'] });
-  assert.deepEqual(await second.rpc.call('transcript/append', { name: 'keep', entry: entry('e3') }), { seq: 3 }, 'seq continues after the restart');
-  assert.deepEqual(await shutdownAndExit(second), { code: 0, signal: null });
+  // The restart opens the state the killed process left: the Service `serve` runs, in process.
+  const second = await startServer(t, { dir });
+  const rpc = await second.raw('ndjson');
+  assert.deepEqual(await rpc.call('session/find', { name: 'keep' }), { session });
+  assert.deepEqual(await rpc.call('transcript/read', { name: 'keep' }), { entries: [entry('e0'), entry('e1'), entry('e2')], firstSeq: 0 });
+  assert.deepEqual(await rpc.call('transcript/last', { name: 'keep' }), { ts: '2026-01-01T00:00:00Z' });
+  assert.deepEqual(await rpc.call('participants/read', { name: 'keep' }), { userIds: ['u1'] });
+  assert.deepEqual(await rpc.call('transcript/append', { name: 'keep', entry: entry('e3') }), { seq: 3 }, 'seq continues after the restart');
+  await closeClean(second);
   assert.equal(readFileSync(path.join(dir, 'transcripts/keep.jsonl'), 'utf8'), ['e0', 'e1', 'e2', 'e3'].map(line).join(''));
 });
 
@@ -377,18 +371,21 @@ test('SIGTERM while appends are in flight leaves whole lines in order, every ans
   assert.equal(existsSync(socket), false);
 });
 
-test('--log-file writes the logs to that file and nothing to stderr', { timeout: TIMEOUT }, async (t) => {
+test('--log-file is created 0600 and holds the logs as JSON lines, nothing on stderr', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const logFile = path.join(dir, 'logs', 'server.log');
   const server = serveStdio(t, statePathIn(dir), 'lsp', ['--log-file', logFile, '--log-level', 'debug']);
   await server.rpc.call('state/get');
   assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
   assert.equal(server.stderr(), '');
+  assert.equal(statSync(logFile).mode & 0o777, 0o600);
   const records = readFileSync(logFile, 'utf8')
     .split('\n')
     .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as { method?: string });
+    .map((l) => JSON.parse(l) as { method?: string; msg?: string });
   assert.ok(records.some((r) => r.method === 'state/get'), 'the request is logged at debug');
+  const msgs = records.map((r) => r.msg);
+  assert.ok(msgs.includes('serving') && msgs.includes('stopped'), msgs.join(','));
 });
 
 test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state-<uid>/herrscher-state[-<instanceID>].sock', { timeout: TIMEOUT }, async (t) => {
