@@ -33,7 +33,13 @@ func serverCommand(t *testing.T) []string {
 // testEnv is the server's environment: its own default socket folder, so no test reaches
 // another's (or a real) server by the default rule.
 func testEnv(t *testing.T) []string {
-	runtime := t.TempDir()
+	// Not t.TempDir(): its path holds the test's name, and the default socket beneath it must
+	// stay under the 107 bytes a unix socket path may have whatever TMPDIR is.
+	runtime, err := os.MkdirTemp("", "hs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(runtime) })
 	if err := os.Chmod(runtime, 0o700); err != nil {
 		t.Fatal(err)
 	}

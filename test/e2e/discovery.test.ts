@@ -17,7 +17,7 @@ import { defaultSocketFolder } from '../../src/transport/socket-folder.js';
 import type { Child, Ctx } from '../helpers/cli.js';
 import { CLI, REPO, runCli, runToEnd, waitForSocket } from '../helpers/cli.js';
 import { closeClean, startServer } from '../helpers/server.js';
-import { tempDir } from '../helpers/temp-dir.js';
+import { tempDir, tempDirOthersCanReach } from '../helpers/temp-dir.js';
 import { RawClient } from '../helpers/wire.js';
 
 const TIMEOUT = 30_000;
@@ -208,8 +208,7 @@ test('a socket of ours in a folder others may write to is refused by connect()',
 let nobodysCli: string | undefined;
 function cliForNobody(): string {
   if (nobodysCli) return nobodysCli;
-  const root = tempDir();
-  chmodSync(root, 0o755);
+  const root = tempDirOthersCanReach();
   const cli = path.join(root, 'dist/src/cli.js');
   // The bin, the bundle it runs with its code cache, and the writer thread's worker.
   for (const f of ['cli.js', 'cli-main.js', 'cli-main.code-cache', 'writer-worker.js']) cpSync(path.join(path.dirname(CLI), f), path.join(root, 'dist/src', f));
@@ -233,7 +232,7 @@ function asNobody(t: Ctx, args: string[], env: NodeJS.ProcessEnv): Child {
 }
 
 test('two users each serve and call their own default server in one shared temp folder', { timeout: TIMEOUT, skip: isRoot ? false : 'needs root to run a server as nobody' }, async (t) => {
-  const shared = tempDir();
+  const shared = tempDirOthersCanReach();
   chmodSync(shared, 0o1777); // as /tmp
   const mineState = tempDir();
   const theirState = path.join(shared, 'nobody-state');

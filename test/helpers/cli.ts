@@ -5,8 +5,8 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { atFileEnd } from './file-end.js';
 import { tempDir } from './temp-dir.js';
 import type { Framing } from './wire.js';
 import { connectRaw, openSocket, RawClient } from './wire.js';
@@ -21,9 +21,6 @@ export interface Ctx {
 }
 
 const alive = new Set<ChildProcess>();
-after(() => {
-  for (const child of alive) child.kill('SIGKILL');
-});
 
 export interface Exit {
   code: number | null;
@@ -54,9 +51,11 @@ function track(child: ChildProcess, t: Ctx | undefined, collectStdout: boolean):
       resolve({ code, signal });
     }),
   );
-  t?.after(() => {
+  const killIfAlive = (): void => {
     if (alive.has(child)) child.kill('SIGKILL');
-  });
+  };
+  t?.after(killIfAlive);
+  atFileEnd(killIfAlive);
   return {
     child,
     pid: child.pid as number,
@@ -68,7 +67,15 @@ function track(child: ChildProcess, t: Ctx | undefined, collectStdout: boolean):
 
 let runtimeDir: string | undefined;
 /** A private XDG_RUNTIME_DIR per test file: `serve --stdio` also serves the default socket, which must never meet another file's. */
-export const privateRuntimeDir = (): string => (runtimeDir ??= tempDir('hs-run-'));
+export function privateRuntimeDir(): string {
+  if (runtimeDir === undefined) {
+    runtimeDir = tempDir('hs-run-');
+    atFileEnd(() => {
+      runtimeDir = undefined;
+    });
+  }
+  return runtimeDir;
+}
 
 /**
  * Runs the CLI with `args`, stdin piped; the test ends it (or it ends itself). `cli` runs another

@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { runFileEnd } from './file-end.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TEST_DIR = path.join(REPO, 'test');
@@ -159,8 +160,15 @@ export function runShard(entryUrl: string): void {
         top.runInAsyncScope(() => describe(rel, { timeout: FILE_TIMEOUT_MS }, async () => {
           const started = performance.now();
           await import(pathToFileURL(file).href);
-          // After the file's own root-level hooks, so their cleanup counts too.
-          after(() => recordDuration(rel, performance.now() - started));
+          // After the file's own root-level hooks: what they stop goes before its temp dirs, and
+          // their cleanup counts in its time.
+          after(() => {
+            try {
+              runFileEnd();
+            } finally {
+              recordDuration(rel, performance.now() - started);
+            }
+          });
         }));
       } finally {
         top.runInAsyncScope(registerNext);

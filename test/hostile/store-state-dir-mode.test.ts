@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { openIn, storeError } from '../helpers/store.js';
 import { CLI } from '../helpers/cli.js';
 import { runToEnd } from '../helpers/cli.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { statePathIn, tempDir, tempDirOthersCanReach } from '../helpers/temp-dir.js';
 
 const isRoot = process.geteuid?.() === 0;
 const rootReason = 'needs root (to act as nobody with setpriv)';
@@ -46,8 +46,7 @@ test('serve on a group-writable state dir exits 1 with the dir and the fix on st
 });
 
 test('as root: a link planted by nobody in a 0777 state dir is never followed; open refuses and the root-owned target keeps its bytes', { skip: !isRoot && rootReason }, async () => {
-  const root = tempDir();
-  chmodSync(root, 0o755);
+  const root = tempDirOthersCanReach();
   const dir = path.join(root, 'state');
   mkdirSync(dir);
   chmodSync(dir, 0o777);
