@@ -66,6 +66,9 @@ export function assertSocketPathFits(socketPath: string): void {
   }
 }
 
+/** The folder a socket is first bound in, inside the socket's own folder (mkdtemp adds six characters). */
+const STAGING_PREFIX = '.sock-';
+
 /**
  * Listens on a unix socket at `socketPath`, mode 0600 from the first moment, replacing a stale
  * socket file a crashed server left and refusing one a live server answers on.
@@ -79,10 +82,10 @@ export async function listenUnixSocket(
   const dir = path.dirname(target);
   assertSocketPathFits(target);
   // The socket is bound inside a fresh folder first (below); that path must fit too.
-  const staging = Buffer.byteLength(path.join(dir, '.XXXXXX', 's'));
+  const staging = Buffer.byteLength(path.join(dir, `${STAGING_PREFIX}XXXXXX`, 's'));
   if (staging > SUN_PATH_BYTES - 1) {
     throw new SocketError(
-      `socket path ${target} is too long to create safely: it is first bound as ${path.join(dir, '.XXXXXX', 's')}, ` +
+      `socket path ${target} is too long to create safely: it is first bound as ${path.join(dir, `${STAGING_PREFIX}XXXXXX`, 's')}, ` +
         `${staging} bytes, and a unix socket path must be at most ${SUN_PATH_BYTES - 1} bytes; use a shorter folder`,
       'ENAMETOOLONG',
     );
@@ -95,7 +98,9 @@ export async function listenUnixSocket(
   // Instead the socket is born inside a folder mkdtemp makes 0700, where no other user can reach
   // it, narrowed to 0600 there, then hard-linked into place: link() never replaces an existing
   // file, so a server that started meanwhile is not displaced either.
-  const folder = await fs.mkdtemp(path.join(dir, '.'));
+  // The prefix is joined as a string: path.join(dir, '.') would be dir itself, and mkdtemp would
+  // make the folder beside dir, in a parent this server was never asked to write.
+  const folder = await fs.mkdtemp(`${dir}${path.sep}${STAGING_PREFIX}`);
   const bound = path.join(folder, 's');
   // allowHalfOpen: a client may shut its write side after its last request (a shell pipe, a Python
   // script) and still read the replies; the server ends the socket once it has answered.

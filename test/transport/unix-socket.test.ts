@@ -53,6 +53,39 @@ test('creating the socket leaves no staging folder behind', bounded, async () =>
   }
 });
 
+test('the socket is first bound in a folder inside its own folder, never beside it in the parent', bounded, async () => {
+  const parent = tempDir();
+  const dir = path.join(parent, 'sock');
+  fs.mkdirSync(dir, { mode: 0o700 });
+  /** Names created in `folder` (inotify), up to and including a sentinel file this test makes last. */
+  const seen = (folder: string): { names: string[]; done: Promise<void>; close: () => void } => {
+    const names: string[] = [];
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const watcher = fs.watch(folder, (_event, name) => {
+      if (name === null) return;
+      names.push(name);
+      if (name === 'sentinel') finish();
+    });
+    return { names, done, close: () => watcher.close() };
+  };
+  const inParent = seen(parent);
+  const inDir = seen(dir);
+  try {
+    const listener = await listenUnixSocket(path.join(dir, 's.sock'), ignore);
+    await listener.close();
+    // inotify reports in order: once each sentinel is seen, everything the listen made was too.
+    fs.writeFileSync(path.join(parent, 'sentinel'), '');
+    fs.writeFileSync(path.join(dir, 'sentinel'), '');
+    await Promise.all([inParent.done, inDir.done]);
+    assert.deepEqual([...new Set(inParent.names)], ['sentinel'], 'nothing made beside the socket\'s folder');
+    assert.ok(inDir.names.some((n) => n.startsWith('.sock-')), `a staging folder inside it: ${inDir.names.join(', ')}`);
+  } finally {
+    inParent.close();
+    inDir.close();
+  }
+});
+
 test('a client connects through the published path', bounded, async () => {
   const at = path.join(tempDir(), 's.sock');
   const accepted: net.Socket[] = [];
