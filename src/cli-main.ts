@@ -1,6 +1,10 @@
 // herrscher-state: route the command line to one command, run it, exit. Each command is defined in
 // src/commands/<name>-command.ts (help, flags, examples, run); adding one is a line in COMMANDS.
 // The build bundles this file into dist/src/cli-main.js, which src/cli.ts (the bin) starts.
+// A command's definition (help, flags) is all that loads here; its `run` imports what it runs
+// (`await import('./serve.js')`), which the bundle evaluates only then: `--help` and the client
+// commands never build the server, the store, pino or the protocol's zod schemas (a third of a
+// start's CPU beyond node's own).
 import { callCommand } from './commands/call-command.js';
 import type { Command } from './commands/command.js';
 import { EXIT, UsageError } from './commands/command.js';

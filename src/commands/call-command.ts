@@ -2,7 +2,6 @@
 import { text } from 'node:stream/consumers';
 import { CLIENT_FLAGS, clientOptions } from './client-options.js';
 import { replyTimeoutMs } from './reply-timeout.js';
-import { call } from './call.js';
 import { defineCommand, UsageError } from './command.js';
 
 export const callCommand = defineCommand({
@@ -31,6 +30,7 @@ export const callCommand = defineCommand({
     const options = clientOptions(v);
     const requestTimeoutMs = options.givenTimeoutMs ?? replyTimeoutMs();
     // The connect gets the whole budget: the deadline, not the connect's own timer, is the bound.
+    const { call } = await import('./call.js');
     return call({ method, params: params === '-' ? await text(process.stdin) : params, ...options, timeoutMs: requestTimeoutMs, requestTimeoutMs });
   },
 });

@@ -6,12 +6,10 @@ import type { Logger } from 'pino';
 import { prettyStream } from './pretty-log.js';
 import { mapStack } from './stack-map.js';
 import { errnoOf } from '../common/errno.js';
+import type { LogFormat, LogLevel } from './log-options.js';
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
+export { LOG_FORMATS, LOG_LEVELS } from './log-options.js';
+export type { LogFormat, LogLevel } from './log-options.js';
 
 export interface Logging {
   log: Logger;

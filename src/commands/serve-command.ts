@@ -2,9 +2,8 @@
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
 import { defaultSocketPath } from '../transport/socket.js';
 import { defineCommand, UsageError } from './command.js';
-import type { LogFormat, LogLevel } from './logger.js';
-import { LOG_FORMATS, LOG_LEVELS } from './logger.js';
-import { serve } from './serve.js';
+import type { LogFormat, LogLevel } from './log-options.js';
+import { LOG_FORMATS, LOG_LEVELS } from './log-options.js';
 import { defaultStatePath } from './state-path.js';
 import { version } from './version.js';
 
@@ -86,6 +85,7 @@ export const serveCommand = defineCommand({
     }
     const format = v['log-format'] as LogFormat;
     if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(format)}`);
+    const { serve } = await import('./serve.js');
     await serve({
       state: v.state ?? defaultStatePath(),
       stdio: v.stdio ?? false,

@@ -1,7 +1,6 @@
 // `herrscher-state sessions`: the command line of the session table (tail.ts).
 import { CLIENT_FLAGS, clientOptions } from './client-options.js';
 import { defineCommand, UsageError } from './command.js';
-import { sessions } from './tail.js';
 
 export const sessionsCommand = defineCommand({
   name: 'sessions',
@@ -19,6 +18,7 @@ export const sessionsCommand = defineCommand({
   ],
   async run(v, positionals) {
     if (positionals.length) throw new UsageError(`sessions takes no arguments, got ${JSON.stringify(positionals)}`);
+    const { sessions } = await import('./tail.js');
     return sessions({ ...clientOptions(v), json: v.json ?? false, raw: v.raw ?? false });
   },
 });

@@ -1,7 +1,6 @@
 // `herrscher-state socket`: the command line of socket.ts.
 import { CLIENT_FLAGS, clientOptions } from './client-options.js';
 import { defineCommand, UsageError } from './command.js';
-import { socket } from './socket.js';
 
 export const socketCommand = defineCommand({
   name: 'socket',
@@ -17,6 +16,7 @@ export const socketCommand = defineCommand({
   ],
   async run(v, positionals) {
     if (positionals.length) throw new UsageError(`socket takes no arguments, got ${JSON.stringify(positionals)}`);
+    const { socket } = await import('./socket.js');
     return socket(clientOptions(v));
   },
 });

@@ -1,7 +1,6 @@
 // `herrscher-state status`: the command line of status.ts.
 import { CLIENT_FLAGS, clientOptions } from './client-options.js';
 import { defineCommand, UsageError } from './command.js';
-import { status } from './status.js';
 
 export const statusCommand = defineCommand({
   name: 'status',
@@ -21,6 +20,7 @@ export const statusCommand = defineCommand({
   ],
   async run(v, positionals) {
     if (positionals.length) throw new UsageError(`status takes no arguments, got ${JSON.stringify(positionals)}`);
+    const { status } = await import('./status.js');
     return status({ ...clientOptions(v), json: v.json ?? false });
   },
 });

@@ -1,7 +1,6 @@
 // `herrscher-state tail NAME`: the command line of tail.ts.
 import { CLIENT_FLAGS, clientOptions } from './client-options.js';
 import { defineCommand, UsageError } from './command.js';
-import { tail } from './tail.js';
 
 export const tailCommand = defineCommand({
   name: 'tail',
@@ -32,6 +31,7 @@ export const tailCommand = defineCommand({
     if (!name || extra.length) throw new UsageError('tail needs exactly one NAME, e.g. herrscher-state tail main -n 50');
     const lines = Number(v.lines);
     if (!Number.isSafeInteger(lines) || lines < 0) throw new UsageError(`--lines must be a whole number, got ${JSON.stringify(v.lines)}`);
+    const { tail } = await import('./tail.js');
     return tail(name, { lines, follow: v.follow ?? false, json: v.json ?? false, raw: v.raw ?? false, reconnect: !(v['no-reconnect'] ?? false) }, clientOptions(v));
   },
 });
