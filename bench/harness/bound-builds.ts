@@ -66,10 +66,14 @@ export const BOUND_BUILDS: readonly BoundBuild[] = [
   { name: 'no store, no validation', leavesOut: 'validation and all of the store: it answers {seq: 0}', patches: [noStore, noValidation], uses: [] },
 ];
 
-/** Whether the bundle declares `name` at its top level (esbuild renames on a clash: writer2) or takes it from the bin (its wrapper's parameters: require…). */
+/**
+ * Whether the bundle declares `name` at its top level (esbuild renames on a clash: writer2) or takes
+ * it from the bin (its wrapper's parameters: require…). A module the bundle evaluates on first use
+ * (one the CLI imports with import()) has its names declared together, `var a,b,writer,init_x=…`.
+ */
 function declares(bundle: string, name: string): boolean {
   const params = /^\(function \(([^)]*)\)/.exec(bundle)?.[1]?.split(/,\s*/) ?? [];
-  return params.includes(name) || new RegExp(`(?:^|[^\\w$.])(?:var|let|const|function)\\s+${name}\\b`, 'm').test(bundle);
+  return params.includes(name) || new RegExp(`(?:^|[^\\w$.])(?:function\\s+|(?:var|let|const)\\s+(?:[\\w$]+,)*)${name}\\b`, 'm').test(bundle);
 }
 
 /** The bundle's text for `build`; throws naming what the bundle no longer holds. */
