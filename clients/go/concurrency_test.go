@@ -11,11 +11,11 @@ import (
 func TestSixtyFourGoroutinesAppendingOverOneClient(t *testing.T) {
 	t.Parallel()
 	const goroutines, transcripts, perGoroutine = 64, 8, 20
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)
 	for i := 0; i < transcripts; i++ {
-		must(c.AddSession(ctx, Session{Name: fmt.Sprintf("t%d", i)}))(t)
+		must(c.AddSession(ctx, Session{Name: fmt.Sprintf("conc-t%d", i)}))(t)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -23,7 +23,7 @@ func TestSixtyFourGoroutinesAppendingOverOneClient(t *testing.T) {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			name := fmt.Sprintf("t%d", g%transcripts)
+			name := fmt.Sprintf("conc-t%d", g%transcripts)
 			last := -1
 			for i := 0; i < perGoroutine; i++ {
 				seq, err := c.AppendTranscript(ctx, name, TranscriptEntry{Ts: "2026-01-01T00:00:00Z", Role: "user", Text: fmt.Sprintf("g%d-%d", g, i)})
@@ -45,7 +45,7 @@ func TestSixtyFourGoroutinesAppendingOverOneClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < transcripts; i++ {
-		entries := must(c.ReadTranscript(ctx, fmt.Sprintf("t%d", i), 0))(t)
+		entries := must(c.ReadTranscript(ctx, fmt.Sprintf("conc-t%d", i), 0))(t)
 		if len(entries) != goroutines/transcripts*perGoroutine {
 			t.Fatalf("t%d holds %d entries", i, len(entries))
 		}

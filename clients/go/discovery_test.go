@@ -122,7 +122,7 @@ func TestASocketOthersCouldHavePlacedIsRefusedBeforeAnythingIsSent(t *testing.T)
 // Dial with only the state file named reaches its server through the record it wrote.
 func TestDialFindsTheServerOfAStateFileThroughItsRecord(t *testing.T) {
 	t.Parallel()
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	c, err := Dial(ctxT(t), DialOptions{State: s.state, Getenv: env(map[string]string{"XDG_RUNTIME_DIR": t.TempDir()})})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestDialFindsTheServerOfAStateFileThroughItsRecord(t *testing.T) {
 // Dial with no socket named reaches the server through $HERRSCHER_STATE_SOCKET.
 func TestDialFollowsTheEnvironment(t *testing.T) {
 	t.Parallel()
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	c, err := Dial(ctxT(t), DialOptions{Getenv: env(map[string]string{"HERRSCHER_STATE_SOCKET": s.socket})})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestDialFollowsTheEnvironment(t *testing.T) {
 // state under another name (a symlinked folder) is the same server.
 func TestDialNamingAStateReachesThatStatesServerOrNone(t *testing.T) {
 	t.Parallel()
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	other := filepath.Join(t.TempDir(), "state.json")
 	e := env(map[string]string{"HERRSCHER_STATE_SOCKET": s.socket})
 	c, err := Dial(ctxT(t), DialOptions{State: other, Getenv: e})

@@ -3,6 +3,7 @@ package stateclient
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,24 +15,36 @@ import (
 
 // The tests run the real built server: $HERRSCHER_STATE_CLI, else the checkout's
 // dist/src/cli.js (`npm run build` makes it), with node from PATH.
-func serverCommand(t *testing.T) []string {
-	t.Helper()
+func serverCLI() (string, error) {
 	cli := os.Getenv("HERRSCHER_STATE_CLI")
 	if cli == "" {
 		abs, err := filepath.Abs("../../dist/src/cli.js")
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		cli = abs
 	}
 	if _, err := os.Stat(cli); err != nil {
-		t.Fatalf("the built server is missing (%v): run `npm run build` in the repository first", err)
+		return "", fmt.Errorf("the built server is missing (%v): run `npm run build` in the repository first", err)
+	}
+	return cli, nil
+}
+
+func serverCommand(t *testing.T) []string {
+	t.Helper()
+	cli, err := serverCLI()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return []string{"node", cli}
 }
 
-// testEnv is the server's environment: its own default socket folder, so no test reaches
-// another's (or a real) server by the default rule.
+// envWithRuntime is the server's environment: its own default socket folder, so no test
+// reaches another's (or a real) server by the default rule.
+func envWithRuntime(runtime string) []string {
+	return append(os.Environ(), "XDG_RUNTIME_DIR="+runtime, "HERRSCHER_STATE_SOCKET=")
+}
+
 func testEnv(t *testing.T) []string {
 	// Not t.TempDir(): its path holds the test's name, and the default socket beneath it must
 	// stay under the 107 bytes a unix socket path may have whatever TMPDIR is.
@@ -43,7 +56,7 @@ func testEnv(t *testing.T) []string {
 	if err := os.Chmod(runtime, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return append(os.Environ(), "XDG_RUNTIME_DIR="+runtime, "HERRSCHER_STATE_SOCKET=")
+	return envWithRuntime(runtime)
 }
 
 // lockedBuffer collects a child's stderr for failure messages.
@@ -68,49 +81,106 @@ type socketServer struct {
 	dir, state, socket string
 	cmd                *exec.Cmd
 	stderr             *lockedBuffer
+	exited             chan struct{}
 }
 
-// startSocketServer runs `serve --socket` in a temp dir and waits until the socket accepts and
-// the server has recorded it in the state dir (it records after it listens).
-func startSocketServer(t *testing.T) *socketServer {
-	t.Helper()
-	dir := t.TempDir()
-	s := &socketServer{dir: dir, state: filepath.Join(dir, "state.json"), socket: filepath.Join(dir, "s.sock"), stderr: &lockedBuffer{}}
-	command := serverCommand(t)
-	s.cmd = exec.Command(command[0], append(command[1:], "serve", "--state", s.state, "--socket", s.socket)...)
-	s.cmd.Stderr = s.stderr
-	s.cmd.Env = testEnv(t)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
+// launchSocketServer runs `serve --socket` in dir and waits until the socket accepts and the
+// server has recorded it in the state dir (it records after it listens). On an error the
+// server is stopped.
+func launchSocketServer(dir string, env []string) (*socketServer, error) {
+	cli, err := serverCLI()
+	if err != nil {
+		return nil, err
 	}
-	exited := make(chan struct{})
+	s := &socketServer{dir: dir, state: filepath.Join(dir, "state.json"), socket: filepath.Join(dir, "s.sock"), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command("node", cli, "serve", "--state", s.state, "--socket", s.socket)
+	s.cmd.Stderr = s.stderr
+	s.cmd.Env = env
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
 	go func() {
 		_ = s.cmd.Wait()
-		close(exited)
+		close(s.exited)
 	}()
-	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-exited
-	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		conn, err := net.Dial("unix", s.socket)
 		if err == nil {
 			conn.Close()
 			if rec, _ := ReadServerRecord(s.state); rec != nil {
-				return s
+				return s, nil
 			}
 		}
 		select {
-		case <-exited:
-			t.Fatalf("the server exited: %s", s.stderr.String())
+		case <-s.exited:
+			return nil, fmt.Errorf("the server exited: %s", s.stderr.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the server never listened on %s: %s", s.socket, s.stderr.String())
+			s.kill()
+			return nil, fmt.Errorf("the server never listened on %s: %s", s.socket, s.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// kill ends the server (SIGKILL) and waits for it.
+func (s *socketServer) kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// startSocketServer is a server on a state file of the test's own, killed when the test ends.
+func startSocketServer(t *testing.T) *socketServer {
+	t.Helper()
+	s, err := launchSocketServer(t.TempDir(), testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.kill)
+	return s
+}
+
+// shared is one server for the tests that need a server but not a state file of their own;
+// each uses session names no other test uses, and none stops, pauses or breaks the server.
+// The first such test starts it; TestMain kills it.
+var shared struct {
+	once sync.Once
+	dir  string
+	s    *socketServer
+	err  error
+}
+
+func sharedSocketServer(t *testing.T) *socketServer {
+	t.Helper()
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "hs-shared"); shared.err != nil {
+			return
+		}
+		state, runtime := filepath.Join(shared.dir, "state"), filepath.Join(shared.dir, "runtime")
+		for _, d := range []string{state, runtime} {
+			if shared.err = os.Mkdir(d, 0o700); shared.err != nil {
+				return
+			}
+		}
+		shared.s, shared.err = launchSocketServer(state, envWithRuntime(runtime))
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.s
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.s != nil {
+		shared.s.kill()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
 }
 
 func dialTest(t *testing.T, s *socketServer) *Client {

@@ -67,7 +67,7 @@ func TestWatchHandleHasACallsOwnEventWhenTheCallReturns(t *testing.T) {
 // A handled watch ends with its connection: Events closes and Err says why.
 func TestWatchHandleEndsWithTheConnection(t *testing.T) {
 	t.Parallel()
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)
 	w := must(c.Watch(ctx, WatchOptions{Sessions: true, Handle: func(Event) {}}))(t)

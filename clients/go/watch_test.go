@@ -8,23 +8,23 @@ import (
 // Watch delivers each append once, in seq order, for the transcripts asked for only.
 func TestWatchSeesEachAppendOnceInSeqOrder(t *testing.T) {
 	t.Parallel()
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	c := dialTest(t, s)
 	writer := dialTest(t, s)
 	ctx := ctxT(t)
-	must(c.AddSession(ctx, Session{Name: "w"}))(t)
-	must(c.AddSession(ctx, Session{Name: "other"}))(t)
-	w := must(c.Watch(ctx, WatchOptions{Transcripts: []string{"w"}}))(t)
+	must(c.AddSession(ctx, Session{Name: "watched"}))(t)
+	must(c.AddSession(ctx, Session{Name: "unwatched"}))(t)
+	w := must(c.Watch(ctx, WatchOptions{Transcripts: []string{"watched"}}))(t)
 	defer w.Close()
 	const n = 200
 	done := make(chan error, 1)
 	go func() {
 		for i := 0; i < n; i++ {
-			if _, err := writer.AppendTranscript(ctx, "other", TranscriptEntry{Ts: "t", Role: "user", Text: "not watched"}); err != nil {
+			if _, err := writer.AppendTranscript(ctx, "unwatched", TranscriptEntry{Ts: "t", Role: "user", Text: "not watched"}); err != nil {
 				done <- err
 				return
 			}
-			if _, err := writer.AppendTranscript(ctx, "w", TranscriptEntry{Ts: "t", Role: "user", Text: fmt.Sprint(i)}); err != nil {
+			if _, err := writer.AppendTranscript(ctx, "watched", TranscriptEntry{Ts: "t", Role: "user", Text: fmt.Sprint(i)}); err != nil {
 				done <- err
 				return
 			}
@@ -37,7 +37,7 @@ func TestWatchSeesEachAppendOnceInSeqOrder(t *testing.T) {
 			t.Fatalf("events closed after %d: %v", i, w.Err())
 		}
 		a, ok := ev.(*TranscriptDidAppendParams)
-		if !ok || a.Name != "w" || a.Seq != i || a.Entry.Text != fmt.Sprint(i) {
+		if !ok || a.Name != "watched" || a.Seq != i || a.Entry.Text != fmt.Sprint(i) {
 			t.Fatalf("event %d: %#v", i, ev)
 		}
 	}
@@ -45,7 +45,7 @@ func TestWatchSeesEachAppendOnceInSeqOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One more append from the watching client itself: its event comes after its answer's seq.
-	seq := must(c.AppendTranscript(ctx, "w", TranscriptEntry{Ts: "t", Role: "user", Text: "last"}))(t)
+	seq := must(c.AppendTranscript(ctx, "watched", TranscriptEntry{Ts: "t", Role: "user", Text: "last"}))(t)
 	ev := <-w.Events()
 	if a, ok := ev.(*TranscriptDidAppendParams); !ok || a.Seq != seq || seq != n {
 		t.Fatalf("last event %#v, seq %d", ev, seq)
@@ -57,13 +57,13 @@ func TestWatchSeesEachAppendOnceInSeqOrder(t *testing.T) {
 func TestAWatcherThatIsNotReadEndsWithOverflowAndCallsGoOn(t *testing.T) {
 	defer func(n int) { watchQueueLimit = n }(watchQueueLimit)
 	watchQueueLimit = 50
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)
-	must(c.AddSession(ctx, Session{Name: "o"}))(t)
+	must(c.AddSession(ctx, Session{Name: "overflowed"}))(t)
 	w := must(c.Watch(ctx, WatchOptions{Transcripts: AllSessions}))(t)
 	for i := 0; i < watchQueueLimit+10; i++ {
-		must(c.AppendTranscript(ctx, "o", TranscriptEntry{Ts: "t", Role: "user", Text: "x"}))(t)
+		must(c.AppendTranscript(ctx, "overflowed", TranscriptEntry{Ts: "t", Role: "user", Text: "x"}))(t)
 		if w.Err() != nil {
 			break
 		}
