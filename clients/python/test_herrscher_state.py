@@ -22,29 +22,40 @@ COMMAND = ["node", CLI]
 ENTRY = {"ts": "2026-01-02T03:04:05Z", "role": "user", "text": "h\u00e9llo \u2028 <py>"}
 
 
-def private_dir(test):
+def add_cleanup(owner, fn, *args):
+    """Runs fn(*args) when owner ends: a test, or a test class (its shared fixtures)."""
+    if isinstance(owner, type):
+        owner.addClassCleanup(fn, *args)
+    else:
+        owner.addCleanup(fn, *args)
+
+
+def private_dir(owner):
     d = tempfile.mkdtemp()
     os.chmod(d, 0o700)
-    test.addCleanup(subprocess.run, ["rm", "-rf", d])
+    add_cleanup(owner, subprocess.run, ["rm", "-rf", d])
     return d
 
 
-def server_env(test):
+def server_env(owner):
     env = dict(os.environ)
-    env["XDG_RUNTIME_DIR"] = private_dir(test)
+    env["XDG_RUNTIME_DIR"] = private_dir(owner)
     env.pop("HERRSCHER_STATE_SOCKET", None)
     return env
 
 
 class SocketServer:
-    def __init__(self, test):
+    """A `serve --socket` on a state file of its own, stopped when owner (a test, or a test
+    class whose tests share it) ends."""
+
+    def __init__(self, owner):
         if not os.path.exists(CLI):
             raise RuntimeError("the built server is missing at %s: run npm run build first" % CLI)
-        self.dir = private_dir(test)
+        self.dir = private_dir(owner)
         self.state = os.path.join(self.dir, "state.json")
         self.socket = os.path.join(self.dir, "s.sock")
-        self.env = server_env(test)
-        test.addCleanup(self.stop)
+        self.env = server_env(owner)
+        add_cleanup(owner, self.stop)
         self.start()
 
     def restart(self):
@@ -190,8 +201,14 @@ class LockHandover(unittest.TestCase):
 
 
 class Behaviour(unittest.TestCase):
+    # One server for the tests that need a server but not a state of their own: each uses
+    # session names of its own, and one at a time may pause the server (SIGSTOP, then SIGCONT).
+    @classmethod
+    def setUpClass(cls):
+        cls.shared = SocketServer(cls)
+
     def test_threads_share_one_client_and_keep_their_order(self):
-        srv = SocketServer(self)
+        srv = self.shared
         with hs.connect(socket=srv.socket) as c:
             for t in ("a", "b"):
                 c.add_session({"name": t})
@@ -221,7 +238,7 @@ class Behaviour(unittest.TestCase):
                     self.assertEqual(mine, ["g%d-%d" % (g, i) for i in range(15)] if "ab"[g % 2] == t else [])
 
     def test_subscribe_sees_each_append_once_in_seq_order(self):
-        srv = SocketServer(self)
+        srv = self.shared
         with hs.connect(socket=srv.socket) as c, hs.connect(socket=srv.socket) as writer:
             c.add_session({"name": "w"})
             c.add_session({"name": "x"})
@@ -234,7 +251,7 @@ class Behaviour(unittest.TestCase):
                 self.assertTrue(all(n.method == "transcript/didAppend" and n.params["name"] == "w" for n in got))
 
     def test_a_timed_out_call_returns_and_the_connection_stays_usable(self):
-        srv = SocketServer(self)
+        srv = self.shared
         with hs.connect(socket=srv.socket) as c:
             c.add_session({"name": "t"})
             srv.proc.send_signal(signal.SIGSTOP)
@@ -272,7 +289,7 @@ class Behaviour(unittest.TestCase):
         return None
 
     def test_the_servers_errors_raise_their_class_with_data(self):
-        srv = SocketServer(self)
+        srv = self.shared
         with hs.connect(socket=srv.socket) as c:
             s = c.add_session({"name": "e"})
             with self.assertRaises(hs.SessionExists):
@@ -309,6 +326,11 @@ class Behaviour(unittest.TestCase):
 
 
 class Discovery(unittest.TestCase):
+    # One server for the tests that only reach it.
+    @classmethod
+    def setUpClass(cls):
+        cls.shared = SocketServer(cls)
+
     def test_the_rule_takes_the_first_step_that_applies(self):
         d = private_dir(self)
         state = os.path.join(d, "state.json")
@@ -352,17 +374,17 @@ class Discovery(unittest.TestCase):
                 hs.connect(socket=where)
 
     def test_connect_finds_the_server_of_a_state_file_through_its_record(self):
-        srv = SocketServer(self)
+        srv = self.shared
         with hs.connect(state=srv.state, env={"XDG_RUNTIME_DIR": private_dir(self)}) as c:
             self.assertEqual(c.status()["socket"], srv.socket)
 
     def test_connect_follows_the_environment(self):
-        srv = SocketServer(self)
+        srv = self.shared
         with hs.connect(env={"HERRSCHER_STATE_SOCKET": srv.socket}) as c:
             self.assertEqual(c.initialize()["statePath"], srv.state)
 
     def test_connect_naming_a_state_reaches_that_states_server_or_none(self):
-        srv = SocketServer(self)
+        srv = self.shared
         other = os.path.join(private_dir(self), "state.json")
         # The socket found (here through the environment, as the default socket would be) is
         # another state's server: NoServer, and nothing but initialize reaches it.
