@@ -13,7 +13,7 @@ const STAMP = path.join(root, 'dist/.build-stamp');
 /** What the build reads: a change to any of them (or a file added or removed) rebuilds. */
 const INPUTS = ['src', 'scripts/build.mjs', 'scripts/bundle-cli.mjs', 'scripts/write-code-cache.mjs', 'scripts/bundle-client.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
 /** What the build makes: a missing one rebuilds. */
-const OUTPUTS = ['dist/src/cli.js', 'dist/src/cli-main.js', 'dist/src/cli-main.code-cache', 'dist/src/writer-worker.js', 'dist/src/client/index.js', 'dist/cjs/index.cjs'];
+const OUTPUTS = ['dist/src/cli.js', 'dist/src/cli-main.js', 'dist/src/cli-main.code-cache', 'dist/src/writer-worker.cjs', 'dist/src/client/index.js', 'dist/cjs/index.cjs'];
 
 /** The newest mtime below `p`, folders included (a deleted file changes its folder's mtime). */
 function newest(p) {

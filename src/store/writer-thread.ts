@@ -29,14 +29,22 @@ import { CTL, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
 import type { BatchAnswer, FileStamp, ReplaceAnswer, ReplaceJob, WriterWorkerData } from './writer-worker.js';
 
 /**
- * The worker's module: beside this one (tsc's dist/src/store/, the library), or beside the CLI
- * bundle, whose second entry is dist/src/writer-worker.js (esbuild leaves `new URL(…,
- * import.meta.url)` alone, so the same line finds both). Run from src/ by tsx (the tests), Node 20
- * applies no `--import` loader inside a worker, so the worker registers tsx's require hook and
- * requires the .ts module: two lines of bootstrap, the code itself is still the typed module.
+ * The worker's file name in the CLI bundle, which defines it (scripts/bundle-cli.mjs): its second
+ * entry, dist/src/writer-worker.cjs, a CommonJS script, which a Worker starts for less CPU than an
+ * ES module. Undefined elsewhere.
+ */
+declare const HS_WRITER_WORKER: string | undefined;
+
+/**
+ * The worker's module: beside this one (tsc's dist/src/store/writer-worker.js, the library), or
+ * beside the CLI bundle (esbuild leaves `new URL(…, import.meta.url)` alone). Run from src/ by tsx
+ * (the tests), Node 20 applies no `--import` loader inside a worker, so the worker registers tsx's
+ * require hook and requires the .ts module: two lines of bootstrap, the code itself is still the
+ * typed module.
  */
 function workerEntry(): { filename: string | URL; eval: boolean } {
-  if (!import.meta.url.endsWith('.ts')) return { filename: new URL('./writer-worker.js', import.meta.url), eval: false };
+  const bundled = typeof HS_WRITER_WORKER === 'string' ? HS_WRITER_WORKER : undefined;
+  if (!import.meta.url.endsWith('.ts')) return { filename: new URL(bundled ?? './writer-worker.js', import.meta.url), eval: false };
   const tsx = fileURLToPath(import.meta.resolve('tsx/cjs/api'));
   const file = fileURLToPath(new URL('./writer-worker.ts', import.meta.url));
   return { filename: `require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(file)});`, eval: true };

@@ -36,7 +36,7 @@ function copyOfBuild(cache: 'as built' | 'none', editBundle?: (source: string) =
   mkdirSync(src, { recursive: true });
   copyFileSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
   symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
-  for (const f of ['cli.js', 'cli-main.js.map', 'writer-worker.js']) copyFileSync(path.join(DIST, f), path.join(src, f));
+  for (const f of ['cli.js', 'cli-main.js.map', 'writer-worker.cjs']) copyFileSync(path.join(DIST, f), path.join(src, f));
   const bundle = readFileSync(path.join(DIST, 'cli-main.js'), 'utf8');
   writeFileSync(path.join(src, 'cli-main.js'), editBundle ? editBundle(bundle) : bundle);
   if (cache === 'as built') copyFileSync(path.join(DIST, 'cli-main.code-cache'), path.join(src, 'cli-main.code-cache'));

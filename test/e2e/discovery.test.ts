@@ -211,7 +211,7 @@ function cliForNobody(): string {
   const root = tempDirOthersCanReach();
   const cli = path.join(root, 'dist/src/cli.js');
   // The bin, the bundle it runs with its code cache, and the writer thread's worker.
-  for (const f of ['cli.js', 'cli-main.js', 'cli-main.code-cache', 'writer-worker.js']) cpSync(path.join(path.dirname(CLI), f), path.join(root, 'dist/src', f));
+  for (const f of ['cli.js', 'cli-main.js', 'cli-main.code-cache', 'writer-worker.cjs']) cpSync(path.join(path.dirname(CLI), f), path.join(root, 'dist/src', f));
   cpSync(path.join(REPO, 'node_modules/fs-ext-extra-prebuilt'), path.join(root, 'node_modules/fs-ext-extra-prebuilt'), { recursive: true });
   cpSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
   return (nobodysCli = cli);
