@@ -1,4 +1,5 @@
-// `herrscher-state call`, `--help` and `--version` as an operator runs them at a shell: the
+// `herrscher-state call` and `--version` as an operator runs them at a shell (`--help`:
+// cli-help.test.ts): the
 // result as JSON on stdout and exit 0, or the error on stderr and exit 1. The commands are spawned
 // (the CLI is the subject); the server they call runs in process.
 import assert from 'node:assert/strict';
@@ -62,16 +63,6 @@ test('a failing call prints error <code> on stderr, nothing on stdout, and exits
     assert.ok(!got.stderr.includes(dir), 'the error names no absolute path');
   }
   await closeClean(server);
-});
-
-test('--help prints the usage of serve and call and exits 0', { timeout: TIMEOUT }, async () => {
-  const got = await runToEnd(['--help']);
-  assert.equal(got.code, 0);
-  assert.match(got.stdout, /^Usage:$/m);
-  assert.match(got.stdout, /herrscher-state serve \[--state FILE\] \[--stdio\] \[--socket PATH\]/);
-  assert.match(got.stdout, /herrscher-state call METHOD \[PARAMS-JSON\]/);
-  // Each flag's help is in `COMMAND --help` now: test/e2e/cli-help.test.ts.
-  assert.equal(got.stderr, '');
 });
 
 test('--version prints the package version and exits 0', { timeout: TIMEOUT }, async () => {

@@ -8,42 +8,59 @@ import test from 'node:test';
 import { runCli, runToEnd, serveSocket } from '../helpers/cli.js';
 import { startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { callCommand } from '../../src/commands/call-command.js';
+import { commandHelp } from '../../src/commands/help.js';
+import { serveCommand } from '../../src/commands/serve-command.js';
+import { sessionsCommand } from '../../src/commands/sessions-command.js';
+import { socketCommand } from '../../src/commands/socket-command.js';
+import { statusCommand } from '../../src/commands/status-command.js';
 import { editDistance, suggest } from '../../src/commands/suggest.js';
+import { tailCommand } from '../../src/commands/tail-command.js';
 
 const TIMEOUT = 30_000;
-const COMMANDS = ['serve', 'call', 'tail', 'sessions', 'status', 'socket'];
+/** The commands' definitions, in the order the CLI lists them. */
+const DEFINITIONS = [serveCommand, callCommand, tailCommand, sessionsCommand, statusCommand, socketCommand];
+const COMMANDS = DEFINITIONS.map((c) => c.name);
 
 test('--help lists every command with its summary and the exit codes, and exits 0', { timeout: TIMEOUT }, async () => {
   const got = await runToEnd(['--help']);
   assert.equal(got.code, 0, got.stderr);
-  for (const c of COMMANDS) assert.match(got.stdout, new RegExp(`^  ${c} +\\S`, 'm'), c);
+  assert.deepEqual(COMMANDS, ['serve', 'call', 'tail', 'sessions', 'status', 'socket']);
+  const width = Math.max(...COMMANDS.map((c) => c.length));
+  for (const c of DEFINITIONS) assert.ok(got.stdout.includes(`\n  ${c.name.padEnd(width)}  ${c.summary}\n`), c.name);
+  assert.match(got.stdout, /^Usage:$/m);
+  assert.match(got.stdout, /herrscher-state serve \[--state FILE\] \[--stdio\] \[--socket PATH\]/);
+  assert.match(got.stdout, /herrscher-state call METHOD \[PARAMS-JSON\]/);
   assert.match(got.stdout, /^Exit codes:$/m);
   assert.match(got.stdout, /HERRSCHER_STATE_SOCKET/);
   assert.equal(got.stderr, '');
 });
 
-for (const c of COMMANDS) {
-  test(`${c} --help prints its usage, flags and examples`, { timeout: TIMEOUT }, async () => {
-    const got = await runToEnd([c, '--help']);
-    assert.equal(got.code, 0, got.stderr);
-    assert.match(got.stdout, new RegExp(`^  herrscher-state ${c}\\b`, 'm'));
-    assert.match(got.stdout, /^Flags:$/m);
-    assert.match(got.stdout, /^Examples:\n  herrscher-state /m);
-    assert.match(got.stdout, /-h, --help/);
-    assert.equal(got.stderr, '');
+// Every command's help is rendered by one function from its definition (commandHelp), which the
+// CLI prints for `COMMAND --help` and `help COMMAND`: each definition's page is checked here in
+// process, and two spawned commands show the CLI prints exactly that page, one per route.
+for (const cmd of DEFINITIONS) {
+  test(`${cmd.name} --help prints its usage, flags and examples`, () => {
+    const page = commandHelp(cmd);
+    assert.match(page, new RegExp(`^  herrscher-state ${cmd.name}\\b`, 'm'));
+    assert.match(page, /^Flags:$/m);
+    assert.match(page, /^Examples:\n  herrscher-state /m);
+    assert.match(page, /-h, --help/);
   });
 }
 
-test('help COMMAND prints the same as COMMAND --help', { timeout: TIMEOUT }, async () => {
-  const [viaFlag, viaHelp] = await Promise.all([runToEnd(['tail', '--help']), runToEnd(['help', 'tail'])]);
-  assert.deepEqual({ code: viaHelp.code, stdout: viaHelp.stdout }, { code: 0, stdout: viaFlag.stdout });
-});
-
-test('serve --help documents every serve flag', { timeout: TIMEOUT }, async () => {
-  const got = await runToEnd(['serve', '--help']);
+test('serve --help prints its page and documents every serve flag', { timeout: TIMEOUT }, async () => {
+  // This process's environment: the page names the default socket, which the definition reads from it.
+  const got = await runToEnd(['serve', '--help'], { env: process.env });
+  assert.deepEqual({ code: got.code, stdout: got.stdout, stderr: got.stderr }, { code: 0, stdout: commandHelp(serveCommand), stderr: '' });
   for (const flag of ['--state FILE', '--stdio', '--socket PATH', '--durability', '--max-message-bytes', '--log-level', '--log-file', '--announce']) {
     assert.ok(got.stdout.includes(flag), flag);
   }
+});
+
+test('help COMMAND prints the same as COMMAND --help', { timeout: TIMEOUT }, async () => {
+  const viaHelp = await runToEnd(['help', 'tail'], { env: process.env });
+  assert.deepEqual({ code: viaHelp.code, stdout: viaHelp.stdout, stderr: viaHelp.stderr }, { code: 0, stdout: commandHelp(tailCommand), stderr: '' });
 });
 
 test('a mistyped command exits 2 naming the closest command, with nothing on stdout', { timeout: TIMEOUT }, async () => {
