@@ -115,19 +115,19 @@ test('tail -f --no-reconnect exits 1 when the server goes away, saying it does n
 });
 
 test('tail -f rides over a server restart: says so on stderr, then prints what was appended meanwhile and after, each entry once', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  let server = await serveSocket(t, statePathIn(dir), socket);
+  // The server's orderly stop and its restart on the same socket run in process (the Service
+  // `serve` runs, stopped as SIGTERM stops it); tail, whose output is the subject, is spawned.
+  let server = await startServer(t);
+  const { dir, socket } = server;
   const writer = await connect({ socket, reconnect: { initialDelayMs: 20, maxDelayMs: 200 }, callTimeoutMs: 60_000 });
   t.after(() => writer.close());
   await writer.sessionAdd({ session: { name: 'main', type: 'text', cmd: 'claude' } });
   for (let i = 0; i < 3; i++) await writer.transcriptAppend({ name: 'main', entry: entry(`first${i}`) });
   const tail = runCli(t, ['tail', 'main', '-f', '--json', '-n', '2', '--socket', socket]);
   await untilLines(tail, 2);
-  server.child.kill('SIGTERM');
-  await server.exited;
+  await server.close();
   await waitForStderr(tail, /the server went away .*; reconnecting…\n/);
-  server = await serveSocket(t, statePathIn(dir), socket);
+  server = await startServer(t, { dir });
   // Appended before tail is back: it catches up on them from the file.
   for (let i = 0; i < 3; i++) await writer.transcriptAppend({ name: 'main', entry: entry(`second${i}`) });
   await waitForStderr(tail, /reconnected; following again/);

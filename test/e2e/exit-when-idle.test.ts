@@ -2,8 +2,12 @@
 // order, and releases the lock, once no connection has been open and no request in flight for MS.
 // An open connection, and a request still being answered after its client left, keep it alive.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { UsageError } from '../../src/commands/command.js';
+import { parseCommandLine } from '../../src/commands/command-line.js';
+import { serveCommand } from '../../src/commands/serve-command.js';
 import { IdleWatch } from '../../src/server/idle-watch.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
@@ -81,10 +85,20 @@ test('serve --exit-when-idle 300 stays while a client is connected, then exits 0
 });
 
 test('serve --exit-when-idle refuses a value that is not a whole number of milliseconds', { timeout: TIMEOUT }, async () => {
+  // What the operator sees, once through the built CLI: the message and exit 2 (a command line error).
+  const dir = tempDir();
+  const out = await runToEnd(['serve', '--state', statePathIn(dir), '--socket', `${dir}/s.sock`, '--exit-when-idle=abc']);
+  assert.equal(out.code, 2, `--exit-when-idle abc: ${out.stderr}`);
+  assert.match(out.stderr, /--exit-when-idle must be a whole number of milliseconds/);
+  // Every value through the command's own parse and checks, in this process. A bad --log-format
+  // after it keeps a value wrongly accepted from starting a server here: that fails on the message.
   for (const bad of ['abc', '0', '-5', '1.5', '99999999999']) {
-    const dir = tempDir();
-    const out = await runToEnd(['serve', '--state', statePathIn(dir), '--socket', `${dir}/s.sock`, `--exit-when-idle=${bad}`]);
-    assert.notEqual(out.code, 0, `--exit-when-idle ${bad} was accepted`);
-    assert.match(out.stderr, /--exit-when-idle must be a whole number of milliseconds/);
+    const { flags, positionals } = parseCommandLine(serveCommand, ['--state', statePathIn(dir), '--socket', `${dir}/s.sock`, `--exit-when-idle=${bad}`, '--log-format', 'none']);
+    await assert.rejects(serveCommand.run(flags, positionals), (err: unknown) => {
+      assert.ok(err instanceof UsageError, `--exit-when-idle ${bad}: ${String(err)}`);
+      assert.match(err.message, /--exit-when-idle must be a whole number of milliseconds/, `--exit-when-idle ${bad}`);
+      return true;
+    });
   }
+  assert.equal(existsSync(statePathIn(dir)), false, 'no state was opened');
 });

@@ -90,7 +90,9 @@ function assertStoppedInOrder(busy: Busy, out: Awaited<ReturnType<Busy['signal']
 }
 
 test('SIGTERM in the middle of state.json writes stops in order with 0', { timeout: 60_000 }, async (t) => {
-  for (let round = 0; round < 5; round++) {
+  // Three rounds: a replace is in flight nearly always, and the test below stops four more busy
+  // servers the same way (two of them with SIGTERM first) before it checks the second signal.
+  for (let round = 0; round < 3; round++) {
     const busy = await busyServer(t);
     await busy.acknowledged(2 + 4 * round);
     const out = await busy.signal('SIGTERM');
