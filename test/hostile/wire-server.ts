@@ -1,10 +1,12 @@
 // An in-process server on a real unix socket for the wire attack cases: the Service `serve` runs,
 // in a temp dir of its own, with the framing options under attack; stopped as `serve` stops
-// when the test ends.
+// when the test ends. `feed` lowers the change feed's bounds, so a test passes them with less data.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import type { ServerConnection } from '../../src/server/connection.js';
 import type { StateServer } from '../../src/server/server.js';
+import type { SubscriptionLimits } from '../../src/server/subscriptions.js';
 import { Service } from '../../src/server/service.js';
 import type { Store } from '../../src/store/store.js';
 import type { FramedTransportOptions } from '../../src/transport/framing.js';
@@ -27,7 +29,7 @@ export interface WireServer {
 
 type After = { after(fn: () => void | Promise<void>): void };
 
-export async function wireServer(t: After, transport: Partial<FramedTransportOptions> = {}): Promise<WireServer> {
+export async function wireServer(t: After, transport: Partial<FramedTransportOptions> = {}, feed?: SubscriptionLimits): Promise<WireServer> {
   const dir = tempDir('hs-wire-');
   const connections: ServerConnection[] = [];
   const closes: Promise<void>[] = [];
@@ -36,6 +38,7 @@ export async function wireServer(t: After, transport: Partial<FramedTransportOpt
     log: pino({ level: 'silent' }),
     version: 'test',
     framing: { maxMessageBytes: 1024 * 1024, ...transport },
+    ...(feed ? { feed } : {}),
     onConnection: (conn) => {
       connections.push(conn);
       closes.push(new Promise((resolve) => conn.onClose(resolve)));
@@ -74,3 +77,19 @@ export async function wireServer(t: After, transport: Partial<FramedTransportOpt
 
 /** A hung server fails the test instead of hanging the suite. */
 export const LIMIT = { timeout: 15_000 };
+
+/**
+ * The most a socket's kernel buffers and the client's last read can hold of what the server
+ * wrote to a client that stopped reading: a unix socket's send buffer (wmem_default, 208 KiB when
+ * unreadable) counts what sits in the reader's queue, and one more packet of up to half of it may
+ * go out while under it; the client's last read is 64 KiB. Twice that, for margin.
+ */
+export function kernelSlack(): number {
+  let wmem = 212_992;
+  try {
+    wmem = Number(readFileSync('/proc/sys/net/core/wmem_default', 'utf8').trim()) || wmem;
+  } catch {
+    // not Linux: the default
+  }
+  return 2 * (wmem + 64 * 1024);
+}
