@@ -52,7 +52,8 @@ test('transcript/didAppend arrives once per append, in seq order, with its line 
   });
   const { subscription } = await watcher.watchSubscribe({ transcripts: ['a'] });
 
-  const N = 300;
+  // 100 pipelined appends to each of two transcripts: the server commits them in several batches.
+  const N = 100;
   const sent = Array.from({ length: N }, (_, i) => entry(`e${i}`, { role: i % 2 ? 'assistant' : 'user', cost: i / 1000, tokens_in: i }));
   const replies = await Promise.all(sent.flatMap((e) => [
     writer.transcriptAppend({ name: 'a', entry: e }),
@@ -194,7 +195,8 @@ test('subscribe then read misses nothing while other connections append: the uni
   await early.watchSubscribe({ transcripts: [NAME] });
 
   const CLIENTS = 4;
-  const N = 800;
+  // 1 600 appends in all: the late subscriber subscribes after the first 100 (asserted below).
+  const N = 400;
   const clients = Array.from({ length: CLIENTS }, (_, k) => appendClient(server, k, N, NAME));
   // Sessions are added from another connection meanwhile.
   const adds = (async () => {
@@ -339,8 +341,19 @@ function socketSendBuffer(): number {
 }
 const PENDING_NOTIFICATIONS = MAX_PENDING_NOTIFICATIONS / 8;
 const PENDING_BYTES = MAX_PENDING_BYTES / 8;
-/** Enough appends to pass the bound, plus 1024 for what the socket buffers absorb first. */
-const OVERFLOW_APPENDS = Math.min(PENDING_NOTIFICATIONS, Math.ceil(PENDING_BYTES / TEXT_BYTES)) + 1024;
+/**
+ * Notifications that can reach the stalled subscriber beyond the server's queue: what the socket
+ * held (its send buffer, at most wmem_default bytes) and the client's last read (64 KiB) when the
+ * reader paused. With the old 16 MiB bound its byte limit stopped the queue ~100 frames short of
+ * the frame limit and hid that; at 2 MiB the two limits meet and 527 were seen under load.
+ */
+const IN_FLIGHT = Math.ceil((socketSendBuffer() + 64 * 1024) / TEXT_BYTES);
+/**
+ * Enough appends to pass the bound: the queue's frames plus twice what the socket can absorb first
+ * (~650; was the queue plus a flat 1024). More than the test lets reach the stalled subscriber
+ * (the queue plus IN_FLIGHT), so it must have been cut off.
+ */
+const OVERFLOW_APPENDS = Math.min(PENDING_NOTIFICATIONS, Math.ceil(PENDING_BYTES / TEXT_BYTES)) + 2 * IN_FLIGHT;
 
 test('a subscriber that never reads: the writer finishes, a reading subscriber gets everything, watch/overflow waits for the stalled one', { timeout: TIMEOUT }, async (t) => {
   const { dir, server, writer, watcher } = await setup(t, { pendingNotifications: PENDING_NOTIFICATIONS, pendingBytes: PENDING_BYTES });
@@ -399,12 +412,8 @@ test('a subscriber that never reads: the writer finishes, a reading subscriber g
   const at = notes.findIndex((m) => m.method === 'watch/overflow');
   assert.deepEqual(notes.slice(at + 1).map((m) => m.method), ['participants/didAdd'], 'the overflowed subscription was dropped');
   const delivered = notes.slice(0, at);
-  // The bound is on the server's queue; what it had already written sat in the socket (its send
-  // buffer, at most wmem_default bytes) or in the client's last read (64 KiB) when the reader
-  // paused. With the old 16 MiB bound its byte limit stopped the queue ~100 frames short of the
-  // frame limit and hid that; at 2 MiB the two limits meet and 527 were seen under load.
-  const inFlight = Math.ceil((socketSendBuffer() + 64 * 1024) / TEXT_BYTES);
-  assert.ok(delivered.length <= PENDING_NOTIFICATIONS + inFlight, `${delivered.length} notifications reached it, more than ${PENDING_NOTIFICATIONS} queued + ${inFlight} in the socket`);
+  // The bound is on the server's queue; what it had already written sat in the socket (IN_FLIGHT).
+  assert.ok(delivered.length <= PENDING_NOTIFICATIONS + IN_FLIGHT, `${delivered.length} notifications reached it, more than ${PENDING_NOTIFICATIONS} queued + ${IN_FLIGHT} in the socket`);
   assert.ok(delivered.length < N, 'the stalled subscriber was cut off before all appends');
   assert.deepEqual(delivered.map((m) => (m.params as Appended).seq), delivered.map((_m, i) => i), 'what it got before the overflow is in order');
   assert.ok(fileEntries(transcriptFile(dir, 'a')).length > 0);
