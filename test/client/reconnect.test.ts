@@ -5,26 +5,25 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ConnectionState } from '../../src/client/index.js';
 import { ConnectionClosedError, connect } from '../../src/client/index.js';
-import type { Ctx } from '../helpers/cli.js';
-import { serveSocket } from '../helpers/cli.js';
 import { entry, TIMEOUT } from '../helpers/feed.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import type { Ctx } from '../helpers/server.js';
+import { startServer } from '../helpers/server.js';
 
 const fast = { initialDelayMs: 20, maxDelayMs: 200 };
 
-/** A `serve` process on a socket in a fresh dir; `restart()` stops it (SIGTERM) and serves the same dir again. */
+/**
+ * The Service `serve` runs, in process, on a socket in a fresh dir: `stop()` is its ordered stop
+ * (as on SIGTERM: the answers owed are given, the connections end, the socket goes), `start()`
+ * serves the same dir on the same socket again. The client's side of a restart is the subject.
+ */
 async function realServer(t: Ctx) {
-  const dir = tempDir();
-  const socket = `${dir}/s.sock`;
-  let current = await serveSocket(t, statePathIn(dir), socket);
+  let current = await startServer(t);
+  const { dir, socket } = current;
   return {
     socket,
-    stop: async () => {
-      current.child.kill('SIGTERM');
-      await current.exited;
-    },
+    stop: () => current.close(),
     start: async () => {
-      current = await serveSocket(t, statePathIn(dir), socket);
+      current = await startServer(t, { dir });
     },
   };
 }
@@ -109,8 +108,12 @@ test('reconnect with maxAttempts gives up when no server comes back: waiting cal
   const server = await realServer(t);
   const client = await connect({ socket: server.socket, reconnect: { initialDelayMs: 10, maxDelayMs: 20, maxAttempts: 3 } });
   t.after(() => client.close());
+  const lost = new Promise<void>((resolve) => client.onConnectionState((s) => s.state === 'lost' && resolve()));
   await client.sessionList();
   await server.stop();
+  // The call waits for a server that does not come back: made once the client knows the
+  // connection is gone (a call racing the close itself fails on the dead socket instead).
+  await lost;
   await assert.rejects(client.sessionList(), (err: unknown) => err instanceof ConnectionClosedError && /did not come back/.test(err.message));
   assert.ok(client.closed instanceof Error);
 });

@@ -8,6 +8,7 @@ import { ResponseError } from 'vscode-jsonrpc';
 import { connect, spawn } from '../../src/client/client.js';
 import { CLI, serveSocket } from '../helpers/cli.js';
 import type { Ctx } from '../helpers/cli.js';
+import { closeClean, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 /** A safety net only: a hung call fails the test instead of the run. Generous: on a 2-core machine under load 20, correct tests took over 30 s. */
@@ -22,8 +23,9 @@ function spawnTyped(t: Ctx, state: string) {
 }
 
 test('a failing call rejects with a ResponseError carrying the code and data', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const client = spawnTyped(t, statePathIn(dir));
+  // The errors are the client's subject, not the server's process: the in-process Service.
+  const server = await startServer(t);
+  const client = await server.client();
   const { session } = await client.sessionAdd({ session: { name: 'a' } });
   await assert.rejects(client.sessionAdd({ session: { name: 'a' } }), (err: unknown) => {
     assert.ok(err instanceof ResponseError);
@@ -36,8 +38,7 @@ test('a failing call rejects with a ResponseError carrying the code and data', {
     assert.deepEqual(err.data, { incarnation: session.incarnation });
     return true;
   });
-  await client.close();
-  assert.equal(await client.exited, 0);
+  await closeClean(server);
 });
 
 test('a call pending on a socket when the server dies rejects instead of hanging', { timeout: TIMEOUT }, async (t) => {
