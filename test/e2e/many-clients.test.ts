@@ -1,7 +1,8 @@
-// 8 client processes on one socket, half speaking LSP framing and half NDJSON, each pipelining
-// appends to one transcript and one participants journal: every write lands exactly once and
-// each client's own order survives the interleaving. The clients are processes running the BUILT
-// typed client, as editor extensions import it; the server runs in this process.
+// 8 clients on one socket, half speaking LSP framing and half NDJSON, each pipelining appends to
+// one transcript and one participants journal: every write lands exactly once and each client's
+// own order survives the interleaving. The clients run the BUILT typed client, as editor
+// extensions import it, two connections (one per framing) in each of 4 processes, so writes also
+// arrive from separate processes at once; the server runs in this process.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,6 +13,8 @@ import { closeClean, startServer } from '../helpers/server.js';
 
 const FIXTURE = path.join(REPO, 'test/fixtures/append-client.mjs');
 const CLIENTS = 8;
+/** Clients per process: one LSP, one NDJSON. */
+const PER_PROCESS = 2;
 const N = 200;
 const NAME = 'crowd';
 
@@ -47,9 +50,9 @@ test('8 clients with mixed framings append to one session: each write once, each
   const admin = await server.raw('ndjson');
   assert.equal((await admin.request('session/add', { session: { name: NAME } })).error, undefined);
 
-  const runs = Array.from({ length: CLIENTS }, (_, k) => {
-    const framing = k % 2 === 0 ? 'lsp' : 'ndjson';
-    const child = spawn(process.execPath, [FIXTURE, socket, framing, String(k), String(N), NAME], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const runs = Array.from({ length: CLIENTS / PER_PROCESS }, (_, p) => {
+    const clients = Array.from({ length: PER_PROCESS }, (_c, j) => p * PER_PROCESS + j).map((k) => `${k}:${k % 2 === 0 ? 'lsp' : 'ndjson'}`);
+    const child = spawn(process.execPath, [FIXTURE, socket, String(N), NAME, ...clients], { stdio: ['ignore', 'pipe', 'pipe'] });
     t.after(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
@@ -63,10 +66,15 @@ test('8 clients with mixed framings append to one session: each write once, each
   });
   const outcomes = await Promise.all(runs);
   const seqOf = new Map<string, number>();
-  for (const [k, o] of outcomes.entries()) {
-    assert.equal(o.code, 0, `client ${k} failed:\n${o.stderr}`);
-    const report = JSON.parse(o.stdout) as { k: number; replies: number; added: number; seqs: number[] };
-    assert.deepEqual({ ...report, seqs: report.seqs.length }, { k, replies: 2 * N, added: N, seqs: N }, `client ${k}'s replies`);
+  const reports: { k: number; framing: string; replies: number; added: number; seqs: number[] }[] = [];
+  for (const [p, o] of outcomes.entries()) {
+    assert.equal(o.code, 0, `process ${p} failed:\n${o.stderr}`);
+    reports.push(...o.stdout.trim().split('\n').map((l) => JSON.parse(l) as (typeof reports)[number]));
+  }
+  reports.sort((a, b) => a.k - b.k);
+  assert.deepEqual(reports.map((r) => r.k), Array.from({ length: CLIENTS }, (_, k) => k), 'a report from every client');
+  for (const [k, report] of reports.entries()) {
+    assert.deepEqual({ ...report, seqs: report.seqs.length }, { k, framing: k % 2 === 0 ? 'lsp' : 'ndjson', replies: 2 * N, added: N, seqs: N }, `client ${k}'s replies`);
     for (const [i, seq] of report.seqs.entries()) seqOf.set(`c${k}-${i}`, seq);
   }
 
