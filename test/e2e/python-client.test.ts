@@ -1,13 +1,15 @@
 // A client in another language: the Python client (clients/python/herrscher_state.py, standard
 // library only) spawns `serve --stdio` and speaks to it on its stdio, then connects to the socket
-// of a server this test started. It prints what it saw; the results and the files it left are
-// checked here. (clients/python/test_herrscher_state.py covers the client method by method.)
+// of a server this test runs in process (the Python side is the subject). It prints what it saw;
+// the results and the files it left are checked here. (clients/python/test_herrscher_state.py
+// covers the client method by method.)
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, REPO, serveSocket } from '../helpers/cli.js';
+import { CLI, REPO } from '../helpers/cli.js';
+import { closeClean, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const INC = /^inc_[A-Z2-7]{26}$/;
@@ -68,9 +70,8 @@ interface PythonReport {
 
 test('a Python bridge speaks to the server over stdio and over the socket', { timeout: 60_000 }, async (t) => {
   const stdioDir = tempDir();
-  const socketDir = tempDir();
-  const socket = path.join(socketDir, 's.sock');
-  const server = await serveSocket(t, statePathIn(socketDir), socket);
+  const server = await startServer(t);
+  const { socket, dir: socketDir } = server;
 
   const py = spawn('python3', ['-c', BRIDGE, process.execPath, CLI, statePathIn(stdioDir), socket], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -114,6 +115,5 @@ test('a Python bridge speaks to the server over stdio and over the socket', { ti
   assert.equal(k.duplicate, -32010);
   assert.equal(readFileSync(path.join(socketDir, 'participants/sock.log'), 'utf8'), 'u1\n');
 
-  server.child.kill('SIGTERM');
-  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  await closeClean(server);
 });
