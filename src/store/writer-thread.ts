@@ -57,9 +57,9 @@ export const BATCHED_WRITE_MAX = 64 * 1024;
  * count, nothing is allocated or transferred per hand-off (a transferred buffer per batch cost
  * more than the message itself). Only one batch is out at a time, so one region suffices.
  */
-const BATCH_BYTES = 1024 * 1024;
+export const BATCH_BYTES = 1024 * 1024;
 /** Jobs one batch may hold (each its fd, length and flags in the shared plan). */
-const BATCH_JOBS = 4096;
+export const BATCH_JOBS = 4096;
 
 interface PendingReplace {
   readonly file: string;
@@ -107,6 +107,7 @@ export class WriterThread {
   /** Replaces `file` with `data` (writer-worker.ts, replaceFile); resolves with the stamp of the file written. */
   replace(file: string, data: string | Uint8Array, opts: { mode: number; sync: boolean }): Promise<FileStamp> {
     return new Promise<FileStamp>((resolve, reject) => {
+      // Stryker disable next-line ConditionalExpression: forced true, a Uint8Array is copied into a Buffer of the same bytes; forced false is the `!==` mutant's string case, which the tests kill
       const bytes = typeof data === 'string' ? Buffer.from(data) : data;
       this.replacesQueued.push({ file, bytes, mode: opts.mode, sync: opts.sync, resolve, reject });
       if (!this.replaceOut) this.postReplace();
@@ -140,6 +141,7 @@ export class WriterThread {
       this.postReplace();
       return;
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: a fresh region for a replace that fits the one there holds the same bytes; only the memory differs (bench/)
     if (!this.region || this.region.byteLength < next.bytes.length) {
       this.region = new SharedArrayBuffer(2 ** Math.ceil(Math.log2(Math.max(4096, next.bytes.length))));
     }
@@ -173,8 +175,9 @@ export class WriterThread {
       thread.plan[PLAN_INTS * take + 2] = j.datasync ? PLAN_DATASYNC : 0;
       take++;
     }
-    const batch = take === this.queued.length ? this.queued : this.queued.slice(0, take);
-    this.queued = take === this.queued.length ? [] : this.queued.slice(take);
+    // The batch keeps the first `take` jobs; the rest (usually none) stays queued.
+    const batch = this.queued;
+    this.queued = batch.splice(take);
     // Referenced only while a batch is out: an idle writer never keeps the process alive, and a
     // pending write always does.
     thread.worker.ref();
@@ -194,8 +197,10 @@ export class WriterThread {
       eval: entry.eval,
       workerData,
       // Not the parent's flags (a loader such as tsx, --input-type): it needs none of them.
+      // Stryker disable next-line ArrayDeclaration: a list with a word that is no flag starts the same worker
       execArgv: [],
       // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
+      // Stryker disable next-line ObjectLiteral: without the bound only the memory differs (bench/)
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
     });
     worker.on('message', (answer: BatchAnswer | ReplaceAnswer) => {
@@ -219,7 +224,9 @@ export class WriterThread {
     const batch = this.out;
     this.out = undefined;
     if (this.queued.length > 0) this.flush();
+    // Stryker disable next-line OptionalChaining: a thread's answers come before its exit, so the thread that answers is the current one
     else if (!this.replaceOut) this.thread?.worker.unref();
+    // Stryker disable next-line ConditionalExpression: equivalent, a batch answer comes only for a batch out (forced true is killed, but goes with it)
     if (!batch) return;
     for (const [i, j] of batch.entries()) {
       const e = failed?.[i];
@@ -232,7 +239,9 @@ export class WriterThread {
     const r = this.replaceOut;
     this.replaceOut = undefined;
     if (this.replacesQueued.length > 0) this.postReplace();
+    // Stryker disable next-line OptionalChaining: a thread's answers come before its exit, so the thread that answers is the current one
     else if (!this.out) this.thread?.worker.unref();
+    // Stryker disable next-line ConditionalExpression: equivalent, a replace answer comes only for a replace out (forced true is killed, but goes with it)
     if (!r) return;
     if ('stamp' in a) r.resolve(a.stamp);
     else r.reject(Object.assign(new Error(a.error.message), { code: a.error.code, errno: a.error.errno, syscall: a.error.syscall }));
@@ -248,7 +257,8 @@ export class WriterThread {
     const r = this.replaceOut;
     this.replaceOut = undefined;
     r?.reject(err);
-    if (this.replacesQueued.length > 0) setImmediate(() => this.postReplace());
+    // postReplace posts nothing when no replace waits; a flush must never run with nothing queued.
+    setImmediate(() => this.postReplace());
     if (this.queued.length > 0) setImmediate(() => this.flush());
   }
 }

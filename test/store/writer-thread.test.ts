@@ -56,24 +56,28 @@ test('a failed write rejects its own caller with the errno; the others of its tu
   }
 });
 
-test('a pending write keeps the process alive and an idle writer does not', () => {
+test('a pending write or replace keeps the process alive and an idle writer does not', () => {
   const dir = tempDir();
   const file = path.join(dir, 'out');
+  const replaced = path.join(dir, 'state.json');
   const module = new URL('../../src/store/writer-thread.ts', import.meta.url).href;
   // Nothing else holds the loop: without the worker's ref the process would exit before the write
-  // answers (exit code 13, "unsettled top-level await"); with an idle worker still referenced it
-  // would never exit (the test's timeout).
+  // or the replace answers (exit code 13, "unsettled top-level await"); with an idle worker still
+  // referenced it would never exit (the test's timeout). Two writers: the one that last answered a
+  // write and the one that last answered a replace must each let go.
   const script = `
     import fs from 'node:fs/promises';
     import { WriterThread } from ${JSON.stringify(module)};
     const fh = await fs.open(${JSON.stringify(file)}, 'a');
     const n = await new WriterThread().write(fh.fd, Buffer.from('kept\\n'));
     await fh.close();
-    process.stdout.write(String(n));
+    const st = await new WriterThread().replace(${JSON.stringify(replaced)}, 'replaced', { mode: 0o600, sync: false });
+    process.stdout.write(n + ' ' + st.size);
   `;
   const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
-  assert.equal(out, '5');
+  assert.equal(out, '5 8');
   assert.equal(execFileSync('cat', [file], { encoding: 'utf8' }), 'kept\n');
+  assert.equal(execFileSync('cat', [replaced], { encoding: 'utf8' }), 'replaced');
 });
 
 test('a turn asking for more than one batch holds (bytes or jobs) is written whole, in order, over several batches', async () => {
