@@ -23,9 +23,10 @@ ENTRY = {"ts": "2026-01-02T03:04:05Z", "role": "user", "text": "h\u00e9llo \u202
 
 
 def add_cleanup(owner, fn, *args):
-    """Runs fn(*args) when owner ends: a test, or a test class (its shared fixtures)."""
-    if isinstance(owner, type):
-        owner.addClassCleanup(fn, *args)
+    """Runs fn(*args) when owner ends: a test, or the module (unittest itself) for what its
+    tests share."""
+    if owner is unittest:
+        unittest.addModuleCleanup(fn, *args)
     else:
         owner.addCleanup(fn, *args)
 
@@ -45,8 +46,8 @@ def server_env(owner):
 
 
 class SocketServer:
-    """A `serve --socket` on a state file of its own, stopped when owner (a test, or a test
-    class whose tests share it) ends."""
+    """A `serve --socket` on a state file of its own, stopped when owner (a test, or the
+    module) ends."""
 
     def __init__(self, owner):
         if not os.path.exists(CLI):
@@ -200,15 +201,21 @@ class LockHandover(unittest.TestCase):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # still ours: the server never unlocks it
 
 
-class Behaviour(unittest.TestCase):
-    # One server for the tests that need a server but not a state of their own: each uses
-    # session names of its own, and one at a time may pause the server (SIGSTOP, then SIGCONT).
-    @classmethod
-    def setUpClass(cls):
-        cls.shared = SocketServer(cls)
+_shared = []
 
+
+def shared_server():
+    """One server for the tests that need a server but not a state of their own (Behaviour's,
+    Discovery's): each uses session names of its own, and one at a time may pause the server
+    (SIGSTOP, then SIGCONT). Started by the first test that asks, stopped when the module ends."""
+    if not _shared:
+        _shared.append(SocketServer(unittest))
+    return _shared[0]
+
+
+class Behaviour(unittest.TestCase):
     def test_threads_share_one_client_and_keep_their_order(self):
-        srv = self.shared
+        srv = shared_server()
         with hs.connect(socket=srv.socket) as c:
             for t in ("a", "b"):
                 c.add_session({"name": t})
@@ -238,7 +245,7 @@ class Behaviour(unittest.TestCase):
                     self.assertEqual(mine, ["g%d-%d" % (g, i) for i in range(15)] if "ab"[g % 2] == t else [])
 
     def test_subscribe_sees_each_append_once_in_seq_order(self):
-        srv = self.shared
+        srv = shared_server()
         with hs.connect(socket=srv.socket) as c, hs.connect(socket=srv.socket) as writer:
             c.add_session({"name": "w"})
             c.add_session({"name": "x"})
@@ -251,7 +258,7 @@ class Behaviour(unittest.TestCase):
                 self.assertTrue(all(n.method == "transcript/didAppend" and n.params["name"] == "w" for n in got))
 
     def test_a_timed_out_call_returns_and_the_connection_stays_usable(self):
-        srv = self.shared
+        srv = shared_server()
         with hs.connect(socket=srv.socket) as c:
             c.add_session({"name": "t"})
             srv.proc.send_signal(signal.SIGSTOP)
@@ -289,7 +296,7 @@ class Behaviour(unittest.TestCase):
         return None
 
     def test_the_servers_errors_raise_their_class_with_data(self):
-        srv = self.shared
+        srv = shared_server()
         with hs.connect(socket=srv.socket) as c:
             s = c.add_session({"name": "e"})
             with self.assertRaises(hs.SessionExists):
@@ -326,11 +333,6 @@ class Behaviour(unittest.TestCase):
 
 
 class Discovery(unittest.TestCase):
-    # One server for the tests that only reach it.
-    @classmethod
-    def setUpClass(cls):
-        cls.shared = SocketServer(cls)
-
     def test_the_rule_takes_the_first_step_that_applies(self):
         d = private_dir(self)
         state = os.path.join(d, "state.json")
@@ -374,17 +376,17 @@ class Discovery(unittest.TestCase):
                 hs.connect(socket=where)
 
     def test_connect_finds_the_server_of_a_state_file_through_its_record(self):
-        srv = self.shared
+        srv = shared_server()
         with hs.connect(state=srv.state, env={"XDG_RUNTIME_DIR": private_dir(self)}) as c:
             self.assertEqual(c.status()["socket"], srv.socket)
 
     def test_connect_follows_the_environment(self):
-        srv = self.shared
+        srv = shared_server()
         with hs.connect(env={"HERRSCHER_STATE_SOCKET": srv.socket}) as c:
             self.assertEqual(c.initialize()["statePath"], srv.state)
 
     def test_connect_naming_a_state_reaches_that_states_server_or_none(self):
-        srv = self.shared
+        srv = shared_server()
         other = os.path.join(private_dir(self), "state.json")
         # The socket found (here through the environment, as the default socket would be) is
         # another state's server: NoServer, and nothing but initialize reaches it.
