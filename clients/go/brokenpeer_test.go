@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -14,40 +15,74 @@ import (
 	"time"
 )
 
-// startFakeServer runs test/fixtures/fake-server.mjs, a server that misbehaves in one way.
-func startFakeServer(t *testing.T, mode string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "fake.sock")
-	startFakeServerAt(t, sock, mode)
-	return sock
+// fakes is one test/fixtures/fake-server.mjs serving every mode, each on its own socket
+// (--dir), for the tests that need a broken peer: each makes connections of its own. The first
+// test that asks starts it; TestMain stops it.
+var fakes struct {
+	once sync.Once
+	dir  string
+	cmd  *exec.Cmd
+	err  error
 }
 
-func startFakeServerAt(t *testing.T, sock, mode string) {
+// fakeSocket is the socket of the shared fake server that misbehaves in mode.
+func fakeSocket(t *testing.T, mode string) string {
 	t.Helper()
+	fakes.once.Do(func() {
+		if fakes.dir, fakes.err = os.MkdirTemp("", "hs-fake"); fakes.err == nil {
+			fakes.cmd, fakes.err = launchFake("--dir", fakes.dir)
+		}
+	})
+	if fakes.err != nil {
+		t.Fatal(fakes.err)
+	}
+	return filepath.Join(fakes.dir, mode+".sock")
+}
+
+func stopFakes() {
+	if fakes.cmd != nil {
+		_ = fakes.cmd.Process.Signal(os.Interrupt)
+		_ = fakes.cmd.Wait()
+	}
+	if fakes.dir != "" {
+		os.RemoveAll(fakes.dir)
+	}
+}
+
+// launchFake runs the fake server with args and waits until it listens.
+func launchFake(args ...string) (*exec.Cmd, error) {
 	script, err := filepath.Abs(filepath.Join("..", "..", "test", "fixtures", "fake-server.mjs"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	cmd := exec.Command("node", script, "--socket", sock, "--mode", mode)
+	cmd := exec.Command("node", append([]string{script}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "listening") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("the fake server did not start: %q %v", line, err)
+	}
+	return cmd, nil
+}
+
+// startFakeServerAt runs a fake server of its own on sock, stopped when the test ends.
+func startFakeServerAt(t *testing.T, sock, mode string) {
+	t.Helper()
+	cmd, err := launchFake("--socket", sock, "--mode", mode)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if !strings.HasPrefix(line, "listening") {
-		t.Fatalf("the fake server did not start: %q %v", line, err)
-	}
 }
 
 // Every pending call of a connection to a broken peer fails with ErrClosed, and Err says why.
@@ -67,7 +102,7 @@ func TestABrokenPeerEndsTheConnectionAndEveryPendingCall(t *testing.T) {
 		tc := tc
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
-			sock := startFakeServer(t, tc.mode)
+			sock := fakeSocket(t, tc.mode)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			c, err := Dial(ctx, DialOptions{Socket: sock})
@@ -107,7 +142,7 @@ func TestABrokenPeerEndsTheConnectionAndEveryPendingCall(t *testing.T) {
 
 func TestAServerThatNeverAnswersReturnsAtTheDeadline(t *testing.T) {
 	t.Parallel()
-	sock := startFakeServer(t, "silent")
+	sock := fakeSocket(t, "silent")
 	c, err := Dial(ctxT(t), DialOptions{Socket: sock})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +160,7 @@ func TestAServerThatNeverAnswersReturnsAtTheDeadline(t *testing.T) {
 
 func TestNaNAndInfinityAreRefusedBeforeSending(t *testing.T) {
 	t.Parallel()
-	sock := startFakeServer(t, "echo")
+	sock := fakeSocket(t, "echo")
 	c, err := Dial(ctxT(t), DialOptions{Socket: sock})
 	if err != nil {
 		t.Fatal(err)

@@ -174,6 +174,7 @@ func sharedSocketServer(t *testing.T) *socketServer {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopFakes()
 	if shared.s != nil {
 		shared.s.kill()
 	}
