@@ -451,16 +451,19 @@ FAKE_SERVER = os.path.join(HERE, "..", "..", "test", "fixtures", "fake-server.mj
 
 
 class FakeServer:
-    """test/fixtures/fake-server.mjs: a server that misbehaves in one chosen way."""
+    """test/fixtures/fake-server.mjs --dir: one process serving every mode, each on its own
+    socket, each socket a server that misbehaves in that one way."""
 
-    def __init__(self, test, mode, ok=0):
-        self.socket = os.path.join(private_dir(test), "fake.sock")
-        self.proc = subprocess.Popen(["node", FAKE_SERVER, "--socket", self.socket, "--mode", mode, "--ok", str(ok)],
-                                     stdout=subprocess.PIPE)
-        test.addCleanup(self.stop)
+    def __init__(self, owner):
+        self.dir = private_dir(owner)
+        self.proc = subprocess.Popen(["node", FAKE_SERVER, "--dir", self.dir], stdout=subprocess.PIPE)
+        add_cleanup(owner, self.stop)
         line = self.proc.stdout.readline().decode()
         if not line.startswith("listening"):
             raise RuntimeError("the fake server did not start: %r" % line)
+
+    def socket(self, mode):
+        return os.path.join(self.dir, mode + ".sock")
 
     def stop(self):
         if self.proc.poll() is None:
@@ -469,13 +472,23 @@ class FakeServer:
         self.proc.stdout.close()
 
 
+_fakes = []
+
+
+def fake_socket(mode):
+    """The socket of the fake server in mode: one process for the module's tests, each with
+    connections of its own; started by the first test that asks, stopped when the module ends."""
+    if not _fakes:
+        _fakes.append(FakeServer(unittest))
+    return _fakes[0].socket(mode)
+
+
 class BrokenPeer(unittest.TestCase):
     """A broken server never hangs a call nor grows the client without bound: the connection
     ends, every pending call raises ConnectionClosed, closed says why."""
 
     def _calls_fail_and_the_connection_ends(self, mode):
-        fake = FakeServer(self, mode)
-        c = hs.connect(socket=fake.socket)
+        c = hs.connect(socket=fake_socket(mode))
         self.addCleanup(c.close)
         errors = []
 
@@ -528,8 +541,7 @@ class BrokenPeer(unittest.TestCase):
         self._calls_fail_and_the_connection_ends("close-mid-reply")
 
     def test_a_server_that_never_answers_times_the_call_out(self):
-        fake = FakeServer(self, "silent")
-        with hs.connect(socket=fake.socket, call_timeout=0.2) as c:
+        with hs.connect(socket=fake_socket("silent"), call_timeout=0.2) as c:
             with self.assertRaises(TimeoutError):
                 c.status()
             with self.assertRaises(TimeoutError):
@@ -549,8 +561,7 @@ class BrokenPeer(unittest.TestCase):
             self.assertIsNone(c.closed)
 
     def test_nan_and_infinity_are_refused_before_sending(self):
-        fake = FakeServer(self, "echo")
-        with hs.connect(socket=fake.socket) as c:
+        with hs.connect(socket=fake_socket("echo")) as c:
             for bad in (float("nan"), float("inf"), float("-inf")):
                 with self.assertRaisesRegex(ValueError, "transcript/append: params not sent"):
                     c.append_transcript("x", {"ts": "t", "role": "user", "text": "", "cost": bad})
