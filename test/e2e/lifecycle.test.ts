@@ -9,6 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { ResponseError } from 'vscode-jsonrpc';
 import { connect } from '../../src/client/client.js';
+import { ErrorCodes } from '../../src/protocol/errors.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
 import { methodList, methods } from '../../src/protocol/table.js';
 import { REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
@@ -323,7 +324,7 @@ test('logs at info level never carry transcript text', { timeout: TIMEOUT }, asy
   assert.doesNotMatch(logged, /SECRET-TEXT/);
 });
 
-test('serve --stdio --socket serves both: a write over stdio is read over the socket', { timeout: TIMEOUT }, async (t) => {
+test('serve --stdio --socket serves both: a write over stdio is read over the socket; shutdown from the socket is refused and its exit ignored, the host ends it', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const socket = path.join(dir, 's.sock');
   const server = serveStdio(t, statePathIn(dir), 'lsp', ['--socket', socket]);
@@ -337,6 +338,14 @@ test('serve --stdio --socket serves both: a write over stdio is read over the so
   } finally {
     await client.close();
   }
+  // With a host on stdio, a bridge on the socket may not end the server under it.
+  const bridge = await connectRaw(socket, 'ndjson', t);
+  const refused = await bridge.request('shutdown');
+  assert.equal(refused.error?.code, ErrorCodes.InvalidRequest);
+  assert.match(refused.error?.message ?? '', /belong to the host on stdio/);
+  bridge.notify('exit');
+  const added = await bridge.request('session/add', { session: { name: 'after-exit', type: 'text', cmd: 'c' } });
+  assert.equal((added.result as { session: { name: string } }).session.name, 'after-exit', 'still serving the bridge after its exit');
   assert.deepEqual(await server.rpc.call('participants/read', { name: 'both' }), { userIds: ['via-socket'] });
   assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
   assert.equal(existsSync(socket), false, 'the socket file is removed on exit');
