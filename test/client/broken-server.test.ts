@@ -1,12 +1,13 @@
 // The TypeScript client against a broken server (test/fixtures/fake-server.mjs): whatever the
 // peer sends, or does not send, every pending call ends with a clear error and `closed` is set;
 // nothing hangs. A reply larger than the message limit, bytes that are not JSON-RPC, valid JSON
-// that is not a message, and a reply no call waits for all end the connection.
+// that is not a message, and a reply no call waits for all end the connection. One fake server
+// process serves every mode, each test on a connection of its own.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CallTimeoutError, ConnectionClosedError, connect } from '../../src/client/index.js';
 import type { FakeMode } from '../helpers/fake-server.js';
-import { startFakeServer } from '../helpers/fake-server.js';
+import { fakeServerSocket } from '../helpers/fake-server.js';
 import { entry } from '../helpers/feed.js';
 import { startServer } from '../helpers/server.js';
 
@@ -27,7 +28,7 @@ const broken: [FakeMode, RegExp][] = [
 for (const framing of ['lsp', 'ndjson'] as const) {
   for (const [mode, says] of broken) {
     test(`${framing}, a server whose reply is ${mode}: every pending call fails with ConnectionClosedError, closed is set, later calls fail at once`, { timeout: TIMEOUT }, async (t) => {
-      const socket = await startFakeServer(t, mode);
+      const socket = await fakeServerSocket(mode);
       const client = await connect({ socket, framing });
       t.after(() => client.close());
       const calls = [client.status(), client.sessionList(), client.stateGet()];
@@ -44,7 +45,7 @@ for (const framing of ['lsp', 'ndjson'] as const) {
 }
 
 test('a server that never answers: the per-call timeout rejects with CallTimeoutError; callTimeoutMs bounds every call', { timeout: TIMEOUT }, async (t) => {
-  const socket = await startFakeServer(t, 'silent');
+  const socket = await fakeServerSocket('silent');
   const client = await connect({ socket });
   t.after(() => client.close());
   await assert.rejects(client.status(undefined, { timeoutMs: 200 }), (err: unknown) => err instanceof CallTimeoutError && /status: no reply within 200 ms/.test(err.message));
@@ -55,7 +56,7 @@ test('a server that never answers: the per-call timeout rejects with CallTimeout
 });
 
 test('the fake server in echo mode answers: the control case of the tests above', { timeout: TIMEOUT }, async (t) => {
-  const socket = await startFakeServer(t, 'echo');
+  const socket = await fakeServerSocket('echo');
   const client = await connect({ socket });
   t.after(() => client.close());
   assert.deepEqual(await client.sessionList(), {});

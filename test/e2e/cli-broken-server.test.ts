@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { privateRuntimeDir, runToEnd } from '../helpers/cli.js';
 import type { FakeMode } from '../helpers/fake-server.js';
-import { startFakeServer } from '../helpers/fake-server.js';
+import { fakeServerSocket } from '../helpers/fake-server.js';
 import { TIMEOUT } from '../helpers/feed.js';
 
 /**
@@ -28,8 +28,8 @@ const cases: [FakeMode, RegExp][] = [
 ];
 
 for (const [mode, says] of cases) {
-  test(`status, call and socket exit 1 with a message against a server whose reply is ${mode}`, { timeout: TIMEOUT }, async (t) => {
-    const socket = await startFakeServer(t, mode);
+  test(`status, call and socket exit 1 with a message against a server whose reply is ${mode}`, { timeout: TIMEOUT }, async () => {
+    const socket = await fakeServerSocket(mode);
     for (const args of [['status'], ['call', 'session/list'], ['socket']]) {
       const got = await runToEnd([...args, '--socket', socket], { env: env(mode) });
       assert.equal(got.code, 1, `${args.join(' ')}: ${got.stderr}`);
