@@ -9,9 +9,11 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { ResponseError } from 'vscode-jsonrpc';
 import { connect } from '../../src/client/client.js';
+import { startFailureLine } from '../../src/commands/start-failure.js';
 import { ErrorCodes } from '../../src/protocol/errors.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
 import { methodList, methods } from '../../src/protocol/table.js';
+import { serveSocket as socketServeUses } from '../../src/transport/discovery.js';
 import { REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
 import { closeClean, errorsIn, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
@@ -188,28 +190,39 @@ test('a stale socket file left by a killed server is replaced', { timeout: TIMEO
   await closeClean(second);
 });
 
-test('a socket path a live server listens on is refused with exit 1 and the live server keeps it', { timeout: TIMEOUT }, async (t) => {
-  // The live server in process, the refused one spawned: its exit code is the subject.
+/**
+ * The line `serve --socket socket` prints (after `herrscher-state: `) before it exits 1 when it
+ * cannot listen there: the same Service.listen on the same found socket, in this process. That
+ * serve maps such a refusal to exit 1 and one stderr line is checked on the spawned refusals
+ * below (a socket folder everyone may write, a second server on the same state).
+ */
+async function listenRefusal(t: Parameters<typeof startServer>[0], dir: string, socket: string): Promise<string> {
+  const wanted = socketServeUses({ socket });
+  let refusal: unknown;
+  await startServer(t, { dir, socket: wanted }).then(
+    () => assert.fail(`listening on ${socket} was not refused`),
+    (err: unknown) => (refusal = err),
+  );
+  return startFailureLine('socket', wanted.path, refusal);
+}
+
+test('a socket path a live server listens on is refused and the live server keeps it', { timeout: TIMEOUT }, async (t) => {
   const first = await startServer(t);
   const dir = tempDir();
-  const second = runCli(t, ['serve', '--socket', first.socket, '--state', statePathIn(dir)]);
-  assert.equal((await second.exited).code, 1, `stderr:\n${second.stderr()}`);
-  assert.match(second.stderr(), /herrscher-state: /);
+  assert.match(await listenRefusal(t, dir, first.socket), /^cannot listen on .*another server listens there/);
   const rpc = await first.raw('ndjson');
   const init = (await rpc.call('initialize', {})) as { statePath: string };
   assert.equal(init.statePath, first.state);
   await closeClean(first);
 });
 
-test('a socket path longer than a unix socket allows exits 1 with a clear message', { timeout: TIMEOUT }, async (t) => {
+test('a socket path longer than a unix socket allows is refused with a clear message', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const socket = path.join(dir, `${'x'.repeat(120)}.sock`);
   assert.ok(Buffer.byteLength(socket) > 108);
-  const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir)]);
-  assert.deepEqual(await server.exited, { code: 1, signal: null });
-  assert.match(server.stderr(), /too long|at most \d+ bytes/i, 'the message says the path is too long');
-  assert.ok(server.stderr().includes(socket), 'the message names the path');
-  assert.equal(server.stdout(), '');
+  const said = await listenRefusal(t, dir, socket);
+  assert.match(said, /too long|at most \d+ bytes/i, 'the message says the path is too long');
+  assert.ok(said.includes(socket), 'the message names the path');
   assert.equal(existsSync(socket), false);
 });
 
@@ -271,13 +284,12 @@ test('a restarted server reads back what the first one answered, lone UTF-16 sur
   await closeClean(second);
 });
 
-test('a regular file at the socket path is not replaced: exit 1, the file intact', { timeout: TIMEOUT }, async (t) => {
+test('a regular file at the socket path is not replaced: refused, the file intact', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const socket = path.join(dir, 's.sock');
   writeFileSync(socket, 'not a socket');
-  const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir)]);
-  assert.deepEqual(await server.exited, { code: 1, signal: null });
-  assert.ok(server.stderr().includes(socket), `the message names the path: ${server.stderr()}`);
+  const said = await listenRefusal(t, dir, socket);
+  assert.ok(said.includes(socket), `the message names the path: ${said}`);
   assert.equal(readFileSync(socket, 'utf8'), 'not a socket');
 });
 
@@ -420,7 +432,7 @@ test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state-<uid>
   assert.deepEqual(await second.exited, { code: 0, signal: null });
 });
 
-test('a socket in a folder everyone may write is refused with exit 1', { timeout: TIMEOUT }, async (t) => {
+test('a socket in a folder everyone may write is refused with exit 1 and one line on stderr', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const open = path.join(dir, 'open');
   mkdirSync(open);
@@ -428,5 +440,8 @@ test('a socket in a folder everyone may write is refused with exit 1', { timeout
   const server = runCli(t, ['serve', '--socket', path.join(open, 's.sock'), '--state', statePathIn(dir)]);
   assert.deepEqual(await server.exited, { code: 1, signal: null });
   assert.ok(server.stderr().includes(open), `the message names the folder: ${server.stderr()}`);
+  assert.match(server.stderr(), /^herrscher-state: cannot listen on [^\n]*\n$/, 'one line');
+  assert.equal(server.stdout(), '');
   assert.equal(existsSync(path.join(open, 's.sock')), false);
+  assert.equal(existsSync(statePathIn(dir)), false, 'refused before the state was opened');
 });
