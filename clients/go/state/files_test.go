@@ -10,8 +10,15 @@ import (
 	"testing"
 )
 
-func TestTranscriptsAreWrittenForAnyNameAndReadAsGo(t *testing.T) {
+// The transcript and participant files of one state dir (one server): each step touches only
+// its own kind of file, and neither makes a session row.
+func TestTranscriptAndParticipantFiles(t *testing.T) {
 	dir := stateDir(t)
+	t.Run("TranscriptsAreWrittenForAnyNameAndReadAsGo", func(t *testing.T) { transcriptsAreWrittenForAnyNameAndReadAsGo(t, dir) })
+	t.Run("ParticipantJournalAppendAndRead", func(t *testing.T) { participantJournalAppendAndRead(t, dir) })
+}
+
+func transcriptsAreWrittenForAnyNameAndReadAsGo(t *testing.T, dir string) {
 	path := TranscriptPath(dir, "closed")
 	if path != filepath.Join(dir, "transcripts", "closed.jsonl") {
 		t.Fatalf("TranscriptPath %s", path)
@@ -71,8 +78,7 @@ func TestTranscriptsAreWrittenForAnyNameAndReadAsGo(t *testing.T) {
 	}
 }
 
-func TestParticipantJournalAppendAndRead(t *testing.T) {
-	dir := stateDir(t)
+func participantJournalAppendAndRead(t *testing.T, dir string) {
 	path := ParticipantsPath(dir, "a")
 	if path != filepath.Join(dir, "participants", "a.log") {
 		t.Fatalf("ParticipantsPath %s", path)

@@ -9,8 +9,19 @@ import (
 	"testing"
 )
 
-func TestLoadStateMissingFileIsEmpty(t *testing.T) {
+// A state file that does not exist yet, as LoadState, NewState and Save meet it. One state dir
+// (one server) for the three steps, in this order: each leaves the file missing and the state
+// empty for the next (the Save step removes what it wrote).
+func TestAMissingStateFile(t *testing.T) {
 	path := filepath.Join(stateDir(t), "state.json")
+	t.Run("LoadStateMissingFileIsEmpty", func(t *testing.T) { loadStateMissingFileIsEmpty(t, path) })
+	// Go's Save writes the file whatever changed: a Save of an unchanged state whose file does not
+	// exist (NewState, or LoadState of a missing file) makes it.
+	t.Run("SaveOfAnUnchangedStateWritesAMissingFile", func(t *testing.T) { saveOfAnUnchangedStateWritesAMissingFile(t, path) })
+	t.Run("NewStateWritesNothingUntilSaved", func(t *testing.T) { newStateWritesNothingUntilSaved(t, path) })
+}
+
+func loadStateMissingFileIsEmpty(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	if st.Sessions != nil || st.Home != (HomeRef{}) || st.InstanceID != "" {
 		t.Fatalf("not empty: %+v", st)
@@ -23,8 +34,26 @@ func TestLoadStateMissingFileIsEmpty(t *testing.T) {
 	}
 }
 
-func TestNewStateWritesNothingUntilSaved(t *testing.T) {
-	path := filepath.Join(stateDir(t), "state.json")
+func saveOfAnUnchangedStateWritesAMissingFile(t *testing.T, path string) {
+	want := "{\n  \"home\": {\n    \"id\": \"\",\n    \"type\": \"\"\n  },\n  \"sessions\": null\n}"
+	for _, st := range []*State{NewState(path), mustLoad(t, path)} {
+		if err := st.Save(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("Save wrote no file: %v", err)
+		}
+		if string(b) != want {
+			t.Fatalf("empty state saved as\n%s\nwant\n%s", b, want)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func newStateWritesNothingUntilSaved(t *testing.T, path string) {
 	st := NewState(path)
 	if st.Sessions != nil {
 		t.Fatal("NewState has sessions")
@@ -42,28 +71,6 @@ func TestNewStateWritesNothingUntilSaved(t *testing.T) {
 	want := "{\n  \"home\": {\n    \"id\": \"\",\n    \"type\": \"\"\n  },\n  \"sessions\": null,\n  \"statusMessageID\": \"m\"\n}"
 	if string(b) != want {
 		t.Fatalf("empty state written as\n%s\nwant\n%s", b, want)
-	}
-}
-
-// Go's Save writes the file whatever changed: a Save of an unchanged state whose file does not
-// exist (NewState, or LoadState of a missing file) makes it.
-func TestSaveOfAnUnchangedStateWritesAMissingFile(t *testing.T) {
-	path := filepath.Join(stateDir(t), "state.json")
-	want := "{\n  \"home\": {\n    \"id\": \"\",\n    \"type\": \"\"\n  },\n  \"sessions\": null\n}"
-	for _, st := range []*State{NewState(path), mustLoad(t, path)} {
-		if err := st.Save(); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("Save wrote no file: %v", err)
-		}
-		if string(b) != want {
-			t.Fatalf("empty state saved as\n%s\nwant\n%s", b, want)
-		}
-		if err := os.Remove(path); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
