@@ -1,12 +1,14 @@
 // The writer thread's worker module on its own: a batch's jobs are written whole and in order
-// from the shared bytes, and a failed job answers its own error while the others are written.
+// from the shared bytes, and a failed job answers its own error while the others are written;
+// a whole-file replace and the worker's loop, run on this thread.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { PLAN_DATASYNC } from '../../src/store/writer-worker-control.js';
-import { writeBatch } from '../../src/store/writer-worker.js';
+import { CTL, PLAN_DATASYNC } from '../../src/store/writer-worker-control.js';
+import type { ReplaceJob, ReplaceOps } from '../../src/store/writer-worker.js';
+import { answerReplace, fsReplaceOps, replaceFile, serve, writeBatch } from '../../src/store/writer-worker.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 /** The shared regions writer-thread.ts fills: the jobs' bytes back to back, then fd, length and flags per job. */
@@ -104,4 +106,172 @@ test('a job whose write fails is not synced: its answer is the write\'s error', 
   } finally {
     closeSync(fd);
   }
+});
+
+// replaceFile and answerReplace on this thread, through the ReplaceOps seam: what the worker runs
+// for each replace, reached here where the mutation run's coverage hook sees it.
+
+const opts = { mode: 0o600, sync: false };
+const fresh = (): { dir: string; file: string } => {
+  const dir = tempDir();
+  return { dir, file: path.join(dir, 'state.json') };
+};
+/** The open handles of this process (Linux), to tell a handle left open. */
+const openHandles = (): number => readdirSync('/proc/self/fd').length;
+
+test('a replace writes the whole file, closes what it opened, and answers the stamp of the file now at the name', () => {
+  const { dir, file } = fresh();
+  const before = existsSync('/proc/self/fd') ? openHandles() : 0;
+  const answer = answerReplace({ file, region: new SharedArrayBuffer(8), length: 3, mode: 0o600, sync: true });
+  if (existsSync('/proc/self/fd')) assert.equal(openHandles(), before, 'no handle left open');
+  const st = statSync(file);
+  assert.deepEqual(answer, { stamp: { ino: st.ino, size: 3, mtimeMs: st.mtimeMs } });
+  assert.deepEqual(readdirSync(dir), ['state.json']);
+  const failed = answerReplace({ file: path.join(dir, 'missing', 'x'), region: new SharedArrayBuffer(8), length: 3, mode: 0o600, sync: false });
+  assert.ok('error' in failed && failed.error.code === 'ENOENT' && typeof failed.error.errno === 'number' && failed.error.syscall === 'open', JSON.stringify(failed));
+  assert.match('error' in failed ? failed.error.message : '', /ENOENT/);
+});
+
+test('a short write(2) into the temp file is carried on from where it stopped', () => {
+  const { file } = fresh();
+  const data = Buffer.from(Array.from({ length: 2500 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(''));
+  const calls: [number, number][] = [];
+  const ops: ReplaceOps = {
+    ...fsReplaceOps,
+    write: (fd, buf, off, len) => {
+      calls.push([off, len]);
+      return fsReplaceOps.write(fd, buf, off, Math.min(len, 1000));
+    },
+  };
+  replaceFile(file, data, opts, ops);
+  assert.deepEqual(calls, [[0, 2500], [1000, 1500], [2000, 500]]);
+  assert.ok(readFileSync(file).equals(data));
+});
+
+test('a temp file that is not a fresh regular file of ours gets no byte, and its handle is closed', () => {
+  const cases: [string, Partial<ReturnType<ReplaceOps['fstat']>>][] = [
+    ['not a regular file', { isFile: () => false }],
+    ['a second link', { nlink: 2 }],
+    ['already holding bytes', { size: 1 }],
+    ['another user\'s', { uid: (process.getuid?.() ?? 0) + 1 }],
+  ];
+  for (const [what, differs] of cases) {
+    const { file } = fresh();
+    writeFileSync(file, 'old');
+    let writes = 0;
+    let closes = 0;
+    const ops: ReplaceOps = {
+      ...fsReplaceOps,
+      fstat: (fd) => {
+        const st = fsReplaceOps.fstat(fd);
+        return { isFile: () => st.isFile(), nlink: st.nlink, size: st.size, uid: st.uid, ...differs };
+      },
+      write: (...args) => {
+        writes++;
+        return fsReplaceOps.write(...args);
+      },
+      close: (fd) => {
+        closes++;
+        fsReplaceOps.close(fd);
+      },
+    };
+    assert.throws(() => replaceFile(file, Buffer.from('new'), opts, ops),
+      (e: NodeJS.ErrnoException) => e.code === 'EEXIST' && e.syscall === 'open' && /EEXIST: the temp file state\.json\.\d+ is not a fresh file of ours/.test(e.message), what);
+    assert.equal(writes, 0, what);
+    assert.equal(closes, 1, what);
+    assert.equal(readFileSync(file, 'utf8'), 'old', what);
+  }
+});
+
+test('the temp file\'s open: a link there is named as one, any other failure is passed on as it is', () => {
+  for (const [code, expect] of [['ELOOP', /^ELOOP: a symbolic link is in the way \(the store follows none inside the state dir\)$/], ['EACCES', /^EACCES: injected$/]] as const) {
+    const { file } = fresh();
+    const ops: ReplaceOps = {
+      ...fsReplaceOps,
+      open: () => {
+        throw Object.assign(new Error(`${code}: injected`), { code, syscall: 'open' });
+      },
+    };
+    assert.throws(() => replaceFile(file, Buffer.from('new'), opts, ops), (e: NodeJS.ErrnoException) => e.code === code && e.syscall === 'open' && expect.test(e.message));
+  }
+});
+
+test('a link at the name is replaced through a fresh name beside it; a failed rename removes that name and reports the rename\'s error', () => {
+  const { dir, file } = fresh();
+  const target = path.join(tempDir(), 'elsewhere');
+  writeFileSync(target, 'not ours');
+  symlinkSync(target, file);
+  const renamed: [string, string][] = [];
+  const ops: ReplaceOps = {
+    ...fsReplaceOps,
+    rename: (from, to) => {
+      renamed.push([from, to]);
+      throw Object.assign(new Error('EXDEV: injected'), { code: 'EXDEV', syscall: 'rename' });
+    },
+  };
+  assert.throws(() => replaceFile(file, Buffer.from('new'), opts, ops), (e: NodeJS.ErrnoException) => e.code === 'EXDEV');
+  assert.equal(renamed.length, 1);
+  assert.match(path.basename(renamed[0]![0]), /^state\.json\.\d+$/);
+  assert.equal(renamed[0]![1], file);
+  assert.deepEqual(readdirSync(dir), ['state.json'], 'the fresh name is removed');
+  assert.equal(readFileSync(target, 'utf8'), 'not ours');
+  // The removal failing too: the rename's error is still the one reported.
+  assert.throws(() => replaceFile(file, Buffer.from('new'), opts, {
+    ...ops,
+    unlink: () => {
+      throw new Error('unlink failed');
+    },
+  }), (e: NodeJS.ErrnoException) => e.code === 'EXDEV');
+  // Done for real: the link itself is replaced.
+  const stamp = replaceFile(file, Buffer.from('new'), opts);
+  assert.equal(readFileSync(file, 'utf8'), 'new');
+  assert.equal(lstatSync(file).isSymbolicLink(), false);
+  assert.equal(stamp.size, 3);
+});
+
+test('a file removed right after it was written is an ENOENT naming it', () => {
+  const { file } = fresh();
+  let looks = 0;
+  const ops: ReplaceOps = { ...fsReplaceOps, lstat: (f) => (++looks === 1 ? fsReplaceOps.lstat(f) : undefined) };
+  assert.throws(() => replaceFile(file, Buffer.from('x'), opts, ops),
+    (e: NodeJS.ErrnoException) => e.code === 'ENOENT' && e.syscall === 'lstat' && e.message === 'ENOENT: state.json was removed right after it was written');
+});
+
+test('serve, on this thread: each wake writes the batch posted, then answers every replace waiting; a wake with no batch answers none', () => {
+  const dir = tempDir();
+  const a = openSync(path.join(dir, 'a'), 'a');
+  const ctl = new Int32Array(new SharedArrayBuffer(CTL.LENGTH * 4));
+  const { bytes, plan } = batch([{ fd: a, text: 'one\n' }, { fd: a, text: 'two\n' }]);
+  const region = new SharedArrayBuffer(8);
+  new Uint8Array(region).set(Buffer.from('{}'));
+  const replaces: ReplaceJob[] = [
+    { file: path.join(dir, 'x.json'), region, length: 2, mode: 0o600, sync: false },
+    { file: path.join(dir, 'missing', 'y.json'), region, length: 2, mode: 0o600, sync: false },
+  ];
+  const answers: unknown[] = [];
+  // Posted as the main thread posts: the job count, then a wake.
+  Atomics.store(ctl, CTL.JOBS, 2);
+  Atomics.add(ctl, CTL.WAKE, 1);
+  let turns = 0;
+  const done = new Error('served');
+  const take = (): ReplaceJob | undefined => {
+    const job = replaces.shift();
+    if (job) return job;
+    // A second wake with nothing posted, then stop the loop (it never returns on its own).
+    if (++turns === 1) Atomics.add(ctl, CTL.WAKE, 1);
+    else throw done;
+    return undefined;
+  };
+  try {
+    assert.throws(() => serve(ctl, bytes, plan, take, (x) => answers.push(x)), (e) => e === done);
+  } finally {
+    closeSync(a);
+  }
+  assert.equal(answers.length, 3, JSON.stringify(answers));
+  assert.equal(answers[0], null, 'the batch first, all written');
+  assert.ok(answers[1] !== null && typeof answers[1] === 'object' && 'stamp' in answers[1]);
+  assert.ok(answers[2] !== null && typeof answers[2] === 'object' && 'error' in answers[2]);
+  assert.equal(Atomics.load(ctl, CTL.JOBS), 0, 'the batch was taken');
+  assert.equal(readFileSync(path.join(dir, 'a'), 'utf8'), 'one\ntwo\n');
+  assert.equal(readFileSync(path.join(dir, 'x.json'), 'utf8'), '{}');
 });
