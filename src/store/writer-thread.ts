@@ -224,8 +224,10 @@ export class WriterThread {
     const batch = this.out;
     this.out = undefined;
     if (this.queued.length > 0) this.flush();
-    // Stryker disable next-line OptionalChaining: a thread's answers come before its exit, so the thread that answers is the current one
-    else if (!this.replaceOut) this.thread?.worker.unref();
+    else if (!this.replaceOut) {
+      // Stryker disable next-line OptionalChaining: a thread's answers come before its exit, so the thread that answers is the current one
+      this.thread?.worker.unref();
+    }
     // Stryker disable next-line ConditionalExpression: equivalent, a batch answer comes only for a batch out (forced true is killed, but goes with it)
     if (!batch) return;
     for (const [i, j] of batch.entries()) {
@@ -239,8 +241,10 @@ export class WriterThread {
     const r = this.replaceOut;
     this.replaceOut = undefined;
     if (this.replacesQueued.length > 0) this.postReplace();
-    // Stryker disable next-line OptionalChaining: a thread's answers come before its exit, so the thread that answers is the current one
-    else if (!this.out) this.thread?.worker.unref();
+    else if (!this.out) {
+      // Stryker disable next-line OptionalChaining: a thread's answers come before its exit, so the thread that answers is the current one
+      this.thread?.worker.unref();
+    }
     // Stryker disable next-line ConditionalExpression: equivalent, a replace answer comes only for a replace out (forced true is killed, but goes with it)
     if (!r) return;
     if ('stamp' in a) r.resolve(a.stamp);

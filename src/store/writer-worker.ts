@@ -51,6 +51,7 @@ export type BatchAnswer = (WireError | null)[] | null;
 
 function wireError(e: unknown): WireError {
   const err = e as NodeJS.ErrnoException | null | undefined;
+  // Stryker disable next-line OptionalChaining: every call here throws an Error; the `?.` only keeps a throw of null from ending the thread
   return { message: String(err?.message), code: err?.code, errno: err?.errno, syscall: err?.syscall };
 }
 
@@ -164,6 +165,7 @@ function fillTemp(tmp: string, data: Uint8Array, ops: ReplaceOps): void {
   try {
     fd = ops.open(tmp, C.O_WRONLY | C.O_NOFOLLOW);
   } catch (err) {
+    // Stryker disable next-line OptionalChaining: open throws an Error; the `?.` only keeps a throw of null from ending the thread
     if ((err as NodeJS.ErrnoException | null)?.code === 'ELOOP') throw linkInTheWay();
     throw err;
   }

@@ -222,10 +222,11 @@ test('a link at the name is replaced through a fresh name beside it; a failed re
       throw new Error('unlink failed');
     },
   }), (e: NodeJS.ErrnoException) => e.code === 'EXDEV');
-  // Done for real: the link itself is replaced.
-  const stamp = replaceFile(file, Buffer.from('new'), opts);
+  // Done for real: the link itself is replaced, by a file of the mode asked for.
+  const stamp = replaceFile(file, Buffer.from('new'), { mode: 0o640, sync: false });
   assert.equal(readFileSync(file, 'utf8'), 'new');
   assert.equal(lstatSync(file).isSymbolicLink(), false);
+  assert.equal(statSync(file).mode & 0o777, 0o640);
   assert.equal(stamp.size, 3);
 });
 
