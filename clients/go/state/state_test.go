@@ -146,8 +146,16 @@ func TestRemoveSessionAndReAddGetsTheSameIDAndANewIncarnation(t *testing.T) {
 	}
 }
 
-func TestSessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t *testing.T) {
+// The setters of one session and of the top-level fields on one state dir (one server): the
+// session step runs first, on an empty state, and the top-level step's readers of an empty
+// state do not look at sessions.
+func TestSetters(t *testing.T) {
 	path := filepath.Join(stateDir(t), "state.json")
+	t.Run("SessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames", func(t *testing.T) { sessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t, path) })
+	t.Run("TopLevelSettersAndReaders", func(t *testing.T) { topLevelSettersAndReaders(t, path) })
+}
+
+func sessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	if err := st.AddSession(Session{Name: "s", ChannelID: "c", Type: "text"}); err != nil {
 		t.Fatal(err)
@@ -193,8 +201,7 @@ func TestSessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t *testing.T) {
 	}
 }
 
-func TestTopLevelSettersAndReaders(t *testing.T) {
-	path := filepath.Join(stateDir(t), "state.json")
+func topLevelSettersAndReaders(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	if st.QualifiedName("main") != "main" || st.WorkspaceRoot() != "" || st.SourceDir() != "" {
 		t.Fatal("an empty state's readers")
@@ -298,8 +305,16 @@ func TestApplyDefaultsSeedsOnlyThisStateAndIsNeverWritten(t *testing.T) {
 	}
 }
 
-func TestReadYourWritesAcrossStatesAndMergedSaves(t *testing.T) {
+// Writes by another State and by hand on one state dir (one server): the hand edit first, on a
+// file without a statusMessageID (the edit adds one); the merged-save step then writes its own
+// session and statusMessageID over whatever the file holds.
+func TestOtherWriters(t *testing.T) {
 	path := filepath.Join(stateDir(t), "state.json")
+	t.Run("AnOutsideEditOfTheFileIsLoaded", func(t *testing.T) { anOutsideEditOfTheFileIsLoaded(t, path) })
+	t.Run("ReadYourWritesAcrossStatesAndMergedSaves", func(t *testing.T) { readYourWritesAcrossStatesAndMergedSaves(t, path) })
+}
+
+func readYourWritesAcrossStatesAndMergedSaves(t *testing.T, path string) {
 	a := mustLoad(t, path)
 	b := mustLoad(t, path)
 	if err := a.AddSession(Session{Name: "x"}); err != nil {
@@ -329,9 +344,7 @@ func TestReadYourWritesAcrossStatesAndMergedSaves(t *testing.T) {
 	}
 }
 
-func TestAnOutsideEditOfTheFileIsLoaded(t *testing.T) {
-	dir := stateDir(t)
-	path := filepath.Join(dir, "state.json")
+func anOutsideEditOfTheFileIsLoaded(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	if err := st.AddSession(Session{Name: "a"}); err != nil {
 		t.Fatal(err)
