@@ -43,11 +43,12 @@ test('paging back with before = firstSeq during appends and a compaction returns
   const background = await server.client();
   await pager.sessionAdd({ session: { name: 'p' } });
 
-  // 3 600 entries of ~1 KiB: about 3.8 MB, under the 4 MiB trigger.
-  const COUNT = 3600;
+  // 1 800 entries of ~2 KiB: about 3.7 MB, under the 4 MiB trigger (half the appends and pages
+  // of 3 600 entries of ~1 KiB, the same bytes before the compaction).
+  const COUNT = 1800;
   const tags = Array.from({ length: COUNT }, (_, i) => `s${i}`);
   const seqOf = new Map<string, number>();
-  const seqs = await appendAll(appender, 'p', tags.map((tag) => `${tag}:`.padEnd(1000, '.')));
+  const seqs = await appendAll(appender, 'p', tags.map((tag) => `${tag}:`.padEnd(2000, '.')));
   for (const [i, tag] of tags.entries()) seqOf.set(tag, seqs[i] as number);
   assert.deepEqual(seqs, tags.map((_t, i) => i), 'seq is 0 for the first append, +1 per append');
 
