@@ -22,13 +22,23 @@
 // heap setup sets it back to 2 when it is below): the store's writer thread, started at the
 // first write, undid the hold, and the young generation went on to two 16 MB semi-spaces (RSS
 // under load 150–152 MB against 142). So both settings are applied again once a Worker is online.
+//
+// A flag set at run time also makes V8 refuse node's code cache of its built-in modules, which a
+// Worker compiles as it starts (~30 ms of CPU more per Worker): so both settings are registered
+// (src/common/v8-flag-hold.ts) with how to put them back to V8's defaults, and the store's writer
+// thread holds them there from just before its Worker starts until that worker has answered; the
+// release applies them again, as 'online' does for any other Worker. Meanwhile (the few ms of a
+// Worker's start) the heap follows V8's own growth.
 import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
+import { registerRuntimeV8Flags, v8FlagsHeld } from '../common/v8-flag-hold.js';
 
 /** Growth of V8's old space past the survivors of the last full collection before the next one, in %. */
 export const HEAP_GROWING_PERCENT = 30;
 /** The young generation's semi-space size (MB) past which it stops growing (V8's default: 16). */
 export const YOUNG_SEMI_SPACE_MB = 8;
+/** V8's defaults for the two flags serve sets (its defaults: a flag at its default value counts as unset). */
+export const V8_DEFAULT_FLAGS = ['--heap-growing-percent=0', '--semi-space-growth-factor=2'] as const;
 
 export interface HeapSettings {
   /** The old space's growing percent `serve` set; undefined when node was given its own. */
@@ -63,10 +73,22 @@ export function applyHeapSettings(execArgv: readonly string[] = process.execArgv
   setGrowing();
   const hold = youngSemiSpaceMb === undefined ? undefined : holdYoungGeneration(youngSemiSpaceMb);
   if (growingPercent !== undefined || hold) {
+    const apply = (): void => {
+      setGrowing();
+      hold?.();
+    };
+    registerRuntimeV8Flags({
+      toDefaults: () => {
+        // Only what serve set: a flag from node's command line stays as given.
+        if (growingPercent !== undefined) v8.setFlagsFromString(V8_DEFAULT_FLAGS[0]);
+        if (hold) v8.setFlagsFromString(V8_DEFAULT_FLAGS[1]);
+      },
+      apply,
+    });
     process.on('worker', (worker) => {
       worker.once('online', () => {
-        setGrowing();
-        hold?.();
+        // Held for a Worker still loading: the release applies them.
+        if (!v8FlagsHeld()) apply();
       });
     });
   }
@@ -84,6 +106,8 @@ function holdYoungGeneration(semiSpaceMb: number): () => void {
   /** The factor last set (0: none yet, V8's own 2). */
   let factor = 0;
   const set = (again: boolean): void => {
+    // Held at V8's defaults while a Worker loads (see above): the release sets it `again`.
+    if (v8FlagsHeld()) return;
     const want = newSpace() < cap ? 2 : 1;
     if (want === factor && !again) return;
     factor = want;

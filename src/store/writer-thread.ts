@@ -25,6 +25,7 @@
 // posted while a replace runs waits for it (~0.2 ms; with --durability sync, its fsync).
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { holdV8FlagDefaults } from '../common/v8-flag-hold.js';
 import { CTL, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
 import type { BatchAnswer, FileStamp, ReplaceAnswer, ReplaceJob, WriterWorkerData } from './writer-worker.js';
 
@@ -193,24 +194,41 @@ export class WriterThread {
     const plan = new SharedArrayBuffer(BATCH_JOBS * PLAN_INTS * Int32Array.BYTES_PER_ELEMENT);
     const entry = workerEntry();
     const workerData: WriterWorkerData = { ctl, bytes, plan };
-    const worker = new Worker(entry.filename, {
-      eval: entry.eval,
-      workerData,
-      // Not the parent's flags (a loader such as tsx, --input-type): it needs none of them.
-      // Stryker disable next-line ArrayDeclaration: a list with a word that is no flag starts the same worker
-      execArgv: [],
-      // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
-      // Stryker disable next-line ObjectLiteral: without the bound only the memory differs (bench/)
-      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
-    });
+    // V8 flags set at run time (serve's heap settings) would make the worker compile node's
+    // built-in modules without node's code cache (~30 ms of CPU): they are held at V8's defaults
+    // until the worker has loaded, which its first answer (or its end) shows (common/v8-flag-hold.ts).
+    const release = holdV8FlagDefaults();
+    let worker: Worker;
+    try {
+      worker = new Worker(entry.filename, {
+        eval: entry.eval,
+        workerData,
+        // Not the parent's flags (a loader such as tsx, --input-type): it needs none of them.
+        // Stryker disable next-line ArrayDeclaration: a list with a word that is no flag starts the same worker
+        execArgv: [],
+        // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
+        // Stryker disable next-line ObjectLiteral: without the bound only the memory differs (bench/)
+        resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
+      });
+    } catch (err) {
+      release();
+      throw err;
+    }
     worker.on('message', (answer: BatchAnswer | ReplaceAnswer) => {
+      release();
       if (answer !== null && !Array.isArray(answer)) this.replaced(answer);
       else this.answered(answer);
     });
     // A worker that fails takes its unanswered batches with it: each caller learns why, and the
     // next write starts a new worker.
-    worker.on('error', (err) => this.lost(worker, err));
-    worker.on('exit', (code) => this.lost(worker, new Error(`the writer thread exited (code ${code}) with writes unanswered`)));
+    worker.on('error', (err) => {
+      release();
+      this.lost(worker, err);
+    });
+    worker.on('exit', (code) => {
+      release();
+      this.lost(worker, new Error(`the writer thread exited (code ${code}) with writes unanswered`));
+    });
     // After the listeners: adding a 'message' listener refs the worker again (Node 20). It is
     // started by the first write, not ahead: starting it with the store cost spawn-to-first-reply
     // ~13 ms (1.61 × → 1.79 × the bare server), and the first append pays its 30–80 ms once.
