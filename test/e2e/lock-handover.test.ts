@@ -1,16 +1,23 @@
 // Lock handover: a host that holds the state's flock spawns the server with its open
 // lock file as `--lock-fd N`. A non-Node host (Python's fcntl.flock, the flock(2) Herrscher's Go
 // daemon takes) proves it across runtimes; the refusals name what failed. The process boundary
-// is the subject here, so the built CLI is spawned.
+// is the subject here, so the built CLI is spawned, except for the checks of the descriptor a
+// host passes: they look at open file descriptions and the file's inode, the same from any
+// process, so they run through the Service `serve` opens, in this process, with the line `serve`
+// prints (that a refusal at open exits 1 with that line is checked by the spawned refusals here
+// and in lock-fd-twice).
 import assert from 'node:assert/strict';
 import { spawn as spawnChild } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { connect, spawn } from '../../src/client/client.js';
+import { startFailureLine } from '../../src/commands/start-failure.js';
 import { tryFlock } from '../../src/store/lock.js';
+import type { Ctx } from '../helpers/cli.js';
 import { CLI, privateRuntimeDir, REPO, runCli } from '../helpers/cli.js';
+import { startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const TIMEOUT = 30_000;
@@ -36,17 +43,17 @@ async function until(what: string, ok: () => boolean, timeoutMs = 15_000): Promi
   }
 }
 
-/** Runs `serve` with `fd` as its descriptor 3 and `--lock-fd 3`; resolves with its exit and stderr. */
-async function serveWithFd3(state: string, fd: number, lockFd = '3'): Promise<{ code: number | null; stderr: string }> {
-  const child = spawnChild(process.execPath, [CLI, 'serve', '--stdio', '--no-socket', '--state', state, '--lock-fd', lockFd], {
-    stdio: ['pipe', 'pipe', 'pipe', fd],
-    env: env(),
-  });
-  let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stdin?.end();
-  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
-  return { code, stderr };
+/**
+ * The line `serve --lock-fd fd` prints (after `herrscher-state: `) when it refuses the descriptor:
+ * the Service `serve` opens, with the store options it passes, in this process; it must refuse.
+ */
+async function lockFdRefusal(t: Ctx, dir: string, fd: number): Promise<string> {
+  let refusal: unknown;
+  await startServer(t, { dir, store: { durability: 'sync', lockFd: fd } }).then(
+    () => assert.fail(`--lock-fd ${fd} was not refused`),
+    (err: unknown) => (refusal = err),
+  );
+  return startFailureLine('state', statePathIn(dir), refusal);
 }
 
 test('a Python host holding the flock spawns the server with --lock-fd: host and socket writes land, kill -9 of the host ends the server, the next plain start gets the lock', { timeout: TIMEOUT }, async (t) => {
@@ -108,18 +115,14 @@ test('--lock-fd on another file is refused: not the same device and inode', { ti
   const fd = openSync(other, 'r+');
   t.after(() => closeSync(fd));
   assert.ok(tryFlock(fd));
-  const r = await serveWithFd3(statePathIn(dir), fd);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /--lock-fd 3 refused: descriptor 3 is not open on the lock file .*\.state\.json\.lock/);
+  assert.match(await lockFdRefusal(t, dir, fd), new RegExp(`--lock-fd ${fd} refused: descriptor ${fd} is not open on the lock file .*\\.state\\.json\\.lock`));
 });
 
 test('--lock-fd on the lock file that nobody locked is refused, and the lock is left free', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const fd = openSync(lockOf(dir), 'w', 0o600);
   t.after(() => closeSync(fd));
-  const r = await serveWithFd3(statePathIn(dir), fd);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /--lock-fd 3 refused: the lock file .* is not locked/);
+  assert.match(await lockFdRefusal(t, dir, fd), new RegExp(`--lock-fd ${fd} refused: the lock file .* is not locked`));
   assert.ok(tryFlock(fd), 'the refused server took no lock');
 });
 
@@ -132,19 +135,16 @@ test('--lock-fd on the lock file while another open file holds the lock is refus
     closeSync(passed);
   });
   assert.ok(tryFlock(holder));
-  const r = await serveWithFd3(statePathIn(dir), passed);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /the lock on .* is held, but not through descriptor 3/);
+  assert.match(await lockFdRefusal(t, dir, passed), new RegExp(`the lock on .* is held, but not through descriptor ${passed}`));
+  assert.equal(tryFlock(passed), false, 'the holder still holds it');
 });
 
-test('--lock-fd naming a descriptor that is not open is refused', { timeout: TIMEOUT }, async () => {
+test('--lock-fd naming a descriptor that is not open is refused', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
-  const fd = openSync(path.join(dir, 'unused'), 'w');
-  // Not 4..20: Node opens descriptors of its own there (epoll, eventfd), which the inode check refuses instead.
-  const r = await serveWithFd3(statePathIn(dir), fd, '900');
-  closeSync(fd);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /--lock-fd 900 refused: descriptor 900 is not open/);
+  // Far above the descriptors this process has open (checked: fstat fails on it).
+  const unused = 900;
+  assert.throws(() => fstatSync(unused), /EBADF/);
+  assert.match(await lockFdRefusal(t, dir, unused), /--lock-fd 900 refused: descriptor 900 is not open/);
 });
 
 test('the typed client spawn() hands its lock over as --lock-fd 3, and the server leaves the lock with its host', { timeout: TIMEOUT }, async (t) => {
