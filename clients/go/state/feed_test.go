@@ -10,11 +10,21 @@ import (
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
+// The change feed, on one state dir (one server, which lives as long as this test holds the
+// lock as Herrscher does): another client's changes first; the queued-events step then adds its
+// own row "a" (the first step removed its "a") and ends with a read of the document.
+func TestChangeFeed(t *testing.T) {
+	path := filepath.Join(stateDir(t), "state.json")
+	lockLikeHerrscher(t, path)
+	t.Run("AnotherClientsChangesReachTheFields", func(t *testing.T) { anotherClientsChangesReachTheFields(t, path) })
+	t.Run("QueuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound", func(t *testing.T) {
+		queuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound(t, path)
+	})
+}
+
 // Another client's changes reach a State through the change feed: rows added, updated and
 // removed, and top-level fields, until the State's reads equal a fresh load.
-func TestAnotherClientsChangesReachTheFields(t *testing.T) {
-	path := filepath.Join(stateDir(t), "state.json")
-	lockLikeHerrscher(t, path) // the package's server lives as long as this test process
+func anotherClientsChangesReachTheFields(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	for _, n := range []string{"a", "b", "c"} {
 		if err := st.AddSession(Session{Name: n}); err != nil {
@@ -65,9 +75,7 @@ func TestAnotherClientsChangesReachTheFields(t *testing.T) {
 
 // The feed's events wait for the next read of the replica, which applies them in order; past
 // the bound they are dropped and that read asks the server for the document instead.
-func TestQueuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound(t *testing.T) {
-	path := filepath.Join(stateDir(t), "state.json")
-	lockLikeHerrscher(t, path)
+func queuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	if err := st.AddSession(Session{Name: "a"}); err != nil {
 		t.Fatal(err)
