@@ -98,7 +98,9 @@ export class Participants {
   async append(userId: string): Promise<boolean> {
     const id = normaliseUserId(userId);
     for (;;) {
-      const ids = await this.load();
+      // Loaded: no await before the append is queued, so calls keep their order in the queue
+      // (a remove() called next is queued behind it, not before).
+      const ids = this.ids ?? (await this.load());
       if (ids.has(id)) return false;
       const inFlight = this.claimed.get(id);
       if (inFlight) {
@@ -124,8 +126,17 @@ export class Participants {
     return [...(await this.load())];
   }
 
-  /** Deletes the journal after queued appends; `removed` says whether there was one. */
+  /**
+   * Deletes the journal after every append made before this call; `removed` says whether there
+   * was one. An append made while the journal was loading is queued once the load is done, so
+   * the removal waits for that load too, or it would overtake that append.
+   */
   remove(): Promise<boolean> {
+    const run = (): Promise<boolean> => this.removeNow();
+    return this.loading ? this.loading.then(run, run) : run();
+  }
+
+  private removeNow(): Promise<boolean> {
     return this.appender.exclusive(async () => {
       this.generation++;
       this.ids = new Set();

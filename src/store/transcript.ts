@@ -228,8 +228,18 @@ export class Transcript {
     return toUsage((await this.load()).total);
   }
 
-  /** Deletes the file (and its meta) after every queued append; `removed` says whether there was one. */
+  /**
+   * Deletes the file (and its meta) after every append made before this call; `removed` says
+   * whether there was one. An append made while the transcript was still loading is queued only
+   * once the load is done (append), so the removal waits for that load too: queued at once, it
+   * would overtake that append, and the file would keep an entry written before it was removed.
+   */
   remove(): Promise<boolean> {
+    const run = (): Promise<boolean> => this.removeNow();
+    return this.loading ? this.loading.then(run, run) : run();
+  }
+
+  private removeNow(): Promise<boolean> {
     return this.appender.exclusive(async () => {
       let removed = true;
       try {

@@ -1,0 +1,59 @@
+// A removal keeps its place among the writes made before it: one connection's writes are applied
+// in the order they arrived (src/server/order-handler.ts lets writes behind writes run at once and
+// relies on the store's queues for that order). An append to a transcript or journal not loaded
+// yet is queued only after its load; a removal made next must not overtake it.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { newSession, openIn, reopen, text } from '../helpers/store.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+const entry = (ts: string): { ts: string; role: string; text: string } => ({ ts, role: 'user', text: ts });
+
+test('append, remove, append on a transcript not loaded yet: the file holds only the append after the removal', async (t) => {
+  const dir = tempDir();
+  let store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', entry('t0'));
+  store = await reopen(store); // nothing of a is loaded now
+  const first = store.appendTranscript('a', entry('t1'));
+  const removed = store.removeTranscript('a');
+  const second = store.appendTranscript('a', entry('t2'));
+  assert.deepEqual(await Promise.all([first, removed, second]), [1, true, 0]);
+  assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t2']);
+  assert.equal(text(path.join(dir, 'transcripts', 'a.jsonl')).trim().split('\n').length, 1);
+});
+
+test('append then remove on a transcript never read: the removal finds the file the append made', async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  const appended = store.appendTranscript('a', entry('t1'));
+  const removed = store.removeTranscript('a');
+  assert.deepEqual(await Promise.all([appended, removed]), [0, true]);
+  assert.equal(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), false);
+  assert.deepEqual(await store.readTranscript('a'), []);
+});
+
+test('participants: append then remove, on a journal not loaded and on one loaded: the id is gone', async (t) => {
+  const dir = tempDir();
+  let store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendParticipant('a', 'u0');
+  store = await reopen(store); // the journal is not loaded now
+  const added = store.appendParticipant('a', 'u1');
+  const removed = store.removeParticipants('a');
+  assert.deepEqual(await Promise.all([added, removed]), [true, true]);
+  assert.deepEqual(await store.readParticipants('a'), []);
+  // Loaded (the read above): the same in one turn.
+  const again = store.appendParticipant('a', 'u2');
+  const removedAgain = store.removeParticipants('a');
+  assert.deepEqual(await Promise.all([again, removedAgain]), [true, true]);
+  assert.deepEqual(await store.readParticipants('a'), []);
+  store = await reopen(store);
+  assert.deepEqual(await store.readParticipants('a'), [], 'nor on disk');
+});
