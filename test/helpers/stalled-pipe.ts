@@ -19,22 +19,26 @@ export interface StalledPipe {
   release(bytes: number, orWhen?: Promise<unknown>): Promise<Buffer>;
 }
 
+/** Writes to the non-blocking `fd` of a pipe until it refuses (EAGAIN): full, however big this kernel makes pipes. Returns the bytes written. */
+export function fillToBrim(fd: number): number {
+  let filled = 0;
+  const chunk = Buffer.alloc(4096, 0x2e);
+  for (;;) {
+    try {
+      filled += writeSync(fd, chunk);
+    } catch (err) {
+      if (errnoOf(err) === 'EAGAIN') return filled;
+      throw err;
+    }
+  }
+}
+
 export function stalledPipe(): StalledPipe {
   const fifo = path.join(tempDir(), 'stalled');
   execFileSync('mkfifo', [fifo]);
   const filler = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
   const fd = openSync(fifo, constants.O_RDWR);
-  let filled = 0;
-  const chunk = Buffer.alloc(4096, 0x2e);
-  for (;;) {
-    try {
-      filled += writeSync(filler, chunk);
-    } catch (err) {
-      if (errnoOf(err) === 'EAGAIN') break;
-      throw err;
-    }
-  }
-  let toSkip = filled;
+  let toSkip = fillToBrim(filler);
   /** Reads out what the pipe holds now; returns what came after the filler's bytes. */
   const drain = (): Buffer => {
     const parts: Buffer[] = [];

@@ -4,13 +4,13 @@
 // happen (the test would hang until its timeout).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { errnoOf } from '../../src/common/errno.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { newSession, openIn } from '../helpers/store.js';
+import { fillToBrim } from '../helpers/stalled-pipe.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('a write the disk holds back leaves the event loop free: the writer waits, others run', { timeout: 20_000 }, async () => {
@@ -44,20 +44,10 @@ test('a small write the disk holds back (the writer thread) leaves the event loo
   execFileSync('mkfifo', [fifo]);
   const writer = await fs.open(fifo, 'r+');
   const reader = await fs.open(fifo, 'r+');
-  // The pipe is filled first through a non-blocking handle of its own, up to EAGAIN: full, however
-  // big this kernel makes pipes.
+  // The pipe is filled first through a non-blocking handle of its own.
   const filler = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
   try {
-    let filled = 0;
-    const chunk = Buffer.alloc(4096, 0x78);
-    for (;;) {
-      try {
-        filled += writeSync(filler, chunk);
-      } catch (err) {
-        if (errnoOf(err) === 'EAGAIN') break;
-        throw err;
-      }
-    }
+    const filled = fillToBrim(filler);
     let done = false;
     const small = nodeIo.write(writer, Buffer.from('small\n')).then((n) => {
       done = true;
