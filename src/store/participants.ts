@@ -131,13 +131,15 @@ export class Participants {
    * was one. An append made while the journal was loading is queued once the load is done, so
    * the removal waits for that load too, or it would overtake that append.
    */
-  remove(): Promise<boolean> {
-    const run = (): Promise<boolean> => this.removeNow();
+  remove(after?: Promise<unknown>): Promise<boolean> {
+    const run = (): Promise<boolean> => this.removeNow(after);
     return this.loading ? this.loading.then(run, run) : run();
   }
 
-  private removeNow(): Promise<boolean> {
+  /** With `after`, its place in the queue is kept but nothing is removed unless `after` resolves. */
+  private removeNow(after?: Promise<unknown>): Promise<boolean> {
     return this.appender.exclusive(async () => {
+      if (after && !(await after.then(() => true, () => false))) return false;
       this.generation++;
       this.ids = new Set();
       this.loading = undefined;

@@ -383,12 +383,19 @@ export class Store {
    */
   async removeSession(name: string, opts: Guard & { purge?: boolean } = {}): Promise<{ removed: boolean }> {
     if (opts.purge) assertPathComponent(name);
-    const out = await this.mutate((d) => {
+    const out = this.mutate((d) => {
       docs.checkIncarnation(d, name, opts.incarnation);
       return docs.removeSession(d, name);
     });
-    if (opts.purge) await Promise.all([this.removeTranscript(name), this.removeParticipants(name)]);
-    return out;
+    if (!opts.purge) return out;
+    // The files' removals are queued now, behind the appends made before and in front of any
+    // made after (queued once the row is gone, they deleted a later append: session/add or
+    // requireSession false let one through); each runs only if the row's removal commits.
+    const files = Promise.all([
+      this.noted(this.withTranscript(name, (t) => t.remove(out))),
+      this.noted(this.withJournal(name, (j) => j.remove(out))),
+    ]);
+    return (await Promise.all([out, files]))[0];
   }
 
   findSession(name: string): Session | null {

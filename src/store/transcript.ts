@@ -234,13 +234,18 @@ export class Transcript {
    * once the load is done (append), so the removal waits for that load too: queued at once, it
    * would overtake that append, and the file would keep an entry written before it was removed.
    */
-  remove(): Promise<boolean> {
-    const run = (): Promise<boolean> => this.removeNow();
-    return this.loading ? this.loading.then(run, run) : run();
+  remove(after?: Promise<unknown>): Promise<boolean> {
+    const run = (): Promise<boolean> => this.removeNow(after);
+    // Not loaded: loaded first all the same, so an append called next (which loads first) is
+    // queued behind the removal and counts from what it leaves, not from the file it deletes.
+    const loading = this.loading ?? (this.snap ? undefined : this.load());
+    return loading ? loading.then(run, run) : run();
   }
 
-  private removeNow(): Promise<boolean> {
+  /** With `after`, its place in the queue is kept but nothing is removed unless `after` resolves. */
+  private removeNow(after?: Promise<unknown>): Promise<boolean> {
     return this.appender.exclusive(async () => {
+      if (after && !(await after.then(() => true, () => false))) return false;
       let removed = true;
       try {
         await this.io.unlink(this.file);

@@ -57,3 +57,41 @@ test('participants: append then remove, on a journal not loaded and on one loade
   store = await reopen(store);
   assert.deepEqual(await store.readParticipants('a'), [], 'nor on disk');
 });
+
+test('session/remove with purge, then an append in the same turn: the purge does not delete the later append', async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', entry('t0'));
+  await store.appendParticipant('a', 'u0');
+  const removed = store.removeSession('a', { purge: true });
+  const appended = store.appendTranscript('a', entry('t1'), { requireSession: false });
+  const added = store.appendParticipant('a', 'u1', { requireSession: false });
+  assert.deepEqual(await Promise.all([removed, appended, added]), [{ removed: true }, 0, true]);
+  assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t1']);
+  assert.deepEqual(await store.readParticipants('a'), ['u1']);
+});
+
+test('session/remove with purge refused by its guard removes no file, and keeps its place', async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', entry('t0'));
+  await assert.rejects(store.removeSession('a', { purge: true, incarnation: 'inc_wrong' }));
+  assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t0']);
+});
+
+test('remove then append on a transcript not loaded: the append counts from the removal, not the old file', async (t) => {
+  const dir = tempDir();
+  let store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', entry('t0'));
+  store = await reopen(store); // nothing of a is loaded now
+  const removed = store.removeTranscript('a');
+  const appended = store.appendTranscript('a', entry('t1'));
+  assert.deepEqual(await Promise.all([removed, appended]), [true, 0]);
+  assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t1']);
+});
