@@ -124,8 +124,11 @@ test('an id appended after a removal is added again, even when the removal raced
   gate = new Promise<void>((resolve) => { release = resolve; });
   const reading = store.readParticipants('s');
   await atGate;
-  assert.equal(await store.removeParticipants('s'), true);
+  // The removal waits for the load the read started (an append made meanwhile is queued behind
+  // that load, and the removal must not overtake it): it is called while the read is held.
+  const removing = store.removeParticipants('s');
   release();
+  assert.equal(await removing, true);
   assert.deepEqual(await reading, ['u1'], 'the read began before the removal');
   assert.equal(await store.appendParticipant('s', 'u1'), true);
   assert.equal(text(file), 'u1\n');
