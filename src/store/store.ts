@@ -110,6 +110,8 @@ export class Store {
   private writesRefused = false;
   private closing: Promise<void> | undefined;
   private readonly listeners = new Set<Partial<StoreEvents>>();
+  /** Per name, the turn of the last write to its files still waiting for its session row (inTurn). */
+  private readonly waiting = new Map<string, Promise<void>>();
   private revisionCount = 0;
   /** This run of the store: revisions count from 0 again in the next one, so one is comparable only with its epoch. */
   readonly epoch: string = randomUUID();
@@ -392,8 +394,8 @@ export class Store {
     // made after (queued once the row is gone, they deleted a later append: session/add or
     // requireSession false let one through); each runs only if the row's removal commits.
     const files = Promise.all([
-      this.noted(this.withTranscript(name, (t) => t.remove(out))),
-      this.noted(this.withJournal(name, (j) => j.remove(out))),
+      this.noted(this.inTurn(name, () => this.withTranscript(name, (t) => t.remove(out)))),
+      this.noted(this.inTurn(name, () => this.withJournal(name, (j) => j.remove(out)))),
     ]);
     return (await Promise.all([out, files]))[0];
   }
@@ -476,7 +478,7 @@ export class Store {
 
   async removeTranscript(name: string): Promise<boolean> {
     this.assertOpen();
-    return this.noted(this.withTranscript(name, (t) => t.remove()));
+    return this.noted(this.inTurn(name, () => this.withTranscript(name, (t) => t.remove())));
   }
 
   // ---- participants ----------------------------------------------------------------------
@@ -492,7 +494,7 @@ export class Store {
 
   async removeParticipants(name: string): Promise<boolean> {
     this.assertOpen();
-    return this.noted(this.withJournal(name, (j) => j.remove()));
+    return this.noted(this.inTurn(name, () => this.withJournal(name, (j) => j.remove())));
   }
 
   // ---- internals -------------------------------------------------------------------------
@@ -550,11 +552,30 @@ export class Store {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (docs.findSession(this.state.document, name) || !docs.findSession(this.state.pendingDocument, name)) return enqueue();
-    return this.state.settled().then(() => {
+    if (docs.findSession(this.state.document, name) || !docs.findSession(this.state.pendingDocument, name)) return this.inTurn(name, enqueue);
+    return this.inTurn(name, () => {
       check(this.state.pendingDocument);
       return enqueue();
+    }, () => this.state.settled());
+  }
+
+  /**
+   * `enqueue` now, unless a write to the name's files still waits for its session row: then
+   * behind that write's enqueue (after `wait`, if given), so a removal or append called later is
+   * never queued before it.
+   */
+  private inTurn<T>(name: string, enqueue: () => Promise<T>, wait?: () => Promise<unknown>): Promise<T> {
+    const before = this.waiting.get(name);
+    if (!before && !wait) return enqueue();
+    const ready = wait ? (before ?? Promise.resolve()).then(wait) : (before ?? Promise.resolve());
+    // Boxed, so the turn ends when `enqueue` was called, not when its write is done.
+    const called = ready.then(() => ({ out: enqueue() }));
+    const turn = called.then(() => undefined, () => undefined);
+    this.waiting.set(name, turn);
+    void turn.then(() => {
+      if (this.waiting.get(name) === turn) this.waiting.delete(name);
     });
+    return called.then((c) => c.out);
   }
 
   /** Runs `fn` on the name's transcript object, kept (within the cache bound) while it has a row. */

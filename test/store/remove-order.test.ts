@@ -95,3 +95,18 @@ test('remove then append on a transcript not loaded: the append counts from the 
   assert.deepEqual(await Promise.all([removed, appended]), [true, 0]);
   assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t1']);
 });
+
+test('session/add, append, remove in one turn: the removal waits for the append that waits for the row', async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  const added = store.addSession(newSession('a'));
+  const appended = store.appendTranscript('a', entry('t1'));
+  const joined = store.appendParticipant('a', 'u1');
+  const removed = store.removeTranscript('a');
+  const gone = store.removeParticipants('a');
+  await added;
+  assert.deepEqual(await Promise.all([appended, joined, removed, gone]), [0, true, true, true]);
+  assert.equal(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), false);
+  assert.deepEqual(await store.readParticipants('a'), []);
+});
