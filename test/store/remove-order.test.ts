@@ -5,19 +5,27 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import type { TestContext } from 'node:test';
 import { test } from 'node:test';
+import type { Store } from '../../src/store/store.js';
 import { newSession, openIn, reopen, text } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const entry = (ts: string): { ts: string; role: string; text: string } => ({ ts, role: 'user', text: ts });
 
-test('append, remove, append on a transcript not loaded yet: the file holds only the append after the removal', async (t) => {
+/** A store whose session a has one entry (t0), reopened so that nothing of a is loaded; closed when the test ends. */
+async function unloaded(t: TestContext): Promise<{ dir: string; store: Store }> {
   const dir = tempDir();
   let store = await openIn(dir);
   t.after(() => store.close());
   await store.addSession(newSession('a'));
   await store.appendTranscript('a', entry('t0'));
-  store = await reopen(store); // nothing of a is loaded now
+  store = await reopen(store);
+  return { dir, store };
+}
+
+test('append, remove, append on a transcript not loaded yet: the file holds only the append after the removal', async (t) => {
+  const { dir, store } = await unloaded(t);
   const first = store.appendTranscript('a', entry('t1'));
   const removed = store.removeTranscript('a');
   const second = store.appendTranscript('a', entry('t2'));
@@ -84,12 +92,7 @@ test('session/remove with purge refused by its guard removes no file, and keeps 
 });
 
 test('remove then append on a transcript not loaded: the append counts from the removal, not the old file', async (t) => {
-  const dir = tempDir();
-  let store = await openIn(dir);
-  t.after(() => store.close());
-  await store.addSession(newSession('a'));
-  await store.appendTranscript('a', entry('t0'));
-  store = await reopen(store); // nothing of a is loaded now
+  const { store } = await unloaded(t);
   const removed = store.removeTranscript('a');
   const appended = store.appendTranscript('a', entry('t1'));
   assert.deepEqual(await Promise.all([removed, appended]), [true, 0]);
