@@ -71,6 +71,8 @@ export class Participants {
   /** Ids whose append is in flight: a concurrent duplicate waits for it to be durable. */
   private readonly claimed = new Map<string, Promise<void>>();
   private loading: Promise<Set<string>> | undefined;
+  /** The last removal called and not yet done: appends and removals called after it wait for it. */
+  private removing: Promise<boolean> | undefined;
   /** Bumped by remove(), so a read that began before a removal cannot restore the old ids. */
   private generation = 0;
 
@@ -95,8 +97,24 @@ export class Participants {
    * concurrency: a duplicate of an id whose append is in flight is answered once that append is
    * durable (false), or, when it failed, tries the append itself.
    */
-  async append(userId: string): Promise<boolean> {
-    const id = normaliseUserId(userId);
+  append(userId: string): Promise<boolean> {
+    let id: string;
+    try {
+      id = normaliseUserId(userId);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    // Behind a removal called before it: the ids it would check are the ones being deleted, and an
+    // append of the same id still in flight would answer it "already there" from a journal about
+    // to be gone. Appends waiting on one removal resume in call order.
+    if (this.removing) {
+      const run = (): Promise<boolean> => this.appendNow(id);
+      return this.removing.then(run, run);
+    }
+    return this.appendNow(id);
+  }
+
+  private async appendNow(id: string): Promise<boolean> {
     for (;;) {
       // Loaded: no await before the append is queued, so calls keep their order in the queue
       // (a remove() called next is queued behind it, not before).
@@ -133,7 +151,14 @@ export class Participants {
    */
   remove(after?: Promise<unknown>): Promise<boolean> {
     const run = (): Promise<boolean> => this.removeNow(after);
-    return this.loading ? this.loading.then(run, run) : run();
+    const before = this.removing ?? this.loading;
+    const removal = before ? before.then(run, run) : run();
+    this.removing = removal;
+    const done = (): void => {
+      if (this.removing === removal) this.removing = undefined;
+    };
+    removal.then(done, done);
+    return removal;
   }
 
   /** With `after`, its place in the queue is kept but nothing is removed unless `after` resolves. */

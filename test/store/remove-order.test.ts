@@ -113,3 +113,23 @@ test('session/add, append, remove in one turn: the removal waits for the append 
   assert.equal(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), false);
   assert.deepEqual(await store.readParticipants('a'), []);
 });
+
+test('participants: append u, remove, append u in one turn: the second append adds u again, loaded or not', async (t) => {
+  const dir = tempDir();
+  let store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendParticipant('a', 'u0');
+  for (const loaded of [true, false]) {
+    if (loaded) await store.readParticipants('a');
+    else store = await reopen(store);
+    const [u, v] = loaded ? ['u1', 'u2'] : ['u3', 'u4'];
+    const first = store.appendParticipant('a', u);
+    const removed = store.removeParticipants('a');
+    const again = store.appendParticipant('a', u);
+    const other = store.appendParticipant('a', v);
+    assert.deepEqual(await Promise.all([first, removed, again, other]), [true, true, true, true], loaded ? 'loaded' : 'not loaded');
+    assert.deepEqual(await store.readParticipants('a'), [u, v]);
+    assert.equal(text(path.join(dir, 'participants', 'a.log')), `${u}\n${v}\n`);
+  }
+});
