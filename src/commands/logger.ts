@@ -8,9 +8,6 @@ import { mapStack } from './stack-map.js';
 import { errnoOf } from '../common/errno.js';
 import type { LogFormat, LogLevel } from './log-options.js';
 
-export { LOG_FORMATS, LOG_LEVELS } from './log-options.js';
-export type { LogFormat, LogLevel } from './log-options.js';
-
 export interface Logging {
   log: Logger;
   /** Where the lines go: a file, or stderr. */

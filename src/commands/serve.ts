@@ -10,7 +10,7 @@ import { serveSocket } from '../transport/discovery.js';
 import { assertFolderSafe, SocketError } from '../transport/socket.js';
 import { createStdioTransport } from '../transport/stdio.js';
 import { codeCacheUse } from './code-cache.js';
-import type { LogFormat, LogLevel } from './logger.js';
+import type { LogFormat, LogLevel } from './log-options.js';
 import { createLogging } from './logger.js';
 import { applyHeapSettings } from './serve-heap.js';
 import { exitOnStartFailure } from './start-failure.js';
