@@ -238,8 +238,9 @@ export class Transcript {
     const run = (): Promise<boolean> => this.removeNow(after);
     // Not loaded: loaded first all the same, so an append called next (which loads first) is
     // queued behind the removal and counts from what it leaves, not from the file it deletes.
-    const loading = this.loading ?? (this.snap ? undefined : this.load());
-    return loading ? loading.then(run, run) : run();
+    // Loaded (snap set, even while `loading` is not cleared yet): an append queues at once, so
+    // the removal must too.
+    return this.snap ? run() : this.load().then(run, run);
   }
 
   /** With `after`, its place in the queue is kept but nothing is removed unless `after` resolves. */
