@@ -532,15 +532,16 @@ export class Store {
   /**
    * Runs `enqueue` once the session row allows it. When the row is committed, synchronously,
    * so appends keep the order in which they were called. A row added but not yet committed is
-   * waited for (a transcript never reaches the disk before its session does), and the checks
-   * are repeated right before `enqueue`. The checks include the name's, so `enqueue` may use the
-   * name caches directly. With `requireSession: false` (Go's rule) a name without any row, even
-   * a pending one, is appended at once.
+   * waited for (a transcript never reaches the disk before its session does): the check takes a
+   * place among the state's mutations, so it is decided against the document as it stands at
+   * the append's place in the order. A mutation called later (a `session/remove` pipelined
+   * behind) cannot refuse it; one called earlier that fails, or an outside edit loaded before
+   * its turn, can. The checks include the name's, so `enqueue` may use the name caches directly.
+   * With `requireSession: false` (Go's rule) a name without any row, even a pending one, is
+   * appended at once.
    */
   private forAppend<T>(name: string, opts: AppendOptions, enqueue: () => Promise<T>): Promise<T> {
     const check = (d: Doc): void => {
-      this.assertOpen();
-      assertPathComponent(name);
       // A guard speaks of a lifetime: its row being gone is a conflict (data.incarnation null).
       docs.checkIncarnation(d, name, opts.incarnation);
       if (opts.requireSession !== false && !docs.findSession(d, name)) {
@@ -548,15 +549,20 @@ export class Store {
       }
     };
     try {
+      this.assertOpen();
+      assertPathComponent(name);
       check(this.state.pendingDocument);
     } catch (err) {
       return Promise.reject(err);
     }
     if (docs.findSession(this.state.document, name) || !docs.findSession(this.state.pendingDocument, name)) return this.inTurn(name, enqueue);
-    return this.inTurn(name, () => {
-      check(this.state.pendingDocument);
-      return enqueue();
-    }, () => this.state.settled());
+    // Changes nothing, so it writes nothing; it is applied again wherever the mutations before
+    // it are (after a failed commit, onto an outside edit), and settles with their commit.
+    const placed = this.state.mutate((d) => {
+      check(d);
+      return { doc: d, result: undefined };
+    });
+    return this.inTurn(name, enqueue, () => placed);
   }
 
   /**

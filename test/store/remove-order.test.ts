@@ -7,8 +7,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { test } from 'node:test';
+import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Store } from '../../src/store/store.js';
-import { newSession, openIn, reopen, text } from '../helpers/store.js';
+import { errno, newSession, openIn, reopen, storeError, text } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const entry = (ts: string): { ts: string; role: string; text: string } => ({ ts, role: 'user', text: ts });
@@ -132,4 +133,39 @@ test('participants: append u, remove, append u in one turn: the second append ad
     assert.deepEqual(await store.readParticipants('a'), [u, v]);
     assert.equal(text(path.join(dir, 'participants', 'a.log')), `${u}\n${v}\n`);
   }
+});
+
+test('session/add, appends, session/remove in one turn: the removal called after the appends does not refuse them', async (t) => {
+  const dir = tempDir();
+  const store = await openIn(dir);
+  t.after(() => store.close());
+  const added = store.addSession(newSession('a'));
+  const appended = store.appendTranscript('a', entry('t1'));
+  const joined = store.appendParticipant('a', 'u1');
+  const removed = store.removeSession('a');
+  const [, ...answers] = await Promise.all([added, appended, joined, removed]);
+  assert.deepEqual(answers, [0, true, { removed: true }]);
+  // Without purge the files stay, as one at a time.
+  assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t1']);
+  assert.deepEqual(await store.readParticipants('a'), ['u1']);
+});
+
+test('session/add whose write fails: the appends waiting for its row are refused and write no file', async (t) => {
+  const dir = tempDir();
+  let failing = true;
+  const store = await openIn(dir, {
+    io: withIo({ writeAtomic: (file, data, opts) => (failing && file.endsWith('state.json') ? Promise.reject(errno('ENOSPC')) : nodeIo.writeAtomic(file, data, opts)) }),
+  });
+  t.after(() => store.close());
+  const added = store.addSession(newSession('a'));
+  const appended = store.appendTranscript('a', entry('t1'));
+  const joined = store.appendParticipant('a', 'u1');
+  await assert.rejects(added, storeError('io'));
+  await assert.rejects(appended, storeError('unknown-session'));
+  await assert.rejects(joined, storeError('unknown-session'));
+  assert.equal(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), false);
+  assert.equal(existsSync(path.join(dir, 'participants', 'a.log')), false);
+  failing = false;
+  await store.addSession(newSession('a'));
+  assert.equal(await store.appendTranscript('a', entry('t2')), 0, 'the seq starts at 0: nothing was written before');
 });
