@@ -66,9 +66,11 @@ test('shutdown finishes the writes sent before it, then refuses mutations with -
   assert.equal(await server.exited, 0);
 });
 
-test('the spawned server\'s initialize answers serverInfo, protocolVersion, the absolute statePath and every method; exit after shutdown ends it with code 0', { timeout: TIMEOUT }, async (t) => {
+test('the spawned server\'s initialize answers serverInfo, protocolVersion, the absolute statePath and every method; exit after shutdown ends it with code 0; --log-file is created 0600 and holds the logs as JSON lines, nothing on stderr', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
-  const server = serveStdio(t, statePathIn(dir), 'lsp');
+  const logFile = path.join(dir, 'logs', 'server.log');
+  // One process for both: a host's first call and its orderly end, with the logs in a file.
+  const server = serveStdio(t, statePathIn(dir), 'lsp', ['--log-file', logFile, '--log-level', 'debug']);
   // The built CLI's answer: the version is package.json's, as a host sees it.
   const init = methods.initialize.result.parse(await server.rpc.call('initialize', { clientInfo: { name: 'lifecycle.test', version: '1' } }));
   assert.deepEqual(init.serverInfo, { name: 'herrscher-state', version: VERSION });
@@ -79,6 +81,16 @@ test('the spawned server\'s initialize answers serverInfo, protocolVersion, the 
   assert.deepEqual(await server.rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true });
   assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
   assert.match(readFileSync(statePathIn(dir), 'utf8'), /"workspace": "\/w"/);
+
+  assert.equal(server.stderr(), '');
+  assert.equal(statSync(logFile).mode & 0o777, 0o600);
+  const records = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { method?: string; msg?: string });
+  assert.ok(records.some((r) => r.method === 'state/setWorkspace'), 'the request is logged at debug');
+  const msgs = records.map((r) => r.msg);
+  assert.ok(msgs.includes('serving') && msgs.includes('stopped'), msgs.join(','));
 });
 
 test('exit without shutdown ends the server with code 1', { timeout: TIMEOUT }, async (t) => {
@@ -174,22 +186,6 @@ test('the socket file is created with mode 0600', { timeout: TIMEOUT }, async (t
   await closeClean(server);
 });
 
-test('a stale socket file left by a killed server is replaced', { timeout: TIMEOUT }, async (t) => {
-  // The killed server is a process (only the kernel's end of one leaves the file); the new one
-  // runs the Service `serve` runs, in this process.
-  const dir = tempDir();
-  const socket = path.join(dir, 's.sock');
-  const first = await serveSocket(t, statePathIn(path.join(dir, 'one')), socket);
-  first.child.kill('SIGKILL');
-  await first.exited;
-  assert.ok(statSync(socket).isSocket(), 'the killed server left its socket file behind');
-  const second = await startServer(t, { dir: path.join(dir, 'two'), socket });
-  const rpc = await second.raw('lsp');
-  const init = (await rpc.call('initialize', {})) as { statePath: string };
-  assert.equal(init.statePath, statePathIn(path.join(dir, 'two')), 'the new server answers on the old path');
-  await closeClean(second);
-});
-
 /**
  * The line `serve --socket socket` prints (after `herrscher-state: `) before it exits 1 when it
  * cannot listen there: the same Service.listen on the same found socket, in this process. That
@@ -239,17 +235,23 @@ test('a second server on the same state exits 1 naming the first one\'s pid', { 
   await closeClean(first);
 });
 
-test('after kill -9 a server restarted on the same state sees every answered write', { timeout: TIMEOUT }, async (t) => {
+test('after kill -9 a server restarted on the same state sees every answered write; the stale socket file the killed server left is replaced', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
-  const first = serveStdio(t, statePathIn(dir), 'lsp');
-  const { session } = (await first.rpc.call('session/add', { session: { name: 'keep', cmd: 'claude' } })) as { session: unknown };
-  for (let i = 0; i < 3; i++) await first.rpc.call('transcript/append', { name: 'keep', entry: entry(`e${i}`) });
-  await first.rpc.call('participants/append', { name: 'keep', userId: 'u1' });
+  const socket = path.join(dir, 's.sock');
+  const first = await serveSocket(t, statePathIn(dir), socket);
+  const rpc1 = await first.connect('lsp');
+  const { session } = (await rpc1.call('session/add', { session: { name: 'keep', cmd: 'claude' } })) as { session: unknown };
+  for (let i = 0; i < 3; i++) await rpc1.call('transcript/append', { name: 'keep', entry: entry(`e${i}`) });
+  await rpc1.call('participants/append', { name: 'keep', userId: 'u1' });
   first.child.kill('SIGKILL');
   assert.equal((await first.exited).signal, 'SIGKILL');
+  // Only the kernel's end of a process leaves the file: the killed server is one.
+  assert.ok(statSync(socket).isSocket(), 'the killed server left its socket file behind');
 
-  // The restart opens the state the killed process left: the Service `serve` runs, in process.
-  const second = await startServer(t, { dir });
+  // The restart opens the state the killed process left, on the same socket path: the Service
+  // `serve` runs, in process.
+  const second = await startServer(t, { dir, socket });
+  assert.equal(second.socket, socket);
   const rpc = await second.raw('ndjson');
   assert.deepEqual(await rpc.call('session/find', { name: 'keep' }), { session });
   assert.deepEqual(await rpc.call('transcript/read', { name: 'keep' }), { entries: [entry('e0'), entry('e1'), entry('e2')], firstSeq: 0 });
@@ -392,23 +394,8 @@ test('SIGTERM while appends are in flight leaves whole lines in order, every ans
   assert.equal(existsSync(socket), false);
 });
 
-test('--log-file is created 0600 and holds the logs as JSON lines, nothing on stderr', { timeout: TIMEOUT }, async (t) => {
-  const dir = tempDir();
-  const logFile = path.join(dir, 'logs', 'server.log');
-  const server = serveStdio(t, statePathIn(dir), 'lsp', ['--log-file', logFile, '--log-level', 'debug']);
-  await server.rpc.call('state/get');
-  assert.deepEqual(await shutdownAndExit(server), { code: 0, signal: null });
-  assert.equal(server.stderr(), '');
-  assert.equal(statSync(logFile).mode & 0o777, 0o600);
-  const records = readFileSync(logFile, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as { method?: string; msg?: string });
-  assert.ok(records.some((r) => r.method === 'state/get'), 'the request is logged at debug');
-  const msgs = records.map((r) => r.msg);
-  assert.ok(msgs.includes('serving') && msgs.includes('stopped'), msgs.join(','));
-});
-
+// The restart on the named socket (the instance id read back from the state) is discovery.test.ts's
+// 'after state/setInstanceID, … also after a restart', under $XDG_RUNTIME_DIR.
 test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state-<uid>/herrscher-state[-<instanceID>].sock', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const env = { ...process.env, TMPDIR: dir, XDG_RUNTIME_DIR: undefined, HERRSCHER_STATE_SOCKET: undefined, HERRSCHER_STATE_DIR: undefined };
@@ -419,17 +406,14 @@ test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state-<uid>
   const set = await runToEnd(['call', 'state/setInstanceID', '{"instanceID":"inst1"}'], { env });
   assert.equal(set.code, 0, `call without --socket reaches the default socket: ${set.stderr}`);
   assert.deepEqual(JSON.parse(set.stdout), { changed: true });
-  first.child.kill('SIGTERM');
-  assert.deepEqual(await first.exited, { code: 0, signal: null });
-  assert.equal(existsSync(plain), false);
-
-  const second = runCli(t, ['serve', '--state', statePathIn(dir)], { env });
+  // The server moves to the name with the instance id.
   const named = path.join(folder, 'herrscher-state-inst1.sock');
-  await waitForSocket(named, second);
+  await waitForSocket(named, first);
   const rpc = await connectRaw(named, 'ndjson', t);
   assert.deepEqual(await rpc.call('state/qualifiedName', { name: 'x' }), { qualifiedName: 'inst1__x' });
-  second.child.kill('SIGTERM');
-  assert.deepEqual(await second.exited, { code: 0, signal: null });
+  first.child.kill('SIGTERM');
+  assert.deepEqual(await first.exited, { code: 0, signal: null });
+  assert.deepEqual([existsSync(plain), existsSync(named)], [false, false], 'neither socket file is left');
 });
 
 test('a socket in a folder everyone may write is refused with exit 1 and one line on stderr', { timeout: TIMEOUT }, async (t) => {
