@@ -1,10 +1,12 @@
 // Every Go golden replayed over the wire, once per framing: the results Go returned, then, after
 // an orderly shutdown + exit, the exact bytes Go left on disk. Both framings against the
-// in-process server's stdio-like connection (the Service `serve --stdio` runs); two goldens again
-// against the spawned CLI (`serve --stdio`: what a host runs, the bundle, real pipes, exit code
-// and stdout purity included): the one that pipelines 1 000 appends of 5 000 bytes through the
-// pipe and the one that calls the most methods. A spawn costs ~0.25 s of CPU; the other goldens
-// through a process would prove again what these two and lifecycle.test.ts prove.
+// in-process server's stdio-like connection (the Service `serve --stdio` runs), except two
+// goldens over lsp, which run against the spawned CLI instead (`serve --stdio`: what a host runs,
+// the bundle, real pipes, exit code and stdout purity included; the same Service, so the
+// in-process lsp run of those two would prove nothing more): the one that pipelines 1 000
+// appends of 5 000 bytes through the pipe and the one that calls the most methods. A spawn costs
+// ~0.25 s of CPU; the other goldens through a process would prove again what these two and
+// lifecycle.test.ts prove.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
@@ -21,7 +23,7 @@ const ok = (reply: Message, what: string): unknown => {
   return reply.result;
 };
 
-/** The goldens replayed against the spawned CLI too (see the top of the file). */
+/** The goldens replayed over lsp against the spawned CLI, not in process (see the top of the file). */
 const SPAWNED = ['compaction-1000x5000', 'mutations'];
 
 type Host = 'spawned' | 'in process';
@@ -53,7 +55,9 @@ test('the goldens replayed against the spawned CLI exist', () => {
 });
 for (const [framing, where] of runs) {
   describe(`goldens over stdio with ${framing} framing (${where})`, () => {
-    for (const golden of loadGoldens().filter((g) => where === 'in process' || SPAWNED.includes(g.name))) {
+    // Each golden once per framing: over lsp, the SPAWNED ones in the spawned run only.
+    const spawnedLsp = (name: string): boolean => framing === 'lsp' && SPAWNED.includes(name);
+    for (const golden of loadGoldens().filter((g) => (where === 'spawned') === spawnedLsp(g.name))) {
       test(`golden ${golden.name} over ${framing}, ${where}: ${golden.about}`, { timeout: 60_000 }, async (t) => {
         const dir = tempDir();
         if (golden.stateFile !== undefined) writeFileSync(statePathIn(dir), golden.stateFile);
