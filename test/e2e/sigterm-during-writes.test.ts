@@ -90,14 +90,13 @@ function assertStoppedInOrder(busy: Busy, out: Awaited<ReturnType<Busy['signal']
 }
 
 test('SIGTERM in the middle of state.json writes stops in order with 0', { timeout: 60_000 }, async (t) => {
-  // Three rounds: a replace is in flight nearly always, and the test below stops four more busy
-  // servers the same way (two of them with SIGTERM first) before it checks the second signal.
-  for (let round = 0; round < 3; round++) {
-    const busy = await busyServer(t);
-    await busy.acknowledged(2 + 4 * round);
-    const out = await busy.signal('SIGTERM');
-    assertStoppedInOrder(busy, out);
-  }
+  // One round: a replace is in flight nearly always, and the test below stops four more busy
+  // servers the same way (two of them with SIGTERM first, all four checked by the same
+  // assertStoppedInOrder) before it checks the second signal: five stops in a replace in all.
+  const busy = await busyServer(t);
+  await busy.acknowledged(2);
+  const out = await busy.signal('SIGTERM');
+  assertStoppedInOrder(busy, out);
 });
 
 test('a second signal during the stop is logged and ignored: the stop finishes and exits 0', { timeout: 60_000 }, async (t) => {
