@@ -30,8 +30,12 @@ const cases: [FakeMode, RegExp][] = [
 for (const [mode, says] of cases) {
   test(`status, call and socket exit 1 with a message against a server whose reply is ${mode}`, { timeout: TIMEOUT }, async () => {
     const socket = await fakeServerSocket(mode);
-    for (const args of [['status'], ['call', 'session/list'], ['socket']]) {
-      const got = await runToEnd([...args, '--socket', socket], { env: env(mode) });
+    // The three commands at once: each its own connection to the fake server, which answers each
+    // the same way; the wait is the commands' (their start, a silent server's reply bound).
+    const commands = [['status'], ['call', 'session/list'], ['socket']];
+    const results = await Promise.all(commands.map((args) => runToEnd([...args, '--socket', socket], { env: env(mode) })));
+    for (const [i, got] of results.entries()) {
+      const args = commands[i] as string[];
       assert.equal(got.code, 1, `${args.join(' ')}: ${got.stderr}`);
       assert.equal(got.stdout, '');
       assert.match(got.stderr, says, args.join(' '));
