@@ -16,6 +16,7 @@ import (
 // are applied by whichever read comes next, never lost or applied twice), and at the end the
 // process's reads equal a fresh load.
 func TestGoroutinesReadTheirOwnWritesWhileAnotherClientWrites(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	lockLikeHerrscher(t, path)
 	st := mustLoad(t, path)

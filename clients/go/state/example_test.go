@@ -22,6 +22,7 @@ func TestExampleDaemonFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
 	}
+	t.Parallel()
 	bin := exampleBinary(t)
 	dir := t.TempDir()
 	daemon := exec.Command(bin, "-dir", dir, "-name", "main")
@@ -135,6 +136,7 @@ func TestProcessesStartingAtOnceShareOneServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
 	}
+	t.Parallel()
 	bin := exampleBinary(t)
 	dir := stateDir(t)
 	errs := make(chan error, 4)

@@ -14,6 +14,7 @@ import (
 // lock as Herrscher does): another client's changes first; the queued-events step then adds its
 // own row "a" (the first step removed its "a") and ends with a read of the document.
 func TestChangeFeed(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	lockLikeHerrscher(t, path)
 	t.Run("AnotherClientsChangesReachTheFields", func(t *testing.T) { anotherClientsChangesReachTheFields(t, path) })

@@ -13,6 +13,7 @@ import (
 // The transcript and participant files of one state dir (one server): each step touches only
 // its own kind of file, and neither makes a session row.
 func TestTranscriptAndParticipantFiles(t *testing.T) {
+	t.Parallel()
 	dir := stateDir(t)
 	t.Run("TranscriptsAreWrittenForAnyNameAndReadAsGo", func(t *testing.T) { transcriptsAreWrittenForAnyNameAndReadAsGo(t, dir) })
 	t.Run("ParticipantJournalAppendAndRead", func(t *testing.T) { participantJournalAppendAndRead(t, dir) })
@@ -156,6 +157,7 @@ func TestAPathOutsideTheLayoutIsHandledAsGo(t *testing.T) {
 // Any state file base name: the transcripts of a dir go to the server of the state file the
 // process uses there.
 func TestTranscriptsGoToTheServerOfTheStateFileInUse(t *testing.T) {
+	t.Parallel()
 	dir := stateDir(t)
 	st := mustLoad(t, filepath.Join(dir, "herrscher.json"))
 	if err := st.AddSession(Session{Name: "a"}); err != nil {

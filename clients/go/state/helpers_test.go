@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -62,15 +63,20 @@ func lockFree(path string) bool {
 }
 
 // stateDir is a fresh state dir whose connections are closed at the end of the test, so the
-// servers started for it stop.
+// servers started for it stop. Only its own: the tests that use one run in parallel.
 func stateDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(root, "d")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeAll)
+	t.Cleanup(func() { closeUnder(dir) })
 	return dir
+}
+
+// closeUnder ends this process's connections to the servers of the state files under dir.
+func closeUnder(dir string) {
+	closeWhere(func(p string) bool { return strings.HasPrefix(p, dir+string(filepath.Separator)) })
 }
 
 // onDisk is state.json as the server wrote it.

@@ -10,6 +10,7 @@ import (
 // Herrscher's daemon holds the lock before LoadState: the package finds its descriptor and
 // the server serves under it (a server not given it would refuse: the lock is taken).
 func TestLoadStateUnderTheCallersLock(t *testing.T) {
+	t.Parallel()
 	dir := stateDir(t)
 	path := filepath.Join(dir, "state.json")
 	lockLikeHerrscher(t, path)
@@ -63,6 +64,7 @@ func TestHeldLockFileIsFoundOnlyWhenThisProcessHoldsIt(t *testing.T) {
 // Without the lock the package starts a shared server that stops once idle: the lock is
 // free again afterwards, as a daemon starting later needs it.
 func TestASharedServerReleasesTheLockOnceIdle(t *testing.T) {
+	t.Parallel()
 	dir := stateDir(t)
 	path := filepath.Join(dir, "state.json")
 	st := mustLoad(t, path)

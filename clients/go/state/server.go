@@ -507,11 +507,16 @@ func (srv *server) reload() {
 }
 
 // closeAll ends every connection of this process (tests: the servers may then stop).
-func closeAll() {
+func closeAll() { closeWhere(func(string) bool { return true }) }
+
+// closeWhere ends this process's connections to the servers of the state files mine names.
+func closeWhere(mine func(statePath string) bool) {
 	serversMu.Lock()
-	all := make([]*server, 0, len(servers))
-	for _, s := range servers {
-		all = append(all, s)
+	var all []*server
+	for p, s := range servers {
+		if mine(p) {
+			all = append(all, s)
+		}
 	}
 	serversMu.Unlock()
 	for _, srv := range all {

@@ -13,6 +13,7 @@ import (
 // (one server) for the three steps, in this order: each leaves the file missing and the state
 // empty for the next (the Save step removes what it wrote).
 func TestAMissingStateFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	t.Run("LoadStateMissingFileIsEmpty", func(t *testing.T) { loadStateMissingFileIsEmpty(t, path) })
 	// Go's Save writes the file whatever changed: a Save of an unchanged state whose file does not
@@ -77,6 +78,7 @@ func newStateWritesNothingUntilSaved(t *testing.T, path string) {
 var incarnation = regexp.MustCompile(`^inc_[A-Z2-7]{26}$`)
 
 func TestAddSessionAssignsIDAndIncarnationAndRefusesATakenName(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	st := mustLoad(t, path)
 	if err := st.AddSession(Session{Name: "a", ChannelID: "c1", Type: "text", Cmd: "claude", Incarnation: "inc_GIVEN"}); err != nil {
@@ -116,6 +118,7 @@ func TestAddSessionAssignsIDAndIncarnationAndRefusesATakenName(t *testing.T) {
 }
 
 func TestRemoveSessionAndReAddGetsTheSameIDAndANewIncarnation(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	st := mustLoad(t, path)
 	if err := st.RemoveSession("nope"); err != nil { // still saves, as Go
@@ -150,6 +153,7 @@ func TestRemoveSessionAndReAddGetsTheSameIDAndANewIncarnation(t *testing.T) {
 // session step runs first, on an empty state, and the top-level step's readers of an empty
 // state do not look at sessions.
 func TestSetters(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	t.Run("SessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames", func(t *testing.T) { sessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t, path) })
 	t.Run("TopLevelSettersAndReaders", func(t *testing.T) { topLevelSettersAndReaders(t, path) })
@@ -240,6 +244,7 @@ func topLevelSettersAndReaders(t *testing.T, path string) {
 }
 
 func TestDirectEditsAreSavedAsGoSavesThem(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	st := mustLoad(t, path)
 	for _, n := range []string{"a", "b", "c"} {
@@ -266,6 +271,7 @@ func TestDirectEditsAreSavedAsGoSavesThem(t *testing.T) {
 }
 
 func TestApplyDefaultsSeedsOnlyThisStateAndIsNeverWritten(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	st := mustLoad(t, path)
 	st.ApplyDefaults(nil, "", "")
@@ -309,6 +315,7 @@ func TestApplyDefaultsSeedsOnlyThisStateAndIsNeverWritten(t *testing.T) {
 // file without a statusMessageID (the edit adds one); the merged-save step then writes its own
 // session and statusMessageID over whatever the file holds.
 func TestOtherWriters(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
 	t.Run("AnOutsideEditOfTheFileIsLoaded", func(t *testing.T) { anOutsideEditOfTheFileIsLoaded(t, path) })
 	t.Run("ReadYourWritesAcrossStatesAndMergedSaves", func(t *testing.T) { readYourWritesAcrossStatesAndMergedSaves(t, path) })
@@ -370,6 +377,7 @@ func anOutsideEditOfTheFileIsLoaded(t *testing.T, path string) {
 }
 
 func TestLegacyFileGetsIDsAndIncarnationsPersisted(t *testing.T) {
+	t.Parallel()
 	dir := stateDir(t)
 	path := filepath.Join(dir, "state.json")
 	legacy := `{"home":{"id":"h","type":"category"},"sessions":[{"name":"a","channelID":"","type":"","cmd":""},{"id":"s_a","name":"x","channelID":"","type":"","cmd":""},{"name":"a","channelID":"","type":"","cmd":""}]}`
