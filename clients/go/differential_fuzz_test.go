@@ -43,7 +43,7 @@ func startFuzzServer(t *testing.T, state string) *fuzzServer {
 	s := &fuzzServer{stderr: &lockedBuffer{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Spawn(ctx, state, SpawnOptions{Command: serverCommand(t), Env: testEnv(t), Stderr: s.stderr, Args: []string{"--no-socket"}})
+	c, err := Spawn(ctx, state, SpawnOptions{Command: serverCommand(t), Env: testEnv(t), Stderr: s.stderr, Args: append([]string{"--no-socket"}, serveArgs...)})
 	if err != nil {
 		t.Fatal(err)
 	}

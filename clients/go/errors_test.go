@@ -50,10 +50,9 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 	}
 }
 
-// The errors a real server answers, through the Go methods.
-func TestTheServersErrorsAreTypedAndCarryTheirData(t *testing.T) {
-	t.Parallel()
-	s := startSocketServer(t)
+// The errors a real server answers, through the Go methods (TestAServerBrokenThenPausedThenKilled
+// runs it on its server: it breaks the storage, then mends it for the next step).
+func theServersErrorsAreTyped(t *testing.T, s *socketServer) {
 	c := dialTest(t, s)
 	ctx := ctxT(t)
 	added := must(c.AddSession(ctx, Session{Name: "e"}))(t)
@@ -86,5 +85,8 @@ func TestTheServersErrorsAreTypedAndCarryTheirData(t *testing.T) {
 	_, err = c.AppendTranscript(ctx, "e", TranscriptEntry{Ts: "t", Role: "user", Text: "x"})
 	if !errors.Is(err, ErrStorageFailure) || !errors.As(err, &e) || e.DecodeData(&sf) != nil || sf.Code == "" {
 		t.Fatalf("a failing file system: %v", err)
+	}
+	if err := os.Remove(filepath.Join(s.dir, "transcripts")); err != nil {
+		t.Fatal(err)
 	}
 }

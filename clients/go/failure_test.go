@@ -12,11 +12,20 @@ import (
 	"time"
 )
 
-// A call whose context is cancelled returns at once with ctx.Err(), and the connection serves
-// the next call. The server is stopped (SIGSTOP) so the call cannot be answered meanwhile.
-func TestACancelledCallReturnsAtOnceAndTheConnectionStaysUsable(t *testing.T) {
+// One server of its own for the steps that break, pause or kill it, run in that order (each
+// leaves the server serving for the next, but the last): the errors it answers (its storage
+// broken, then mended), a cancelled call while it is paused, then killed mid-call.
+func TestAServerBrokenThenPausedThenKilled(t *testing.T) {
 	t.Parallel()
 	s := startSocketServer(t)
+	t.Run("TheServersErrorsAreTypedAndCarryTheirData", func(t *testing.T) { theServersErrorsAreTyped(t, s) })
+	t.Run("ACancelledCallReturnsAtOnceAndTheConnectionStaysUsable", func(t *testing.T) { aCancelledCallReturnsAtOnce(t, s) })
+	t.Run("TheServerKilledMidCallIsAnErrorNotAHangAndAWatchWithoutReconnectEnds", func(t *testing.T) { theServerKilledMidCall(t, s) })
+}
+
+// A call whose context is cancelled returns at once with ctx.Err(), and the connection serves
+// the next call. The server is stopped (SIGSTOP) so the call cannot be answered meanwhile.
+func aCancelledCallReturnsAtOnce(t *testing.T, s *socketServer) {
 	c := dialTest(t, s)
 	ctx := ctxT(t)
 	must(c.AddSession(ctx, Session{Name: "c"}))(t)
@@ -50,13 +59,13 @@ func TestACancelledCallReturnsAtOnceAndTheConnectionStaysUsable(t *testing.T) {
 }
 
 // The server killed while calls wait: every call returns ErrClosed, none hangs, and later calls
-// fail at once.
-func TestTheServerKilledMidCallIsAnErrorNotAHang(t *testing.T) {
-	t.Parallel()
-	s := startSocketServer(t)
+// fail at once. A watch of another connection, dialled without Reconnect, ends with the server.
+func theServerKilledMidCall(t *testing.T, s *socketServer) {
 	c := dialTest(t, s)
 	ctx := ctxT(t)
 	must(c.AddSession(ctx, Session{Name: "k"}))(t)
+	watcher := dialTest(t, s)
+	w := must(watcher.Watch(ctx, WatchOptions{Transcripts: AllSessions}))(t)
 	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +99,17 @@ func TestTheServerKilledMidCallIsAnErrorNotAHang(t *testing.T) {
 	}
 	if _, err := c.SnapshotSessions(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a call after the end: %v", err)
+	}
+	select {
+	case _, ok := <-w.Events():
+		if ok {
+			t.Fatal("an event from a dead server")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch did not end")
+	}
+	if !errors.Is(w.Err(), ErrClosed) || !errors.Is(watcher.Err(), ErrClosed) {
+		t.Fatalf("the watch: want ErrClosed, got %v / %v", w.Err(), watcher.Err())
 	}
 }
 

@@ -8,16 +8,21 @@ import (
 
 // With WatchOptions.Handle, a call that commits a change returns after Handle has had that
 // change's event (read-your-writes for a replica kept by the feed), in commit order, and
-// nothing is sent on Events, which closes when the watch ends.
+// nothing is sent on Events, which closes when the watch ends. On the shared server: Handle
+// keeps the events of this test's session, the others' changes come between them.
 func TestWatchHandleHasACallsOwnEventWhenTheCallReturns(t *testing.T) {
 	t.Parallel()
-	s := startSocketServer(t)
+	s := sharedSocketServer(t)
 	c := dialTest(t, s)
 	ctx := ctxT(t)
-	must(c.AddSession(ctx, Session{Name: "h"}))(t)
+	const name = "handled-h"
+	must(c.AddSession(ctx, Session{Name: name}))(t)
 	var mu sync.Mutex
 	var got []Event
 	w := must(c.Watch(ctx, WatchOptions{Sessions: true, Handle: func(ev Event) {
+		if d, ok := ev.(*SessionDidChangeParams); ok && d.Name != name {
+			return
+		}
 		mu.Lock()
 		got = append(got, ev)
 		mu.Unlock()
@@ -25,7 +30,7 @@ func TestWatchHandleHasACallsOwnEventWhenTheCallReturns(t *testing.T) {
 	last := w.Revision
 	for i := 0; i < 50; i++ {
 		token := fmt.Sprint("tok-", i)
-		must(c.SetResumeToken(ctx, "h", token))(t)
+		must(c.SetResumeToken(ctx, name, token))(t)
 		mu.Lock()
 		n := len(got)
 		var ev Event
@@ -34,7 +39,7 @@ func TestWatchHandleHasACallsOwnEventWhenTheCallReturns(t *testing.T) {
 		}
 		mu.Unlock()
 		d, ok := ev.(*SessionDidChangeParams)
-		if !ok || d.Name != "h" || d.Session == nil || d.Session.ResumeToken != token {
+		if !ok || d.Name != name || d.Session == nil || d.Session.ResumeToken != token {
 			t.Fatalf("after setResumeToken %d returned, the last handled event is %#v (of %d)", i, ev, n)
 		}
 		if d.Revision <= last || d.Subscription != w.ID {
@@ -56,7 +61,7 @@ func TestWatchHandleHasACallsOwnEventWhenTheCallReturns(t *testing.T) {
 	mu.Lock()
 	n := len(got)
 	mu.Unlock()
-	must(c.SetResumeToken(ctx, "h", "after close"))(t)
+	must(c.SetResumeToken(ctx, name, "after close"))(t)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != n {
