@@ -1,4 +1,4 @@
-// npm run build: tsc (incremental) for the library's ES module entry and the bin, then the CLI
+// npm run build: tsc (incremental) for the library's ES module entry, then the bin and the CLI
 // bundle, its V8 code cache (scripts/write-code-cache.mjs) and the client's CommonJS build (scripts/bundle-client.mjs) — skipped entirely
 // when nothing the build reads changed since the last one, so `npm start` and `npm test` after
 // a build cost a directory walk (~20 ms) instead of ~17 s of CPU. `--clean` removes dist/ first
@@ -13,7 +13,7 @@ const STAMP = path.join(root, 'dist/.build-stamp');
 /** What the build reads: a change to any of them (or a file added or removed) rebuilds. */
 const INPUTS = ['src', 'scripts/build.mjs', 'scripts/bundle-cli.mjs', 'scripts/write-code-cache.mjs', 'scripts/bundle-client.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
 /** What the build makes: a missing one rebuilds. */
-const OUTPUTS = ['dist/src/cli.js', 'dist/src/cli-main.js', 'dist/src/cli-main.code-cache', 'dist/src/writer-worker.cjs', 'dist/src/client/index.js', 'dist/cjs/index.cjs'];
+const OUTPUTS = ['dist/src/cli.js', 'dist/src/package.json', 'dist/src/cli-main.js', 'dist/src/cli-main.code-cache', 'dist/src/writer-worker.cjs', 'dist/src/client/index.js', 'dist/cjs/index.cjs'];
 
 /** The newest mtime below `p`, folders included (a deleted file changes its folder's mtime). */
 function newest(p) {

@@ -11,6 +11,11 @@
 // The writer thread's worker is its own CommonJS script, dist/src/writer-worker.cjs: a Worker
 // started from an ES module also sets up Node's ES module loader in its thread, ~5 ms of CPU at
 // every server's first write (measured: worker start and first replace 40 → 34 ms).
+// The bin itself, dist/src/cli.js (src/cli.ts), is built here too, as a CommonJS script: an ES
+// module entry costs node its ES module loader at every start (~8 ms of CPU, docs/performance.md,
+// "Every start"). Node takes a .js file for CommonJS when the package.json nearest to it says so:
+// dist/src/package.json does, and every folder of tsc's ES modules below it (the library, what
+// test fixtures import) gets one saying "module" again.
 // External: fs-ext-extra-prebuilt (a native addon that finds its prebuilt binary beside its own
 // files).
 // Names are not minified (only whitespace and syntax), so a stack trace or a log's `err.type` names
@@ -18,6 +23,8 @@
 // the source map points them into src/. Not keepNames, which gets
 // the same by wrapping every function the code creates in a defineProperty call: ~2 µs of the
 // server's ~28 µs of CPU per append (docs/performance.md, "CPU per append").
+import { readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { build } from 'esbuild';
 
 /**
@@ -72,3 +79,20 @@ await build({
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
 });
+
+// The bin, not minified (a few dozen lines), with its map; it imports node's own modules only.
+await build({
+  ...common,
+  entryPoints: { cli: 'src/cli.ts' },
+  outdir: 'dist/src',
+  format: 'cjs',
+  minifyWhitespace: false,
+  minifySyntax: false,
+});
+
+// The module scopes: dist/src is CommonJS for the bin, its folders (tsc's output) ES modules.
+const DIST_SRC = 'dist/src';
+writeFileSync(path.join(DIST_SRC, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
+for (const e of readdirSync(DIST_SRC, { withFileTypes: true })) {
+  if (e.isDirectory()) writeFileSync(path.join(DIST_SRC, e.name, 'package.json'), `${JSON.stringify({ type: 'module' })}\n`);
+}

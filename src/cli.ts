@@ -13,12 +13,18 @@
 // one built for other code of the same length would run that other code. How the start went is
 // `codeCache` in serve's `serving` log line (src/commands/code-cache.ts).
 //
-// Imports only node's own modules: this file is loaded as a module before the cache can help.
+// Imports only node's own modules: this file is loaded before the cache can help.
+//
+// It runs as a CommonJS script, not an ES module: the build writes it with esbuild as CommonJS
+// (scripts/bundle-cli.mjs) and marks dist/src a CommonJS scope (dist/src/package.json), each
+// folder of tsc's ES modules below it a module scope again. An ES module entry costs every start
+// node's ES module loader (its set-up, fs/promises to read the file, a module facade per built-in
+// imported): ~8 ms of CPU per start of any command (docs/performance.md, "Every start"). Hence
+// `__filename` here and an import.meta made for the bundle, which reads only its `url`.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import vm from 'node:vm';
 
 /** Where the cache file came out (src/commands/code-cache.ts reads it, scripts/write-code-cache.mjs too). */
@@ -29,7 +35,7 @@ type Main = (require: NodeJS.Require, filename: string, dirname: string, importM
 /** Bytes of the hash in front of V8's data in the cache file. */
 const HASH_BYTES = 32;
 
-const file = fileURLToPath(new URL('./cli-main.js', import.meta.url));
+const file = path.join(__dirname, 'cli-main.js');
 let bundle: Buffer;
 try {
   bundle = readFileSync(file);
@@ -53,4 +59,6 @@ try {
 const script = new vm.Script(bundle.toString('utf8'), { filename: file, ...(cachedData ? { cachedData } : {}) });
 if (cachedData) use = script.cachedDataRejected === true ? 'rejected' : 'accepted';
 (globalThis as Record<symbol, unknown>)[Symbol.for('herrscher-state.cli-start')] = { codeCache: use, script };
-(script.runInThisContext() as Main)(createRequire(file), file, path.dirname(file), import.meta);
+// The bin's own require resolves from this folder, the bundle's: the same lookups.
+const importMeta = { url: pathToFileURL(__filename).href } as ImportMeta;
+(script.runInThisContext() as Main)(require, file, path.dirname(file), importMeta);

@@ -4,6 +4,7 @@
 // answers `initialize` and says in its `serving` log line how it compiled. What the cache saves
 // is a measurement (bench/stdio.bench.ts, spawn.first-reply), not a test.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'node:test';
@@ -36,7 +37,8 @@ function copyOfBuild(cache: 'as built' | 'none', editBundle?: (source: string) =
   mkdirSync(src, { recursive: true });
   copyFileSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
   symlinkSync(path.join(REPO, 'node_modules'), path.join(root, 'node_modules'));
-  for (const f of ['cli.js', 'cli-main.js.map', 'writer-worker.cjs']) copyFileSync(path.join(DIST, f), path.join(src, f));
+  // package.json: dist/src's, which makes the bin a CommonJS script (scripts/bundle-cli.mjs).
+  for (const f of ['cli.js', 'package.json', 'cli-main.js.map', 'writer-worker.cjs']) copyFileSync(path.join(DIST, f), path.join(src, f));
   const bundle = readFileSync(path.join(DIST, 'cli-main.js'), 'utf8');
   writeFileSync(path.join(src, 'cli-main.js'), editBundle ? editBundle(bundle) : bundle);
   if (cache === 'as built') copyFileSync(path.join(DIST, 'cli-main.code-cache'), path.join(src, 'cli-main.code-cache'));
@@ -71,9 +73,23 @@ test('the copy with the cache as built uses it: the cases above differ only in w
 test('a missing bundle is one line naming it and the build, exit 1', { timeout: TIMEOUT }, async () => {
   const root = tempDir();
   copyFileSync(CLI, path.join(root, 'cli.js'));
-  writeFileSync(path.join(root, 'package.json'), '{"type":"module"}');
+  copyFileSync(path.join(DIST, 'package.json'), path.join(root, 'package.json'));
   const c = runCli(undefined, ['--version'], { cli: path.join(root, 'cli.js') });
   c.child.stdin?.end();
   assert.deepEqual(await c.exited, { code: 1, signal: null });
   assert.match(c.stderr(), /^herrscher-state: cannot read the CLI bundle .*cli-main\.js: ENOENT.*\n\(in a clone, npm run build makes it\)\n$/);
+});
+
+test('the bin starts as a CommonJS script: node never sets up its ES module loader', { timeout: TIMEOUT }, () => {
+  // An ES module entry (the bin was one) loads node's ES module loader before the first line runs:
+  // ~8 ms of CPU at every start of any command. A preload reports what node loaded, at exit.
+  const preload = path.join(tempDir(), 'loaded.cjs');
+  writeFileSync(preload, "process.on('exit', () => process.stderr.write(JSON.stringify(process.moduleLoadList)));\n");
+  const got = spawnSync(process.execPath, ['--require', preload, CLI, '--version'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: undefined } });
+  assert.equal(got.status, 0, got.stderr);
+  const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+  assert.equal(got.stdout, `${pkg.version}\n`);
+  const loaded = JSON.parse(got.stderr) as string[];
+  assert.ok(loaded.includes('NativeModule internal/modules/cjs/loader'), 'the list names the CommonJS loader');
+  assert.deepEqual(loaded.filter((m) => m.startsWith('NativeModule internal/modules/esm/') && m !== 'NativeModule internal/modules/esm/utils'), []);
 });

@@ -242,8 +242,8 @@ describe('discovery', { concurrency: 4 }, () => {
     if (nobodysCli) return nobodysCli;
     const root = tempDirOthersCanReach();
     const cli = path.join(root, 'dist/src/cli.js');
-    // The bin, the bundle it runs with its code cache, and the writer thread's worker.
-    for (const f of ['cli.js', 'cli-main.js', 'cli-main.code-cache', 'writer-worker.cjs']) cpSync(path.join(path.dirname(CLI), f), path.join(root, 'dist/src', f));
+    // The bin, the package.json that makes it CommonJS, the bundle it runs with its code cache, and the writer thread's worker.
+    for (const f of ['cli.js', 'package.json', 'cli-main.js', 'cli-main.code-cache', 'writer-worker.cjs']) cpSync(path.join(path.dirname(CLI), f), path.join(root, 'dist/src', f));
     cpSync(path.join(REPO, 'node_modules/fs-ext-extra-prebuilt'), path.join(root, 'node_modules/fs-ext-extra-prebuilt'), { recursive: true });
     cpSync(path.join(REPO, 'package.json'), path.join(root, 'package.json'));
     return (nobodysCli = cli);

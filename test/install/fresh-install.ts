@@ -45,10 +45,13 @@ function toolchainFreeBin(root: string, calls: string): string {
 function relativeImports(file: string): string[] {
   const src = readFileSync(file, 'utf8');
   const imported = [...src.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]/g)];
-  // A file loaded by URL: the bin's bundle (new URL('./cli-main.js', import.meta.url)) and the
-  // writer thread's worker, from the bundle, where the bin's import.meta is __hsImportMeta.
+  // A file loaded by URL: the writer thread's worker, from the bundle, where the bin's
+  // import.meta is __hsImportMeta.
   const workers = [...src.matchAll(/new URL\(\s*['"](\.{1,2}\/[^'"]+\.js)['"]\s*,\s*(?:import\.meta|__hsImportMeta)\.url\s*\)/g)];
-  return [...imported, ...workers].map((m) => path.resolve(path.dirname(file), m[1] as string));
+  // A file read beside the script: the bin's bundle (path.join(__dirname, 'cli-main.js'), CommonJS;
+  // esbuild writes the path module under a name of its own).
+  const beside = [...src.matchAll(/\.join\(\s*__dirname\s*,\s*['"]([^'"/]+\.js)['"]\s*\)/g)].map((m) => [m[0], `./${m[1] as string}`]);
+  return [...imported, ...workers, ...beside].map((m) => path.resolve(path.dirname(file), m[1] as string));
 }
 
 test('the packed tarball installs without a compiler and serves', { timeout: TIMEOUT }, async () => {
