@@ -100,7 +100,8 @@ export function bundleOf(cli: string): string {
 /** Writes a runnable copy of the build of bin `cli` into `folder`, with `bundle` as its CLI bundle; returns the copy's bin. */
 export function writeBoundCopy(cli: string, folder: string, bundle: string): string {
   mkdirSync(folder, { recursive: true });
-  for (const f of ['cli.js', 'writer-worker.cjs']) copyFileSync(path.join(path.dirname(cli), f), path.join(folder, f));
+  // package.json: the bin's, which makes it a CommonJS script (scripts/bundle-cli.mjs).
+  for (const f of ['cli.js', 'package.json', 'writer-worker.cjs']) copyFileSync(path.join(path.dirname(cli), f), path.join(folder, f));
   writeFileSync(bundleOf(path.join(folder, 'cli.js')), bundle);
   return path.join(folder, 'cli.js');
 }
