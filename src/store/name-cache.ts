@@ -14,7 +14,8 @@ export const DEFAULT_CACHED_NAMES = 1024;
 /**
  * Descriptors the rest of the process may need at once, besides the idle names' files: every
  * socket connection (256), the listener, stdio, the lock files, state.json and its temp file,
- * the write-ahead log, the writer thread, compactions and reads in flight.
+ * the write-ahead log and a checkpoint's syncs (wal.ts, SYNCS_AT_ONCE), the writer thread,
+ * compactions and reads in flight.
  */
 const RESERVED_FDS = 384;
 

@@ -42,6 +42,14 @@ interface Pending {
   readonly file: string;
 }
 
+/**
+ * Files a checkpoint syncs at once. Each sync opens its file: a checkpoint after writes to a few
+ * hundred sessions that opened them all at once failed with EMFILE under `ulimit -n 256` (and
+ * 1024 with more sessions), and a failed checkpoint is retried the same way, so the log never
+ * emptied. A few at a time fit in the descriptors the store keeps in reserve (name-cache.ts).
+ */
+export const SYNCS_AT_ONCE = 16;
+
 /** Retries of a failed background checkpoint: 100 ms, doubling, at most every 30 s. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 30_000;
@@ -233,7 +241,7 @@ export class WriteAheadLog {
   private async empty(): Promise<void> {
     try {
       const files = [...this.dirty];
-      await Promise.all(files.map((rel) => this.syncFile(rel)));
+      for (let i = 0; i < files.length; i += SYNCS_AT_ONCE) await Promise.all(files.slice(i, i + SYNCS_AT_ONCE).map((rel) => this.syncFile(rel)));
       for (const rel of files) this.dirty.delete(rel);
       // What only the records said (the seq after each) is written down before they go.
       await this.beforeEmpty();

@@ -7,11 +7,12 @@ import type { FileHandle } from 'node:fs/promises';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { withIo } from '../../src/store/io.js';
+import { nodeIo, withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
 import { StorageHealth } from '../../src/store/health.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
-import { parseWal, WAL_REL } from '../../src/store/wal.js';
+import { storeLog } from '../../src/store/store-log.js';
+import { parseWal, SYNCS_AT_ONCE, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
 import { errno, newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
@@ -103,6 +104,34 @@ test('a close whose checkpoint fails logs an error and keeps the records; the ne
   } finally {
     await again.close();
   }
+});
+
+test(`a checkpoint after writes to many files syncs at most ${SYNCS_AT_ONCE} of them at once`, { timeout: 120_000 }, async () => {
+  // Each sync opens its file: all at once, a few hundred sessions' files passed a low limit on
+  // open files (ulimit -n 256, test/e2e/fd-limit.test.ts) and every checkpoint failed with EMFILE.
+  const dir = tempDir();
+  const files = Array.from({ length: 4 * SYNCS_AT_ONCE + 3 }, (_, i) => `transcripts/s${i}.jsonl`);
+  let syncing = 0;
+  let most = 0;
+  const synced: string[] = [];
+  const errors: string[] = [];
+  const wal = await WriteAheadLog.open(nodeIo, dir, {
+    syncFile: async (rel) => {
+      most = Math.max(most, ++syncing);
+      await new Promise((r) => setTimeout(r, 1)); // a sync takes a while: the next ones start meanwhile
+      synced.push(rel);
+      syncing--;
+    },
+    log: storeLog({ error: (m) => errors.push(m) }),
+    beforeEmpty: async () => undefined,
+  });
+  await Promise.all(files.map((f, i) => wal.record({ f, i: i + 1, o: 0, d: 'x\n' })));
+  await wal.checkpoint();
+  await wal.close();
+  assert.deepEqual(errors, []);
+  assert.deepEqual([...synced].sort(), [...files].sort(), 'every file written was synced once');
+  assert.ok(most <= SYNCS_AT_ONCE, `${most} syncs at once`);
+  assert.equal(readFileSync(path.join(dir, WAL_REL), 'utf8'), '', 'the log was emptied');
 });
 
 test('a compaction skipped because its checkpoint failed is logged, and runs after a later append once it can', { timeout: 120_000 }, async () => {
