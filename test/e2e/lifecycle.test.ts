@@ -163,7 +163,8 @@ for (const signal of ['SIGINT'] as const) {
 test('SIGTERM the moment the socket accepts still removes the socket file', { timeout: TIMEOUT }, async (t) => {
   // The window between the socket accepting and serve knowing its listener is short; a few
   // rounds hit it often enough that a regression shows (it left the file behind 4 times in 15).
-  for (let round = 0; round < 5; round++) {
+  // The rounds run side by side (each its own server and folder): they wait on their processes.
+  const round = async (n: number): Promise<void> => {
     const dir = tempDir();
     const socket = path.join(dir, 's.sock');
     const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir), '--log-level', 'warn']);
@@ -173,9 +174,10 @@ test('SIGTERM the moment the socket accepts still removes the socket file', { ti
       await new Promise((r) => setImmediate(r));
     }
     server.child.kill('SIGTERM');
-    assert.deepEqual(await server.exited, { code: 0, signal: null }, `round ${round}; stderr:\n${server.stderr()}`);
-    assert.equal(existsSync(socket), false, `round ${round}: the socket file is removed`);
-  }
+    assert.deepEqual(await server.exited, { code: 0, signal: null }, `round ${n}; stderr:\n${server.stderr()}`);
+    assert.equal(existsSync(socket), false, `round ${n}: the socket file is removed`);
+  };
+  await Promise.all(Array.from({ length: 5 }, (_, n) => round(n)));
 });
 
 test('the socket file is created with mode 0600', { timeout: TIMEOUT }, async (t) => {

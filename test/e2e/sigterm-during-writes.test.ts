@@ -103,9 +103,10 @@ test('a second signal during the stop is logged and ignored: the stop finishes a
   // Two different signals: the kernel keeps one of each pending, so both reach the process
   // (a repeat of the same one, sent back to back, may be merged into one delivery).
   const pairs: NodeJS.Signals[][] = [['SIGTERM', 'SIGINT'], ['SIGINT', 'SIGTERM'], ['SIGTERM', 'SIGHUP'], ['SIGHUP', 'SIGINT']];
-  for (const [round, pair] of pairs.entries()) {
+  // The rounds side by side, each its own busy server: they wait on acknowledgements and exits.
+  const round = async (pair: NodeJS.Signals[], n: number): Promise<void> => {
     const busy = await busyServer(t);
-    await busy.acknowledged(2 + 4 * round);
+    await busy.acknowledged(2 + 4 * n);
     const out = await busy.signal(...pair);
     assertStoppedInOrder(busy, out);
     const lines = logLines(out.stderr);
@@ -116,5 +117,6 @@ test('a second signal during the stop is logged and ignored: the stop finishes a
     // Which of the two the kernel delivers first is its choice; each is handled once.
     assert.deepEqual([stopping[0]?.why, ignored[0]?.signal].sort(), [...pair].sort(), out.stderr);
     assert.equal(ignored[0]?.level, 40, 'logged at warn');
-  }
+  };
+  await Promise.all(pairs.map(round));
 });
