@@ -50,8 +50,9 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 	}
 }
 
-// The errors a real server answers, through the Go methods (TestAServerBrokenThenPausedThenKilled
-// runs it on its server: it breaks the storage, then mends it for the next step).
+// The errors a real server answers, through the Go methods (run on the server of
+// TestASocketServerEveryMethodThenBrokenThenPausedThenKilled: it breaks the storage, then mends
+// it for the next step).
 func theServersErrorsAreTyped(t *testing.T, s *socketServer) {
 	c := dialTest(t, s)
 	ctx := ctxT(t)
@@ -77,8 +78,9 @@ func theServersErrorsAreTyped(t *testing.T, s *socketServer) {
 	if err := c.Call(ctx, "no/such", struct{}{}, nil); !errors.Is(err, ErrMethodNotFound) {
 		t.Fatalf("an unknown method: %v", err)
 	}
-	// A transcripts folder that is a file: the append fails in the file system.
-	if err := os.WriteFile(filepath.Join(s.dir, "transcripts"), []byte("x"), 0o600); err != nil {
+	// A transcript's file that is a folder: the append fails in the file system.
+	broken := filepath.Join(s.dir, "transcripts", "e.jsonl")
+	if err := os.MkdirAll(broken, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	var sf StorageFailureData
@@ -86,7 +88,7 @@ func theServersErrorsAreTyped(t *testing.T, s *socketServer) {
 	if !errors.Is(err, ErrStorageFailure) || !errors.As(err, &e) || e.DecodeData(&sf) != nil || sf.Code == "" {
 		t.Fatalf("a failing file system: %v", err)
 	}
-	if err := os.Remove(filepath.Join(s.dir, "transcripts")); err != nil {
+	if err := os.Remove(broken); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,12 +12,14 @@ import (
 	"time"
 )
 
-// One server of its own for the steps that break, pause or kill it, run in that order (each
-// leaves the server serving for the next, but the last): the errors it answers (its storage
-// broken, then mended), a cancelled call while it is paused, then killed mid-call.
-func TestAServerBrokenThenPausedThenKilled(t *testing.T) {
+// One socket server of its own for the steps that need a fresh state or break, pause or kill
+// the server, run in that order (each leaves the server serving for the next, but the last):
+// every method (on the fresh state), the errors it answers (a transcript's file made a folder,
+// then removed), a cancelled call while it is paused, then killed mid-call.
+func TestASocketServerEveryMethodThenBrokenThenPausedThenKilled(t *testing.T) {
 	t.Parallel()
 	s := startSocketServer(t)
+	t.Run("EveryMethodOverTheSocket", func(t *testing.T) { checkAllCalled(t, exerciseAll(t, dialTest(t, s), s.state)) })
 	t.Run("TheServersErrorsAreTypedAndCarryTheirData", func(t *testing.T) { theServersErrorsAreTyped(t, s) })
 	t.Run("ACancelledCallReturnsAtOnceAndTheConnectionStaysUsable", func(t *testing.T) { aCancelledCallReturnsAtOnce(t, s) })
 	t.Run("TheServerKilledMidCallIsAnErrorNotAHangAndAWatchWithoutReconnectEnds", func(t *testing.T) { theServerKilledMidCall(t, s) })
