@@ -165,6 +165,40 @@ def exercise(test, c, state):
     return called
 
 
+def the_server_killed_mid_call_raises_connection_closed(test, srv):
+    """The server killed while a call waits: it raises ConnectionClosed, and so does the next;
+    a subscription of another connection, without reconnect, ends with the server."""
+    c = hs.connect(socket=srv.socket)
+    test.addCleanup(c.close)
+    c.add_session({"name": "k"})
+    watcher = hs.connect(socket=srv.socket)
+    test.addCleanup(watcher.close)
+    sub = watcher.subscribe(transcripts="*")
+    srv.proc.send_signal(signal.SIGSTOP)
+    result = []
+
+    def call():
+        try:
+            c.append_transcript("k", ENTRY)
+            result.append(None)
+        except Exception as e:  # the test asserts its type
+            result.append(e)
+
+    th = threading.Thread(target=call)
+    th.start()
+    while not c._pending:
+        time.sleep(0.005)
+    srv.proc.kill()
+    th.join(20)
+    test.assertFalse(th.is_alive(), "the call hangs")
+    test.assertIsInstance(result[0], hs.ConnectionClosed)
+    with test.assertRaises(hs.ConnectionClosed):
+        c.snapshot_sessions()
+    with test.assertRaises(StopIteration):
+        sub.next(timeout=30)
+    test.assertIsInstance(watcher.closed, hs.ConnectionClosed)
+
+
 # Methods of Client that are not wire methods, or are covered elsewhere (shutdown, exit).
 NOT_WIRE = {"call", "notify", "close", "shutdown", "exit"}
 
@@ -174,10 +208,12 @@ class EveryMethod(unittest.TestCase):
         public = {n for n in dir(hs.Client) if not n.startswith("_") and callable(getattr(hs.Client, n))}
         self.assertEqual(sorted(public - NOT_WIRE - called), [])
 
-    def test_every_method_over_the_socket(self):
+    def test_every_method_over_the_socket_then_the_server_killed_mid_call(self):
+        """One server of its own: every method on its fresh state, then it is killed."""
         srv = SocketServer(self)
         with hs.connect(socket=srv.socket) as c:
             self.check_all_called(exercise(self, c, srv.state))
+        the_server_killed_mid_call_raises_connection_closed(self, srv)
 
     def test_every_method_over_a_spawned_stdio_then_shutdown_and_exit(self):
         d = private_dir(self)
@@ -273,39 +309,6 @@ class Behaviour(unittest.TestCase):
             finally:
                 srv.proc.send_signal(signal.SIGCONT)
             self.assertEqual(c.find_session("t")["name"], "t")
-
-    def test_the_server_killed_mid_call_raises_connection_closed(self):
-        """And a subscription of another connection, without reconnect, ends with the server."""
-        srv = SocketServer(self)
-        c = hs.connect(socket=srv.socket)
-        self.addCleanup(c.close)
-        c.add_session({"name": "k"})
-        watcher = hs.connect(socket=srv.socket)
-        self.addCleanup(watcher.close)
-        sub = watcher.subscribe(transcripts="*")
-        srv.proc.send_signal(signal.SIGSTOP)
-        result = []
-        th = threading.Thread(target=lambda: result.append(self._call_error(c)))
-        th.start()
-        while not c._pending:
-            time.sleep(0.005)
-        srv.proc.kill()
-        th.join(20)
-        self.assertFalse(th.is_alive(), "the call hangs")
-        self.assertIsInstance(result[0], hs.ConnectionClosed)
-        with self.assertRaises(hs.ConnectionClosed):
-            c.snapshot_sessions()
-        with self.assertRaises(StopIteration):
-            sub.next(timeout=30)
-        self.assertIsInstance(watcher.closed, hs.ConnectionClosed)
-
-    @staticmethod
-    def _call_error(c):
-        try:
-            c.append_transcript("k", ENTRY)
-        except Exception as e:  # the test asserts its type
-            return e
-        return None
 
     def test_the_servers_errors_raise_their_class_with_data(self):
         srv = shared_server()
