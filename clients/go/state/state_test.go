@@ -77,9 +77,7 @@ func newStateWritesNothingUntilSaved(t *testing.T, path string) {
 
 var incarnation = regexp.MustCompile(`^inc_[A-Z2-7]{26}$`)
 
-func TestAddSessionAssignsIDAndIncarnationAndRefusesATakenName(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(stateDir(t), "state.json")
+func addSessionAssignsIDAndIncarnationAndRefusesATakenName(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	if err := st.AddSession(Session{Name: "a", ChannelID: "c1", Type: "text", Cmd: "claude", Incarnation: "inc_GIVEN"}); err != nil {
 		t.Fatal(err)
@@ -117,9 +115,19 @@ func TestAddSessionAssignsIDAndIncarnationAndRefusesATakenName(t *testing.T) {
 	}
 }
 
-func TestRemoveSessionAndReAddGetsTheSameIDAndANewIncarnation(t *testing.T) {
+// RemoveSession, ApplyDefaults and direct edits on one state dir (one server), in this order:
+// the removals first, on the empty state they check; ApplyDefaults then, on a file whose
+// top-level fields nothing has set (its own session added beside the re-added "a"); the direct
+// edits last, on rows of their own added after the others.
+func TestRemoveThenApplyDefaultsThenDirectEdits(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
+	t.Run("RemoveSessionAndReAddGetsTheSameIDAndANewIncarnation", func(t *testing.T) { removeSessionAndReAddGetsTheSameIDAndANewIncarnation(t, path) })
+	t.Run("ApplyDefaultsSeedsOnlyThisStateAndIsNeverWritten", func(t *testing.T) { applyDefaultsSeedsOnlyThisStateAndIsNeverWritten(t, path) })
+	t.Run("DirectEditsAreSavedAsGoSavesThem", func(t *testing.T) { directEditsAreSavedAsGoSavesThem(t, path) })
+}
+
+func removeSessionAndReAddGetsTheSameIDAndANewIncarnation(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	if err := st.RemoveSession("nope"); err != nil { // still saves, as Go
 		t.Fatal(err)
@@ -149,18 +157,21 @@ func TestRemoveSessionAndReAddGetsTheSameIDAndANewIncarnation(t *testing.T) {
 	}
 }
 
-// The setters of one session and of the top-level fields on one state dir (one server): the
-// session step runs first, on an empty state, and the top-level step's readers of an empty
-// state do not look at sessions.
-func TestSetters(t *testing.T) {
+// AddSession, then the setters of one session and of the top-level fields, on one state dir
+// (one server): AddSession runs first, on the empty state whose ids it checks; the session step
+// then sets a row of its own; the top-level step's readers of an empty state do not look at
+// sessions.
+func TestAddSessionThenSetters(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
+	t.Run("AddSessionAssignsIDAndIncarnationAndRefusesATakenName", func(t *testing.T) { addSessionAssignsIDAndIncarnationAndRefusesATakenName(t, path) })
 	t.Run("SessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames", func(t *testing.T) { sessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t, path) })
 	t.Run("TopLevelSettersAndReaders", func(t *testing.T) { topLevelSettersAndReaders(t, path) })
 }
 
 func sessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t *testing.T, path string) {
 	st := mustLoad(t, path)
+	rows := len(st.SnapshotSessions()) // an earlier step's
 	if err := st.AddSession(Session{Name: "s", ChannelID: "c", Type: "text"}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +188,7 @@ func sessionSettersPersistOnlyOnChangeAndIgnoreUnknownNames(t *testing.T, path s
 	if st.SetBackendTarget("nope", "v", "c", "m") {
 		t.Fatal("SetBackendTarget found an unknown name")
 	}
-	if len(st.SnapshotSessions()) != 1 {
+	if len(st.SnapshotSessions()) != rows+1 {
 		t.Fatal("an unknown name made a row")
 	}
 	if err := st.SetResumeToken("s", "tok"); err != nil {
@@ -243,19 +254,18 @@ func topLevelSettersAndReaders(t *testing.T, path string) {
 	}
 }
 
-func TestDirectEditsAreSavedAsGoSavesThem(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(stateDir(t), "state.json")
+func directEditsAreSavedAsGoSavesThem(t *testing.T, path string) {
 	st := mustLoad(t, path)
-	for _, n := range []string{"a", "b", "c"} {
-		if err := st.AddSession(Session{Name: n}); err != nil {
+	n := len(st.Sessions) // earlier steps' rows come first
+	for _, name := range []string{"ea", "eb", "ec"} {
+		if err := st.AddSession(Session{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st.Sessions[0], st.Sessions[2] = st.Sessions[2], st.Sessions[0]
-	st.Sessions[1].Worktree = "/wt/b"
-	st.Sessions[1].ID = "custom"
-	st.Sessions[1].Gateways = []string{"chat"}
+	st.Sessions[n], st.Sessions[n+2] = st.Sessions[n+2], st.Sessions[n]
+	st.Sessions[n+1].Worktree = "/wt/b"
+	st.Sessions[n+1].ID = "custom"
+	st.Sessions[n+1].Gateways = []string{"chat"}
 	want := append([]Session(nil), st.Sessions...)
 	if err := st.Save(); err != nil {
 		t.Fatal(err)
@@ -265,14 +275,12 @@ func TestDirectEditsAreSavedAsGoSavesThem(t *testing.T) {
 		t.Fatalf("saved\n%+v\nwant\n%+v", got, want)
 	}
 	b, _ := os.ReadFile(path)
-	if strings.Index(string(b), `"name": "c"`) > strings.Index(string(b), `"name": "a"`) {
+	if strings.Index(string(b), `"name": "ec"`) > strings.Index(string(b), `"name": "ea"`) {
 		t.Fatalf("row order not kept:\n%s", b)
 	}
 }
 
-func TestApplyDefaultsSeedsOnlyThisStateAndIsNeverWritten(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(stateDir(t), "state.json")
+func applyDefaultsSeedsOnlyThisStateAndIsNeverWritten(t *testing.T, path string) {
 	st := mustLoad(t, path)
 	st.ApplyDefaults(nil, "", "")
 	st.ApplyDefaults(&HomeRef{ID: ""}, "", "")
@@ -283,7 +291,7 @@ func TestApplyDefaultsSeedsOnlyThisStateAndIsNeverWritten(t *testing.T) {
 	if st.Home != (HomeRef{ID: "h1", Type: "category"}) || st.Workspace != "/ws" || st.Source != "/src" || st.WorkspaceRoot() != "/ws" || st.SourceDir() != "/src" {
 		t.Fatalf("not seeded: %+v", st)
 	}
-	if err := st.AddSession(Session{Name: "a"}); err != nil {
+	if err := st.AddSession(Session{Name: "seeded"}); err != nil {
 		t.Fatal(err)
 	}
 	if st.Home.ID != "h1" || st.Workspace != "/ws" {
