@@ -65,13 +65,12 @@ describe('discovery', { concurrency: 4 }, () => {
     await client.transcriptAppend({ name: 'main', entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'hello over connect()' } });
     assert.equal((await client.status()).socket, named);
     await client.close();
-    const tail = await runToEnd(['tail', 'main'], { env });
+    // Three readers at once, each its own process.
+    const [tail, sessions, status] = await Promise.all([runToEnd(['tail', 'main'], { env }), runToEnd(['sessions'], { env }), runToEnd(['status', '--json'], { env })]);
     assert.equal(tail.code, 0, tail.stderr);
     assert.match(tail.stdout, /hello over connect\(\)/);
-    const sessions = await runToEnd(['sessions'], { env });
     assert.equal(sessions.code, 0, sessions.stderr);
     assert.match(sessions.stdout, /main/);
-    const status = await runToEnd(['status', '--json'], { env });
     assert.equal(status.code, 0, status.stderr);
     assert.equal((JSON.parse(status.stdout) as { pid: number }).pid, server.pid);
 
@@ -94,9 +93,9 @@ describe('discovery', { concurrency: 4 }, () => {
     await waitForSocket(path.join(stateDir, 'own.sock'), server);
     // The rule `socket` prints (discovery.ts): the record, read as any client command reads it.
     // serve writes the record just after its socket accepts: wait for the file (a record never
-    // written fails on the test's timeout).
+    // written fails on the test's timeout, a server gone first on the assertion below).
     const record = path.join(stateDir, '.herrscher-state', 'state.json.serving.json');
-    while (!existsSync(record)) await new Promise((r) => setTimeout(r, 10));
+    while (!existsSync(record) && server.child.exitCode === null) await new Promise((r) => setTimeout(r, 10));
     assert.deepEqual(await discoverSocket({ env }), { path: path.join(stateDir, 'own.sock'), source: 'record' }, 'the record leads to a socket of any name');
     server.child.kill('SIGKILL');
     await server.exited;
@@ -306,8 +305,11 @@ describe('discovery', { concurrency: 4 }, () => {
     await toB.sessionAdd({ session: { name: 'main' } });
 
     const append = JSON.stringify({ name: 'main', entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'meant for A' } });
-    for (const args of [['call', 'transcript/append', append], ['status'], ['socket'], ['tail', 'main'], ['sessions']]) {
-      const r = await runToEnd([...args, '--state', stateA], { env });
+    const commands = [['call', 'transcript/append', append], ['status'], ['socket'], ['tail', 'main'], ['sessions']];
+    // The five at once: each its own process, none of them may reach B.
+    const results = await Promise.all(commands.map((args) => runToEnd([...args, '--state', stateA], { env })));
+    for (const [i, r] of results.entries()) {
+      const args = commands[i] as string[];
       assert.equal(r.code, 1, `${args[0]}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, new RegExp(`no server for ${stateA.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), args[0]);
       assert.equal(r.stdout, '', `${args[0]} printed nothing on stdout`);

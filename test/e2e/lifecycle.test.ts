@@ -14,7 +14,7 @@ import { ErrorCodes } from '../../src/protocol/errors.js';
 import { PROTOCOL_VERSION } from '../../src/protocol/lifecycle.js';
 import { methodList, methods } from '../../src/protocol/table.js';
 import { serveSocket as socketServeUses } from '../../src/transport/discovery.js';
-import { REPO, runCli, runToEnd, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
+import { REPO, runCli, serveSocket, serveStdio, shutdownAndExit, waitForSocket } from '../helpers/cli.js';
 import { closeClean, errorsIn, startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw, openSocket } from '../helpers/wire.js';
@@ -405,9 +405,11 @@ test('serve without --stdio or --socket listens on $TMPDIR/herrscher-state-<uid>
   const folder = path.join(dir, `herrscher-state-${process.getuid?.() ?? 'user'}`);
   const plain = path.join(folder, 'herrscher-state.sock');
   await waitForSocket(plain, first);
-  const set = await runToEnd(['call', 'state/setInstanceID', '{"instanceID":"inst1"}'], { env });
-  assert.equal(set.code, 0, `call without --socket reaches the default socket: ${set.stderr}`);
-  assert.deepEqual(JSON.parse(set.stdout), { changed: true });
+  // A client with no socket given finds it there: connect() with the environment a command would
+  // have (the CLI's own search, as a separate process, is discovery.test.ts's first test).
+  const client = await connect({ env });
+  assert.deepEqual(await client.call('state/setInstanceID', { instanceID: 'inst1' }), { changed: true });
+  await client.close();
   // The server moves to the name with the instance id.
   const named = path.join(folder, 'herrscher-state-inst1.sock');
   await waitForSocket(named, first);
