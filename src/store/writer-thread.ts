@@ -23,6 +23,9 @@
 // hand-offs in turn. The same thread, not one of its own: a second worker cost the server ~18 MB
 // of RSS (~30 MB at 5 000 sessions), past its 150 MB bound. The price is that a batch of appends
 // posted while a replace runs waits for it (~0.2 ms; with --durability sync, its fsync).
+import type { execFileSync as ExecFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { holdV8FlagDefaults } from '../common/v8-flag-hold.js';
@@ -38,17 +41,38 @@ declare const HS_WRITER_WORKER: string | undefined;
 
 /**
  * The worker's module: beside this one (tsc's dist/src/store/writer-worker.js, the library), or
- * beside the CLI bundle (esbuild leaves `new URL(…, import.meta.url)` alone). Run from src/ by tsx
- * (the tests), Node 20 applies no `--import` loader inside a worker, so the worker registers tsx's
- * require hook and requires the .ts module: two lines of bootstrap, the code itself is still the
- * typed module.
+ * beside the CLI bundle (esbuild leaves `new URL(…, import.meta.url)` alone). Run from src/ (the
+ * tests), the script compiled from the TypeScript source (sourceWorkerScript).
  */
 function workerEntry(): { filename: string | URL; eval: boolean } {
   const bundled = typeof HS_WRITER_WORKER === 'string' ? HS_WRITER_WORKER : undefined;
   if (!import.meta.url.endsWith('.ts')) return { filename: new URL(bundled ?? './writer-worker.js', import.meta.url), eval: false };
-  const tsx = fileURLToPath(import.meta.resolve('tsx/cjs/api'));
-  const file = fileURLToPath(new URL('./writer-worker.ts', import.meta.url));
-  return { filename: `require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(file)});`, eval: true };
+  return { filename: sourceWorkerScript(), eval: true };
+}
+
+let sourceScript: string | undefined;
+
+/**
+ * Run from src/ by tsx, Node 20 applies no `--import` loader inside a worker: the worker's module
+ * and what it imports are compiled into one CommonJS script by esbuild (a devDependency, as tsx is,
+ * and what builds dist/src/writer-worker.cjs), once per process, and each worker evaluates it.
+ * Registering tsx's require hook in each new thread instead cost ~175 ms of CPU per start against
+ * ~45 ms, and the tests start ~25 threads. The esbuild binary runs as a child, not through the
+ * esbuild module, whose synchronous calls start a worker thread of their own (a test counting the
+ * threads a writer starts would count it).
+ */
+function sourceWorkerScript(): string {
+  if (sourceScript === undefined) {
+    const require = createRequire(import.meta.url);
+    const { execFileSync } = require('node:child_process') as { execFileSync: typeof ExecFileSync };
+    const esbuild = path.join(path.dirname(require.resolve('esbuild/package.json')), 'bin', 'esbuild');
+    const entry = fileURLToPath(new URL('./writer-worker.ts', import.meta.url));
+    sourceScript = execFileSync(esbuild, [entry, '--bundle', '--platform=node', '--format=cjs', '--target=node20', '--log-level=warning'], {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  }
+  return sourceScript;
 }
 
 /** Past this size a write goes to the thread pool alone: the copy into a batch would cost more than the hand-off. */

@@ -1,11 +1,12 @@
 // The writer thread: writes asked for in one turn share one hand-off, land in order per file, and
 // each caller learns its own outcome.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { errnoOf } from '../../src/common/errno.js';
 import { WriterThread } from '../../src/store/writer-thread.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -56,7 +57,7 @@ test('a failed write rejects its own caller with the errno; the others of its tu
   }
 });
 
-test('a pending write or replace keeps the process alive and an idle writer does not', () => {
+test('a pending write or replace keeps the process alive and an idle writer does not', async () => {
   const dir = tempDir();
   const file = path.join(dir, 'out');
   const replaced = path.join(dir, 'state.json');
@@ -74,10 +75,10 @@ test('a pending write or replace keeps the process alive and an idle writer does
     const st = await new WriterThread().replace(${JSON.stringify(replaced)}, 'replaced', { mode: 0o600, sync: false });
     process.stdout.write(n + ' ' + st.size);
   `;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
-  assert.equal(out, '5 8');
-  assert.equal(execFileSync('cat', [file], { encoding: 'utf8' }), 'kept\n');
-  assert.equal(execFileSync('cat', [replaced], { encoding: 'utf8' }), 'replaced');
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(stdout, '5 8');
+  assert.equal(readFileSync(file, 'utf8'), 'kept\n');
+  assert.equal(readFileSync(replaced, 'utf8'), 'replaced');
 });
 
 test('a turn asking for more than one batch holds (bytes or jobs) is written whole, in order, over several batches', async () => {
