@@ -10,7 +10,9 @@ import { createLogging } from '../../src/commands/logger.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('end() resolves once every line is written, in the order logged, big in-flight writes first', { timeout: 30_000 }, async () => {
-  for (let round = 0; round < 5; round++) {
+  // Two rounds: with end() a synchronous flush alone, the first round already fails (6 runs of 6 on
+  // a loaded machine); the second is for a machine whose disk took the first big write at once.
+  for (let round = 0; round < 2; round++) {
     const file = path.join(tempDir(), 'server.log');
     const logging = createLogging('info', file, 'json');
     const big = 'x'.repeat(4 << 20); // still being written by the thread pool when end() is called
