@@ -6,6 +6,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -39,7 +40,7 @@ def add_cleanup(owner, fn, *args):
 def private_dir(owner):
     d = tempfile.mkdtemp()
     os.chmod(d, 0o700)
-    add_cleanup(owner, subprocess.run, ["rm", "-rf", d])
+    add_cleanup(owner, shutil.rmtree, d, True)  # ignore_errors, as rm -rf (no process per dir)
     return d
 
 
