@@ -16,15 +16,19 @@ import type { Store } from '../../src/store/store.js';
 import { openIn } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
-/** A state dir with sessions "big" and "other" and a transcript of `entries` lines for "big". */
-function bigTranscript(entries: number): { dir: string; bytes: number } {
+/**
+ * A state dir with sessions "big" and "other" and a transcript of `entries` lines of ~`textBytes`
+ * characters of text each for "big". The bytes are what the tests are about (chunks, the
+ * trigger), not the lines: ~1 KB lines, a fifth as many as of ~200 bytes, halve the file's CPU.
+ */
+function bigTranscript(entries: number, textBytes = 1000): { dir: string; bytes: number } {
   const dir = tempDir();
   writeFileSync(statePathIn(dir), JSON.stringify({ sessions: [
     { name: 'big', incarnation: `inc_${'A'.repeat(26)}` }, { name: 'other', incarnation: `inc_${'B'.repeat(26)}` },
   ] }));
   mkdirSync(path.join(dir, 'transcripts'));
   const lines: string[] = [];
-  for (let i = 0; i < entries; i++) lines.push(JSON.stringify({ ts: `t${i}`, role: 'user', text: `${i} ${'x'.repeat(180)}`, cost: 0.5 }));
+  for (let i = 0; i < entries; i++) lines.push(JSON.stringify({ ts: `t${i}`, role: 'user', text: `${i} ${'x'.repeat(textBytes)}`, cost: 0.5 }));
   const text = `${lines.join('\n')}\n`;
   writeFileSync(path.join(dir, 'transcripts', 'big.jsonl'), text);
   return { dir, bytes: Buffer.byteLength(text) };
@@ -74,14 +78,14 @@ function answerAnotherDuringTheScan(w: ReturnType<typeof watchedIo>, store: Stor
 }
 
 test('the first read of a big transcript streams it: no read hands the parser more than a chunk, and others are answered meanwhile', async (t) => {
-  const { dir, bytes } = bigTranscript(15_000); // ~3 MB: three chunks at least
+  const { dir, bytes } = bigTranscript(3_000); // ~3 MB: three chunks at least
   const w = watchedIo();
   const store = await openIn(dir, { io: w.io });
   t.after(() => store.close());
   const other = answerAnotherDuringTheScan(w, store);
   const usage = await store.transcriptUsage('big');
-  assert.equal(usage.entries, 15_000);
-  assert.equal(usage.cost, 7_500);
+  assert.equal(usage.entries, 3_000);
+  assert.equal(usage.cost, 1_500);
   assert.equal(other.answered, true, 'another request was answered while the big file was scanned');
   assert.ok(w.reads.length >= Math.floor(bytes / SCAN_CHUNK), `reads: ${w.reads.length}`);
   assert.ok(Math.max(...w.reads) <= SCAN_CHUNK, `largest read: ${Math.max(...w.reads)} bytes`);
@@ -89,20 +93,20 @@ test('the first read of a big transcript streams it: no read hands the parser mo
 });
 
 test('compaction of a big transcript streams it too and keeps what Go keeps', async (t) => {
-  const { dir, bytes } = bigTranscript(22_000); // ~4.5 MB: past the compaction trigger
+  const { dir, bytes } = bigTranscript(4_200); // ~4.4 MB: past the compaction trigger
   assert.ok(bytes > COMPACT_TRIGGER_BYTES);
   const w = watchedIo();
   const store = await openIn(dir, { io: w.io });
   t.after(() => store.close());
   const before = await store.transcriptUsage('big');
   const seq = await store.appendTranscript('big', { ts: 'last', role: 'user', text: 'y' }); // past the trigger: compacts
-  assert.equal(seq, 22_000);
+  assert.equal(seq, 4_200);
   assert.deepEqual(w.wholeReads, [], 'compaction read the file in one piece');
   assert.ok(Math.max(...w.reads) <= SCAN_CHUNK, `largest read: ${Math.max(...w.reads)} bytes`);
   const page = await store.readTranscriptPage('big', {});
   assert.ok(page.firstSeq > 0, 'compaction ran');
   assert.equal(page.entries.at(-1)?.ts, 'last');
-  assert.equal(page.firstSeq + page.entries.length, 22_001);
+  assert.equal(page.firstSeq + page.entries.length, 4_201);
   const after = await store.transcriptUsage('big');
   assert.equal(after.entries, before.entries + 1);
   assert.equal(after.cost, before.cost);

@@ -12,11 +12,13 @@ import { kernelSlack, LIMIT, wireServer } from './wire-server.js';
 const entry = (text: string) => ({ ts: '2024-01-01T00:00:00Z', role: 'user', text });
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 /**
- * Reads of a 4 KiB entry pipelined by a client that never reads: their replies are ~4 times the
+ * Reads of an 8 KiB entry pipelined by a client that never reads: their replies are ~4 times the
  * unsent-reply bound plus the socket buffers (~1.3 MB), so the bound is passed early and must
- * hold for the rest; every reply is still produced once the client reads, so N is the cost.
+ * hold for the rest; every reply is still produced once the client reads, so N is the cost. Half
+ * the reads of a 4 KiB entry, the same bytes: a gate planted at 1.25 times the bound still fails.
  */
-const READS = 1000;
+const READS = 500;
+const ENTRY_BYTES = 8192;
 
 test(`subscriptions past ${MAX_SUBSCRIPTIONS_PER_CONNECTION} on one connection are refused with -32600; another connection is not affected`, LIMIT, async (t) => {
   const w = await wireServer(t);
@@ -84,7 +86,7 @@ test(`${READS} pipelined reads (4 MB of replies) from a client that never reads:
   const w = await wireServer(t);
   const c = await w.connect('ndjson');
   await c.call('session/add', { session: { name: 'a' } });
-  await c.call('transcript/append', { name: 'a', entry: entry('x'.repeat(4096)) });
+  await c.call('transcript/append', { name: 'a', entry: entry('x'.repeat(ENTRY_BYTES)) });
   const reply = JSON.stringify(await c.call('transcript/read', { name: 'a' }));
   const replyBytes = reply.length + 64;
   c.socket.pause();
