@@ -8,6 +8,7 @@ import { SocketError } from './socket-error.js';
 import { MAX_CONNECTIONS } from './limits.js';
 import { defaultSocketFolder, folderRefusal } from './socket-folder.js';
 import { errnoOf } from '../common/errno.js';
+import { holdV8FlagDefaults } from '../common/v8-flag-hold.js';
 
 export { SocketError, SocketErrorCodes } from './socket-error.js';
 export type { SocketErrorCode } from './socket-error.js';
@@ -191,10 +192,19 @@ function describeConnectError(socketPath: string, err: Error): SocketError {
 function listen(server: net.Server, at: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(at, () => {
-      server.removeListener('error', reject);
-      resolve();
-    });
+    // A process's first listen loads node's `cluster` and `child_process` modules (net's
+    // listenInCluster), within this call. With V8 flags set at run time (serve's heap settings)
+    // node would compile them without its code cache: ~5 ms of CPU more per server
+    // (common/v8-flag-hold.ts), so the flags are at V8's defaults for the call.
+    const release = holdV8FlagDefaults();
+    try {
+      server.listen(at, () => {
+        server.removeListener('error', reject);
+        resolve();
+      });
+    } finally {
+      release();
+    }
   });
 }
 
