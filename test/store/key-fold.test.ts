@@ -4,8 +4,7 @@
 // field is tried with generated keys (each letter in every case, s as U+017F, k as U+212A).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { goFoldKey, runesFoldingToAscii } from '../../src/store/key-fold.js';
@@ -23,7 +22,7 @@ const hasGo = ((): boolean => {
 })();
 
 test('the runes outside ASCII that fold onto ASCII are exactly those of Go\'s unicode.SimpleFold', { skip: hasGo ? false : 'go is not on the PATH', timeout: 120_000 }, () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'hs-fold-'));
+  const dir = tempDir('hs-fold-');
   writeFileSync(path.join(dir, 'main.go'), `package main
 
 import (
