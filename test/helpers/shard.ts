@@ -134,8 +134,14 @@ function claimer(entryUrl: string): () => string | undefined {
       done = true;
       // The last shard to run out removes the claims (with --test-concurrency=1 the shards run
       // one after another, and the later one must still find every file taken).
-      writeFileSync(path.join(dir, `done-${process.pid}`), '');
-      if (readdirSync(dir).filter((n) => n.startsWith('done-')).length >= shards.length) rmSync(dir, { recursive: true, force: true });
+      // Two shards can run out at the same moment: the one that counts every mark removes the
+      // folder, and the other then finds it gone, which is the same outcome.
+      try {
+        writeFileSync(path.join(dir, `done-${process.pid}`), '');
+        if (readdirSync(dir).filter((n) => n.startsWith('done-')).length >= shards.length) rmSync(dir, { recursive: true, force: true });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
     }
     return undefined;
   };
