@@ -100,13 +100,17 @@ test('remove then append on a transcript not loaded: the append counts from the 
   assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t1']);
 });
 
-test('session/add, append, remove in one turn: the removal waits for the append that waits for the row', async (t) => {
+/** A new store, then session/add of a, a transcript append and a participants append in the same turn, none awaited. */
+async function addWithAppends(t: TestContext): Promise<{ dir: string; store: Store; added: Promise<unknown>; appended: Promise<number>; joined: Promise<boolean> }> {
   const dir = tempDir();
   const store = await openIn(dir);
   t.after(() => store.close());
   const added = store.addSession(newSession('a'));
-  const appended = store.appendTranscript('a', entry('t1'));
-  const joined = store.appendParticipant('a', 'u1');
+  return { dir, store, added, appended: store.appendTranscript('a', entry('t1')), joined: store.appendParticipant('a', 'u1') };
+}
+
+test('session/add, append, remove in one turn: the removal waits for the append that waits for the row', async (t) => {
+  const { dir, store, added, appended, joined } = await addWithAppends(t);
   const removed = store.removeTranscript('a');
   const gone = store.removeParticipants('a');
   await added;
@@ -136,12 +140,7 @@ test('participants: append u, remove, append u in one turn: the second append ad
 });
 
 test('session/add, appends, session/remove in one turn: the removal called after the appends does not refuse them', async (t) => {
-  const dir = tempDir();
-  const store = await openIn(dir);
-  t.after(() => store.close());
-  const added = store.addSession(newSession('a'));
-  const appended = store.appendTranscript('a', entry('t1'));
-  const joined = store.appendParticipant('a', 'u1');
+  const { store, added, appended, joined } = await addWithAppends(t);
   const removed = store.removeSession('a');
   const [, ...answers] = await Promise.all([added, appended, joined, removed]);
   assert.deepEqual(answers, [0, true, { removed: true }]);
