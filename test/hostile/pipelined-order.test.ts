@@ -8,11 +8,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import pino from 'pino';
-import { Service } from '../../src/server/service.js';
-import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import type { Message } from '../helpers/wire.js';
-import { connectRaw, frame } from '../helpers/wire.js';
+import { frame } from '../helpers/wire.js';
+import type { WireServer } from './wire-server.js';
+import { wireServer } from './wire-server.js';
 
 interface Request {
   method: string;
@@ -51,32 +51,19 @@ const start = fc.record({
 });
 
 interface Running {
-  dir: string;
   stop(): Promise<void>;
-  connect(): ReturnType<typeof connectRaw>;
+  connect(): ReturnType<WireServer['connect']>;
 }
 
+/** The wire tests' in-process server on `dir`, stopped by `stop()` rather than at the test's end (a property runs many). */
 async function serve(dir: string): Promise<Running> {
-  const service = await Service.open({ state: statePathIn(dir), log: pino({ level: 'silent' }), version: 'test', framing: { maxMessageBytes: 1024 * 1024 } });
-  let socketPath: string;
-  try {
-    socketPath = await service.listen(path.join(dir, 's.sock'));
-  } catch (err) {
-    await service.discard();
-    throw err;
-  }
-  const sockets: { destroy(): void }[] = [];
+  const stops: (() => void | Promise<void>)[] = [];
+  const server = await wireServer({ after: (fn) => stops.push(fn) }, {}, undefined, dir);
   return {
-    dir,
     stop: async () => {
-      for (const s of sockets) s.destroy();
-      await service.stop(0, 'run ended');
+      for (const stop of stops.splice(0)) await stop();
     },
-    connect: async () => {
-      const c = await connectRaw(socketPath, 'ndjson');
-      sockets.push(c.socket);
-      return c;
-    },
+    connect: () => server.connect('ndjson'),
   };
 }
 

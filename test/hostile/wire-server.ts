@@ -1,6 +1,7 @@
 // An in-process server on a real unix socket for the wire attack cases: the Service `serve` runs,
 // in a temp dir of its own, with the framing options under attack; stopped as `serve` stops
-// when the test ends. `feed` lowers the change feed's bounds, so a test passes them with less data.
+// when the test ends (or when `t`'s after hooks are run). `feed` lowers the change feed's bounds,
+// so a test passes them with less data; `dir` serves a state dir given (a restart on it).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
@@ -29,8 +30,7 @@ export interface WireServer {
 
 type After = { after(fn: () => void | Promise<void>): void };
 
-export async function wireServer(t: After, transport: Partial<FramedTransportOptions> = {}, feed?: SubscriptionLimits): Promise<WireServer> {
-  const dir = tempDir('hs-wire-');
+export async function wireServer(t: After, transport: Partial<FramedTransportOptions> = {}, feed?: SubscriptionLimits, dir = tempDir('hs-wire-')): Promise<WireServer> {
   const connections: ServerConnection[] = [];
   const closes: Promise<void>[] = [];
   const service = await Service.open({
