@@ -4,6 +4,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+// Where NODE_EXTRA_CA_CERTS names a CA bundle, every node process parses it before its first line
+// runs (~40 ms of CPU for the 140 certificates of Debian's bundle): the same on both sides of a
+// spawn row, so it pulled the ratio towards 1 (spawn.first-reply: 1.22 × with it, 1.46 × without)
+// and measured the machine instead of the server. No process the bench starts makes a TLS
+// connection. Every bench entry imports this module before it starts anything, and each child
+// inherits the environment.
+delete process.env.NODE_EXTRA_CA_CERTS;
 /**
  * The built server (`npm run build` makes it): the bench measures what users run, not tsx.
  * bench/run.ts points BENCH_CLI at its own copy of dist/, so a rebuild during the run (npm test
