@@ -1,10 +1,13 @@
 // Appends over a unix socket in both durability modes, against the ceilings measured in the same
-// repetition: the bare vscode-jsonrpc echo server driven by the same client patterns, and
-// in-process write(2), fdatasync, group commit, and SQLite (python3) on the same disk.
-import { mkdirSync, rmSync } from 'node:fs';
+// repetition: the bare vscode-jsonrpc echo server driven by the same client patterns, the
+// minimal-store bound build (this build with the store cut down to the one write an append needs,
+// bench/harness/bound-builds.ts), and in-process write(2), fdatasync, group commit, and SQLite
+// (python3) on the same disk.
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { boundBundle, bundleOf, MINIMAL_STORE_BUILD, writeBoundCopy } from './harness/bound-builds.js';
 import { ClientPool } from './harness/client-pool.js';
-import { ENTRY, LATENCY, RATE } from './harness/config.js';
+import { CLI, ENTRY, LATENCY, RATE } from './harness/config.js';
 import { fdatasyncLatency, groupCommitRate, probeSqlite, sqliteRate } from './harness/disk.js';
 import type { Call } from './harness/load.js';
 import { awaitEach, eachAwaiting, prime, window } from './harness/load.js';
@@ -29,17 +32,28 @@ const { dir, rawDir } = benchDirs(BENCH);
 /** Decided before anything starts, so a run without python3's sqlite3 says so and skips the row. */
 const sqlite = await probeSqlite();
 
-type Target = 'write' | 'sync' | 'echo';
+type Target = 'write' | 'sync' | 'echo' | 'bound';
+/** The servers every client pattern runs against; the bound build runs the 64-connection one only. */
 const TARGETS: Target[] = ['write', 'sync', 'echo'];
 const OURS: Target[] = ['write', 'sync'];
 
 const sessions = ['one', ...Array.from({ length: CONNECTIONS }, (_, i) => `c${i}`), ...Array.from({ length: PROCESSES }, (_, i) => `p${i}`)];
 const connName = (i: number): string => (i === 0 ? 'one' : `c${i}`);
 
+// Beside the build's dist/src (so it finds node_modules as the build does), removed at exit.
+const boundFolder = path.join(path.dirname(CLI), '..', 'bounds', `append-${process.pid}`);
+process.on('exit', () => rmSync(boundFolder, { recursive: true, force: true }));
+const boundCli = writeBoundCopy(CLI, boundFolder, boundBundle(readFileSync(bundleOf(CLI), 'utf8'), MINIMAL_STORE_BUILD));
+mkdirSync(path.join(dir, 'bound-files'));
+
 const servers: Record<Target, SocketProc> = {
   write: await startServer('append-write', path.join(dir, 'write/state.json'), path.join(dir, 'write.sock'), 'write'),
   sync: await startServer('append-sync', path.join(dir, 'sync/state.json'), path.join(dir, 'sync.sock'), 'sync'),
   echo: await startEcho('append-echo', path.join(dir, 'echo.sock')),
+  bound: await startServer('append-bound', path.join(dir, 'bound/state.json'), path.join(dir, 'bound.sock'), 'write', {
+    cli: boundCli,
+    env: { HS_BOUND_DIR: path.join(dir, 'bound-files') },
+  }),
 };
 for (const t of OURS) {
   const admin = await connectClient(servers[t].socket);
@@ -48,7 +62,7 @@ for (const t of OURS) {
 }
 const startRss = Object.fromEntries(OURS.map((t) => [t, servers[t].memory().rssMB]));
 const conns = {} as Record<Target, Rpc[]>;
-for (const t of TARGETS) conns[t] = await Promise.all(Array.from({ length: CONNECTIONS }, () => connectRpc(servers[t].socket)));
+for (const t of [...TARGETS, 'bound'] as const) conns[t] = await Promise.all(Array.from({ length: CONNECTIONS }, () => connectRpc(servers[t].socket)));
 const pool = await ClientPool.start(PROCESSES);
 
 const append = (rpc: Rpc, name: string): Call => () => rpc.request('transcript/append', { name, entry: ENTRY });
@@ -107,7 +121,7 @@ const steps: Step[] = [
     record('echo+fdatasync.p50', (await fdatasyncLatency(rawDir, LATENCY, first('echo'))).p50);
   }),
   ...TARGETS.map(inFlight),
-  ...TARGETS.map(manyConnections),
+  ...[...TARGETS, 'bound' as const].map(manyConnections),
   raw(`raw write(2), ${CONNECTIONS} writers, own files`, async (record) => {
     record('raw.write.rate', (await groupCommitRate(rawDir, CONNECTIONS, 'own', false, RATE)).rate);
   }),
@@ -141,6 +155,7 @@ const allSpecs: RowSpec[] = [
   { id: 'append.write.1conn.p99', measurement: 'append write, 1 conn awaiting each, p99', unit: 'µs', ours: 'write.1conn.p99', ceiling: 'echo.1conn.p99', ceilingLabel: 'bare echo' },
   { id: 'append.write.window', measurement: `append write, 1 conn, ${IN_FLIGHT} in flight`, unit: 'req/s', ours: 'write.window.rate', ceiling: 'echo.window.rate', ceilingLabel: 'bare echo' },
   { id: 'append.write.conns', measurement: `append write, ${C}`, unit: 'req/s', ours: 'write.conns.rate', ceiling: 'echo.conns.rate', ceilingLabel: 'bare echo' },
+  { id: 'append.write.conns.bound', measurement: `append write, ${C}`, unit: 'req/s', ours: 'write.conns.rate', ceiling: 'bound.conns.rate', ceilingLabel: 'minimal-store bound build' },
   { id: 'append.write.conns.inproc', measurement: `append write, ${C}`, unit: 'req/s', ours: 'write.conns.rate', ceiling: 'raw.write.rate', ceilingLabel: `in-process write(2)` },
   { id: 'append.write.procs', measurement: `append write, ${P}`, unit: 'req/s', ours: 'write.procs.rate', ceiling: 'echo.procs.rate', ceilingLabel: 'bare echo' },
   { id: 'append.write.conns.cpu', measurement: `server CPU per append, write, ${CONNECTIONS} conns`, unit: 'µs', ours: 'write.conns.cpu', ceiling: 'echo.conns.cpu', ceilingLabel: 'bare echo' },
@@ -159,9 +174,9 @@ const specs = sqlite.skipped === undefined ? allSpecs : allSpecs.filter((s) => s
 
 const memory = OURS.map((t) => ({ server: servers[t].name, ...servers[t].memory(), startRssMB: startRss[t] }));
 progress(BENCH, 'stopping');
-for (const t of TARGETS) await Promise.all(conns[t].map((c) => c.close()));
+for (const t of [...TARGETS, 'bound'] as const) await Promise.all(conns[t].map((c) => c.close()));
 await pool.stop();
-for (const t of TARGETS) await servers[t].stop();
+for (const t of [...TARGETS, 'bound'] as const) await servers[t].stop();
 
 emit({
   bench: BENCH,
@@ -172,6 +187,7 @@ emit({
     `${CONNECTIONS} connections: each awaits its own call, one session each. ${PROCESSES} client processes: each one connection with ${PROCESS_IN_FLIGHT} appends in flight on its own session.`,
     'Transcripts are removed between repetitions (untimed) and one repetition appends at most 3.7 MB to one transcript, so none crosses the 4 MiB compaction trigger; each step first makes one call per connection (untimed) to open its files.',
     'Server CPU per append: utime+stime of the server process from /proc over the timed part, divided by the calls completed.',
+    'Minimal-store bound build: this build with transcript/append cut down to validating the params, encoding the line and writing it to its own file through the writer thread before answering (no row check, name cache, commit queue, seq file or change feed); made beside the build for the run and removed after it (bench/harness/bound-builds.ts).',
     sqlite.skipped === undefined
       ? `SQLite ceiling: SQLite ${sqlite.sqlite} through python3 ${sqlite.python}'s sqlite3 (bench/fixtures/sqlite-ceiling.py), timed inside the script around its inserts.`
       : `SQLite ceiling skipped: ${sqlite.skipped} (the row needs python3 with its standard sqlite3 module).`,

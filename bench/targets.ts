@@ -1,6 +1,9 @@
 // The performance targets as data: which row each applies to, the threshold, and whether
 // it bounds the ratio (ours / the ceiling measured in the same run) or our value itself. The
-// benchmark reports against them; nothing gates on them (no timing assertions in CI).
+// benchmark reports against them; nothing gates on them (no timing assertions in CI). Each ceiling
+// is a measured floor of the work itself (the least a server must do, or the system calls it
+// cannot avoid), measured in the same run: docs/performance.md, "The targets on their measured
+// floors".
 export interface Target {
   op: '>=' | '<=';
   value: number;
@@ -11,10 +14,10 @@ export interface Target {
 }
 
 export const TARGETS: Readonly<Record<string, Target>> = {
-  'append.write.conns': { op: '>=', value: 0.8, on: 'ratio', text: 'non-durable append, 64 connections: ≥ 0.8 × the bare echo server' },
+  'append.write.conns.bound': { op: '>=', value: 0.9, on: 'ratio', text: 'non-durable append, 64 connections: ≥ 0.9 × the minimal-store bound build (the least an append must do)' },
   'append.sync.conns': { op: '>=', value: 0.5, on: 'ratio', text: 'durable append, 64 connections on 64 sessions: ≥ 0.5 × non-durable' },
   'append.sync.conns.sqlite': { op: '>=', value: 3, on: 'ratio', text: 'durable append, 64 connections on 64 sessions: ≥ 3 × SQLite FULL' },
-  'append.sync.1conn.p50': { op: '<=', value: 1.5, on: 'ratio', text: 'durable append, 1 connection: p50 ≤ 1.5 × one raw fdatasync' },
+  'append.sync.1conn.p50.serial': { op: '<=', value: 1.2, on: 'ratio', text: 'durable append, 1 connection: p50 ≤ 1.2 × a bare echo round trip followed by a raw write + fdatasync' },
   'session.setResumeToken.conns': { op: '>=', value: 5, on: 'ratio', text: 'session/setResumeToken, 64 connections: ≥ 5 × one durable state.json rewrite per call' },
   'session.setResumeToken.5000-sessions': { op: '>=', value: 0.5, on: 'ratio', text: 'session/setResumeToken, 32 connections: the rate at 5 000 sessions ≥ 0.5 × the rate at 10 sessions, same run' },
   'transcript.append.5000-sessions': { op: '>=', value: 0.8, on: 'ratio', text: 'an append costs the same with 5 000 session rows as with 10 (it finds its row by name): durable append rate, 32 connections on 10 transcripts, ≥ 0.8 × with 10 sessions, same run' },
