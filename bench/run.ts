@@ -189,6 +189,11 @@ if (memory.length) {
 
 console.log('');
 printTable(rows);
+if (positionals.length === 0) {
+  const measured = new Set(rows.map((r) => r.id));
+  const unmeasured = Object.keys(TARGETS).filter((id) => !measured.has(id));
+  if (unmeasured.length) console.log(`\nTargets without a row in this run (a bench failed or skipped it): ${unmeasured.join(', ')}`);
+}
 const failed = outcomes.filter((o) => o.error);
 for (const o of failed) console.log(`\nFAILED ${o.file}: ${o.error}`);
 const busy = outcomes.filter((o) => o.load1Before > 1.5);
