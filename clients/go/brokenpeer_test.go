@@ -98,6 +98,11 @@ func TestABrokenPeerEndsTheConnectionAndEveryPendingCall(t *testing.T) {
 		{"null-id", "refused a message"},
 		{"deep-array", "not an object"},
 		{"close-mid-reply", ""},
+		// Taken for a success with no result before: a write's caller was told it was done.
+		{"no-result", "neither"},
+		{"null-error", "neither"},
+		{"string-error", "error"},
+		{"bad-error-code", "error"},
 	} {
 		tc := tc
 		t.Run(tc.mode, func(t *testing.T) {

@@ -227,6 +227,12 @@ func (c *Client) dispatch(line []byte) error {
 		}
 		return fmt.Errorf("an answer with an id this client never sent: %s", m.ID)
 	}
+	if m.Error == nil && len(m.Result) == 0 {
+		// No "result" and no error object ("error": null included): not an answer. Taken as a
+		// success it told a write's caller the write was done. Refused before the call is
+		// taken from pending, so fail() still ends it.
+		return fmt.Errorf("an answer to id %d with neither a result nor an error: %s", id, quote(bytes.TrimSpace(line)))
+	}
 	c.mu.Lock()
 	ch, ok := c.pending[id]
 	delete(c.pending, id)

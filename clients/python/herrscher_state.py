@@ -375,6 +375,15 @@ class Client:
             err = msg.get("error")
             why = " (it says: %s)" % _quote(err.get("message")) if isinstance(err, dict) else ""
             raise _ProtocolError("a reply whose id is %s, not one of ours%s" % (_quote(mid), why))
+        # Checked before the call is taken from _pending, so the connection's end still ends it:
+        # a reply without a result was answered None (a write's caller was told it was done),
+        # and an error that is not {code: int, message: str} raised AttributeError or TypeError.
+        err = msg.get("error")
+        if err is None and "result" not in msg:
+            raise _ProtocolError("a reply to id %d with neither a result nor an error: %s" % (mid, _quote(msg)))
+        if err is not None and not (isinstance(err, dict) and isinstance(err.get("code"), int)
+                                    and not isinstance(err.get("code"), bool) and isinstance(err.get("message"), str)):
+            raise _ProtocolError("a reply to id %d whose error is not {code: integer, message: string}: %s" % (mid, _quote(err)))
         with self._lock:
             slot = self._pending.pop(mid, None)
             abandoned = slot is None and mid in self._abandoned

@@ -553,6 +553,14 @@ class BrokenPeer(unittest.TestCase):
         c = self._calls_fail_and_the_connection_ends("deep-array")
         self.assertIn("not JSON", str(c.closed))
 
+    def test_a_reply_that_is_neither_a_result_nor_an_error(self):
+        # Answered None before (a write's caller was told it was done), or AttributeError.
+        for mode, says in (("no-result", "neither"), ("null-error", "neither"),
+                           ("string-error", "error"), ("bad-error-code", "error")):
+            with self.subTest(mode=mode):
+                c = self._calls_fail_and_the_connection_ends(mode)
+                self.assertIn(says, str(c.closed))
+
     def test_a_close_mid_reply(self):
         self._calls_fail_and_the_connection_ends("close-mid-reply")
 

@@ -23,6 +23,10 @@ const broken: [FakeMode, RegExp][] = [
   ['array', /broke the protocol.*array/],
   ['list-id', /broke the protocol.*"id" must be/],
   ['deep-array', /broke the protocol/],
+  ['no-result', /broke the protocol.*a "result" or "error" \(response\)\. Got neither/],
+  ['null-error', /broke the protocol.*needs a "result" or an "error"/],
+  ['string-error', /broke the protocol.*"error" must be an object/],
+  ['bad-error-code', /broke the protocol.*"error.code" must be an integer/],
 ];
 
 for (const framing of ['lsp', 'ndjson'] as const) {

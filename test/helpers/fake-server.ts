@@ -11,7 +11,8 @@ import { tempDir } from './temp-dir.js';
 export const FAKE_SERVER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/fake-server.mjs');
 
 export type FakeMode =
-  | 'garbage' | 'huge' | 'silent' | 'close-mid-reply' | 'wrong-id' | 'null-id' | 'non-object' | 'array' | 'list-id' | 'deep-array' | 'echo';
+  | 'garbage' | 'huge' | 'silent' | 'close-mid-reply' | 'wrong-id' | 'null-id' | 'non-object' | 'array' | 'list-id' | 'deep-array'
+  | 'no-result' | 'null-error' | 'string-error' | 'bad-error-code' | 'echo';
 
 /** The current file's fake server: the dir its sockets are in, once it listens. */
 let running: Promise<string> | undefined;
