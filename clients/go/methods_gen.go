@@ -67,8 +67,9 @@ func (c *Client) Discover(ctx context.Context) (map[string]json.RawMessage, erro
 }
 
 // Status calls status: The server's identity, load and storage health; `healthy` is false while a
-// checkpoint is failing, after a storage error in the last minute, or once `shutdown` was received
-// (`stopping`).
+// checkpoint is failing, after a storage error in the last minute, while state.json, changed by
+// another process, cannot be loaded (every write is refused until it is fixed), or once `shutdown`
+// was received (`stopping`).
 //
 // Wire method status. Errors: ErrInvalidParams.
 func (c *Client) Status(ctx context.Context) (StatusResult, error) {

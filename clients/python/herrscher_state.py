@@ -690,7 +690,7 @@ class Client:
         return self.call("rpc.discover", _timeout=timeout)
 
     def status(self, timeout=None) -> Any:
-        """The server's identity, load and storage health; `healthy` is false while a checkpoint is failing, after a storage error in the last minute, or once `shutdown` was received (`stopping`). (status)"""
+        """The server's identity, load and storage health; `healthy` is false while a checkpoint is failing, after a storage error in the last minute, while state.json, changed by another process, cannot be loaded (every write is refused until it is fixed), or once `shutdown` was received (`stopping`). (status)"""
         return self.call("status", _timeout=timeout)
 
     def state(self, persisted=None, timeout=None) -> Any:

@@ -9,7 +9,8 @@ export const statusCommand = defineCommand({
   description:
     'pid, uptime, version, state file, socket, durability, connections, subscriptions, revision,\n' +
     'write-ahead log bytes and the last storage error. Unhealthy (exit 1): a failing checkpoint,\n' +
-    'or a storage error in the last minute. Exit 1 too when no server answers.',
+    'a storage error in the last minute, or a state.json changed by hand that cannot be loaded.\n' +
+    'Exit 1 too when no server answers.',
   flags: {
     json: { type: 'boolean', help: 'print the status method\'s result as JSON' },
     ...CLIENT_FLAGS,

@@ -1,6 +1,6 @@
 // `herrscher-state status [--json]`: the running server's identity, load and storage health.
 // Exit 0 when healthy, 1 when not (a failing checkpoint, a storage error in the last minute, a
-// server stopping after `shutdown`) or
+// state.json that cannot be loaded, a server stopping after `shutdown`) or
 // when no server answers: a host's or a monitor's health check can use the exit code alone.
 import { connect } from '../client/client.js';
 import type { MethodTable } from '../protocol/table.js';
@@ -31,7 +31,7 @@ export async function status(o: ClientOptions & { json: boolean }): Promise<numb
 export function formatStatus(s: Status): string {
   const err = s.lastStorageError;
   const rows: [string, string][] = [
-    ['health', s.healthy ? 'healthy' : s.stopping ? 'STOPPING (shutdown received: writes refused)' : `UNHEALTHY${s.checkpointFailing ? ' (checkpoint failing)' : ' (storage error in the last minute)'}`],
+    ['health', s.healthy ? 'healthy' : s.stopping ? 'STOPPING (shutdown received: writes refused)' : `UNHEALTHY${s.checkpointFailing ? ' (checkpoint failing)' : ' (a storage error in the last minute, or state.json cannot be loaded: see the last storage error)'}`],
     ['pid', String(s.pid)],
     ['version', `${s.version} (protocol ${s.protocolVersion})`],
     ['uptime', formatDuration(s.uptimeMs)],

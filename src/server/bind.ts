@@ -51,7 +51,9 @@ export const handlers: Handlers = {
     return null;
   },
   'rpc.discover': (_p, ctx) => ctx.discover(),
-  status: (_p, ctx) => ctx.status(),
+  // Looks at state.json first, as a read does: one changed by hand that cannot be loaded refuses
+  // every write, and status must not call the server healthy before anything else looked.
+  status: fresh((_p, ctx) => ctx.status()),
 
   'state/get': fresh((p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision, epoch: store.epoch })),
   'state/save': (p, { store }) => store.saveState(p.state, p.revision, p.epoch),

@@ -14,7 +14,11 @@ export interface HealthSnapshot {
   lastStorageError: StorageErrorRecord | null;
   /** The last checkpoint attempt failed and none succeeded since. */
   checkpointFailing: boolean;
-  /** No failing checkpoint and no storage error within RECENT_ERROR_MS of `now`. */
+  /**
+   * No failing checkpoint, no storage error within RECENT_ERROR_MS of `now`, and state.json
+   * loadable (one changed by another process that cannot be loaded refuses every write until it
+   * is fixed, however long ago that was found).
+   */
   healthy: boolean;
 }
 
@@ -24,6 +28,7 @@ export const RECENT_ERROR_MS = 60_000;
 export class StorageHealth {
   private last: StorageErrorRecord | null = null;
   private failingCheckpoint = false;
+  private unreadableState = false;
 
   /** Records a storage error (`context` says what was being done); the latest one is kept. */
   recordError(context: string, err: unknown, now: number = Date.now()): void {
@@ -44,13 +49,18 @@ export class StorageHealth {
     this.failingCheckpoint = false;
   }
 
+  /** Whether state.json, changed by another process, cannot be loaded now (writes are refused meanwhile). */
+  stateUnreadable(unreadable: boolean): void {
+    this.unreadableState = unreadable;
+  }
+
   /** The health as of `now` (epoch ms). */
   snapshot(now: number = Date.now()): HealthSnapshot {
     const recent = this.last !== null && now - this.last.at < RECENT_ERROR_MS;
     return {
       lastStorageError: this.last ? { ...this.last } : null,
       checkpointFailing: this.failingCheckpoint,
-      healthy: !this.failingCheckpoint && !recent,
+      healthy: !this.failingCheckpoint && !recent && !this.unreadableState,
     };
   }
 }

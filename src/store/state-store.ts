@@ -116,7 +116,10 @@ export class StateStore {
     // Stryker disable next-line BlockStatement: without this look the queue's own finds the same with the same one lstat; only a turn of the queue is saved
     try {
       const now = stampOf(this.io, this.file);
-      if (now === null || sameStamp(now, this.stamp)) return;
+      if (now === null || sameStamp(now, this.stamp)) {
+        this.setUnreadable(undefined); // an unloadable file removed since: the next commit writes ours
+        return;
+      }
     } catch {
       // A stat that fails is left to the look inside the queue, which reports it.
     }
@@ -173,6 +176,12 @@ export class StateStore {
   /** Resolves when every mutation accepted so far has been committed or refused. */
   settled(): Promise<void> {
     return this.queue.settled();
+  }
+
+  /** The outside file that cannot be loaded (writes refused until it is fixed), reported to the health. */
+  private setUnreadable(u: { stamp: Stamp; error: StoreError } | undefined): void {
+    if ((u === undefined) !== (this.unreadable === undefined)) this.log?.stateUnreadable(u !== undefined);
+    this.unreadable = u;
   }
 
   /** Whether there is no file at the name now (a stat that fails counts as a file: the commit's look reports it). */
@@ -277,7 +286,11 @@ export class StateStore {
     // A removed file (or state dir) is not an edit to load: the next commit writes the document
     // back, as the Go daemon's next save would (Go's MkdirAll); nobody's words are lost.
     // Stryker disable next-line BooleanLiteral: "changed" with nothing changed re-applies the same pure mutations onto the same document: the same results, the same file
-    if (now === null || sameStamp(now, this.stamp)) return false;
+    if (now === null || sameStamp(now, this.stamp)) {
+      // The unloadable file is gone (the next commit writes ours back) or replaced by ours.
+      this.setUnreadable(undefined);
+      return false;
+    }
     if (this.unreadable && sameStamp(now, this.unreadable.stamp)) throw this.unreadable.error;
     let read: { doc: Doc; stamp: Stamp };
     try {
@@ -286,11 +299,11 @@ export class StateStore {
       const why = err instanceof Error ? err.message : String(err);
       const error = new StoreError('io', `${base} was changed by another process and cannot be loaded (${why}); `
         + `it is left as it is and no write replaces it until it is fixed`, { code: 'EINVAL' }, 'EINVAL');
-      this.unreadable = { stamp: now, error };
+      this.setUnreadable({ stamp: now, error });
       this.log?.error(error.message);
       throw error;
     }
-    this.unreadable = undefined;
+    this.setUnreadable(undefined);
     const filled = backfill(read.doc);
     const before = this.committed;
     const was = this.stamp;

@@ -6,7 +6,7 @@
 import type { StorageHealth } from './health.js';
 
 /** The part of the storage health tracker the store feeds. */
-export type HealthSink = Pick<StorageHealth, 'recordError' | 'checkpointFailed' | 'checkpointSucceeded'>;
+export type HealthSink = Pick<StorageHealth, 'recordError' | 'checkpointFailed' | 'checkpointSucceeded' | 'stateUnreadable'>;
 
 export interface StoreLog {
   /** Tolerated and repaired (a torn tail cut, appends put back by a replay). */
@@ -16,6 +16,8 @@ export interface StoreLog {
   /** A checkpoint of the write-ahead log failed (unhealthy until one succeeds), or succeeded. */
   checkpointFailed(err: unknown): void;
   checkpointSucceeded(): void;
+  /** state.json, changed by another process, cannot be loaded (unhealthy, writes refused), or can again. */
+  stateUnreadable(unreadable: boolean): void;
 }
 
 /** A StoreLog writing to `warn`/`error` callbacks and feeding `health` (each optional). */
@@ -37,6 +39,9 @@ export function storeLog(o: {
     },
     checkpointSucceeded() {
       o.health?.checkpointSucceeded();
+    },
+    stateUnreadable(unreadable) {
+      o.health?.stateUnreadable(unreadable);
     },
   };
 }

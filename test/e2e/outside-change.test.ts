@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { StateDocument } from '../../src/protocol/model.js';
+import { StorageHealth } from '../../src/store/health.js';
 import { Inbox, TIMEOUT } from '../helpers/feed.js';
 import { closeClean, startServer } from '../helpers/server.js';
 
@@ -40,4 +41,30 @@ test('a hand edit of state.json is answered by the next read, announced on the f
   assert.equal(after.sessions?.[0]?.resumeToken, 'by-hand');
   assert.equal(after.sessions?.[0]?.archived, true);
   await closeClean(srv, 50);
+});
+
+/** A health as `status` sees it a minute and a second later: an error recorded now is no longer recent. */
+class MinuteLater extends StorageHealth {
+  override snapshot(now = Date.now()): ReturnType<StorageHealth['snapshot']> {
+    return super.snapshot(now + 61_000);
+  }
+}
+
+test('a state.json broken by hand: status is unhealthy from its first look until the file is fixed, not for a minute', { timeout: TIMEOUT }, async (t) => {
+  const srv = await startServer(t, { store: { health: new MinuteLater() } });
+  const client = await srv.client();
+  await client.sessionAdd({ session: { name: 'a' } });
+  assert.equal((await client.status()).healthy, true);
+  const good = readFileSync(srv.state);
+  writeFileSync(srv.state, '{"sessions": [');
+  // Nothing read the file since: status itself looks (as a read of the document does).
+  const broken = await client.status();
+  assert.equal(broken.healthy, false, 'status said healthy while every write is refused');
+  assert.match(broken.lastStorageError?.message ?? '', /cannot be loaded/);
+  await assert.rejects(client.sessionSetArchived({ name: 'a', archived: true }), /cannot be loaded/);
+  assert.equal((await client.status()).healthy, false, 'still refused, so still unhealthy');
+  writeFileSync(`${srv.state}.edit`, good);
+  renameSync(`${srv.state}.edit`, srv.state);
+  assert.equal((await client.status()).healthy, true, 'fixed: healthy again');
+  assert.deepEqual(await client.sessionSetArchived({ name: 'a', archived: true }), { found: true, changed: true });
 });

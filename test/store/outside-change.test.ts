@@ -96,6 +96,23 @@ test('an outside file that cannot be loaded is kept: reads keep the last documen
   assert.equal(fileDoc(o.file).home.id, 'h');
 });
 
+test('a store whose state.json cannot be loaded is unhealthy however long ago that was found, until the file is fixed or removed', async (t) => {
+  const o = await open(t);
+  const later = (): boolean => o.store.health.snapshot(Date.now() + 10 * 60_000).healthy;
+  await o.store.addSession(newSession('a'));
+  const good = readFileSync(o.file);
+  for (const mend of ['fixed', 'removed'] as const) {
+    writeFileSync(o.file, '{"sessions": [');
+    await o.store.refresh();
+    assert.equal(later(), false, `broken, before ${mend}`);
+    if (mend === 'fixed') editByRename(o.file, JSON.parse(good.toString()));
+    else rmSync(o.file);
+    await o.store.refresh();
+    assert.equal(later(), true, mend);
+  }
+  assert.deepEqual(await o.store.setArchived('a', true), { found: true, changed: true }, 'writes go on after the removal too');
+});
+
 test('a state.json removed by another process is not an edit: the document stays and the next write puts it back', async (t) => {
   const o = await open(t);
   await o.store.addSession(newSession('a'));

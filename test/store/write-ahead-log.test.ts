@@ -46,6 +46,7 @@ async function open(io: Io = nodeIo, extra: { checkpointBytes?: number; syncFile
         waiters = [];
         for (const f of w) f();
       },
+      stateUnreadable: () => undefined,
     },
   });
   const wal = await WriteAheadLog.open(io, dir, {
