@@ -310,7 +310,8 @@ interface ReplayFile {
   reappended: number;
 }
 
-const STORE_FILE = /^(transcripts\/(.+)\.jsonl|participants\/(.+)\.log)$/;
+// `s`: a name may hold a line terminator (any one path component is a name), which `.` alone skips.
+const STORE_FILE = /^(transcripts\/(.+)\.jsonl|participants\/(.+)\.log)$/s;
 
 /** Whether a record names a file the store writes: `transcripts/<name>.jsonl` or `participants/<name>.log`, any name the store accepts. */
 function isStoreFile(rel: string): boolean {

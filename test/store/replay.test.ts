@@ -101,3 +101,23 @@ test('a legacy session named a..b gets its lost appends back (a name with .. is 
   assert.equal(readFileSync(path.join(dir, 'participants/a..b.log'), 'utf8'), 'u1\n');
   assert.deepEqual(errors, []);
 });
+
+// Any one path component is a name the store writes (Go's rule, requireSession false, a legacy
+// row): one holding a line terminator too. The replay's pattern once matched none of them (a
+// regex `.` stops at \n, \r, U+2028 and U+2029), so their acknowledged appends were dropped.
+for (const [what, name] of [['\\n', 'a\nb'], ['\\r', 'a\rb'], ['U+2028', 'a\u2028b'], ['U+2029', 'a\u2029b'], ['a newline at the end', 'a\n']] as const) {
+  test(`a name holding ${what} gets its lost appends back`, async () => {
+    const dir = tempDir();
+    const s = await Store.open(statePathIn(dir), { lock: false });
+    await s.appendTranscript(name, entry('t1'), { requireSession: false });
+    await s.appendParticipant(name, 'u1', { requireSession: false });
+    const file = path.join(dir, 'transcripts', `${name}.jsonl`);
+    const journal = path.join(dir, 'participants', `${name}.log`);
+    truncateSync(file, 0); // the crash took the unsynced appends; the log kept them
+    truncateSync(journal, 0);
+    const { errors } = await reopened(dir);
+    assert.equal(readFileSync(file, 'utf8'), line('t1'));
+    assert.equal(readFileSync(journal, 'utf8'), 'u1\n');
+    assert.deepEqual(errors, []);
+  });
+}
