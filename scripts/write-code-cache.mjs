@@ -28,6 +28,9 @@ const BUNDLE = path.join(root, 'dist/src/cli-main.js');
 const CACHE = path.join(root, 'dist/src/cli-main.code-cache');
 /** V8's defaults for the flags serve sets on itself (src/commands/serve-heap.ts). */
 const V8_DEFAULTS = ['--heap-growing-percent=0', '--semi-space-growth-factor=2'];
+/** The signal that makes the serving run write the cache, and the line it says so with. */
+const CACHE_NOW = 'SIGUSR2';
+const CACHE_WRITTEN = 'write-code-cache: written';
 
 if (process.argv[2] === '--child') {
   const [out, bin, ...args] = process.argv.slice(3);
@@ -35,10 +38,13 @@ if (process.argv[2] === '--child') {
   process.argv = [process.argv[0], bin, ...args];
   await import(pathToFileURL(bin).href);
   const start = globalThis[Symbol.for('herrscher-state.cli-start')];
-  process.on('exit', () => {
+  // Asked by the parent once the initialize reply is out: the cache holds what a start compiles
+  // up to its first reply, not the stop's code (compiled at the stop, when it runs).
+  process.on(CACHE_NOW, () => {
     for (const flag of V8_DEFAULTS) v8.setFlagsFromString(flag);
     const bundle = readFileSync(BUNDLE);
     writeFileSync(out, Buffer.concat([createHash('sha256').update(bundle).digest(), start.script.createCachedData()]));
+    process.stderr.write(`${CACHE_WRITTEN}\n`);
   });
 } else {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'hs-code-cache-'));
@@ -46,7 +52,7 @@ if (process.argv[2] === '--child') {
     rmSync(CACHE, { force: true });
     const serveArgs = (name) => ['serve', '--stdio', '--state', path.join(tmp, name, 'state.json'), '--socket', path.join(tmp, `${name}.sock`), '--log-level', 'info', '--log-format', 'json'];
     const made = path.join(tmp, 'cache');
-    await firstReply([path.join(root, 'scripts/write-code-cache.mjs'), '--child', made, BIN, ...serveArgs('make')]);
+    await firstReply([path.join(root, 'scripts/write-code-cache.mjs'), '--child', made, BIN, ...serveArgs('make')], { cacheAtReply: true });
     writeFileSync(CACHE, readFileSync(made));
     const check = await firstReply([BIN, ...serveArgs('check')]);
     const serving = check
@@ -63,8 +69,12 @@ if (process.argv[2] === '--child') {
   }
 }
 
-/** Runs node with `args` (a `serve --stdio`), asks `initialize`, ends stdin; resolves with its stderr once it exited 0. */
-function firstReply(args) {
+/**
+ * Runs node with `args` (a `serve --stdio`), asks `initialize`, ends stdin; resolves with its
+ * stderr once it exited 0. With cacheAtReply, first has the serving run write the cache and waits
+ * until it has.
+ */
+function firstReply(args, { cacheAtReply = false } = {}) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   delete env.HERRSCHER_STATE_SOCKET;
@@ -72,11 +82,18 @@ function firstReply(args) {
   const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
+  let asked = false;
   child.stdout.on('data', (c) => {
     stdout += c;
-    if (stdout.includes('"id":1')) child.stdin.end();
+    if (!stdout.includes('"id":1') || asked) return;
+    asked = true;
+    if (cacheAtReply) child.kill(CACHE_NOW);
+    else child.stdin.end();
   });
-  child.stderr.on('data', (c) => (stderr += c));
+  child.stderr.on('data', (c) => {
+    stderr += c;
+    if (cacheAtReply && stderr.includes(CACHE_WRITTEN)) child.stdin.end();
+  });
   child.stdin.on('error', () => undefined);
   const message = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { clientInfo: { name: 'write-code-cache' } } });
   child.stdin.write(`Content-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`);

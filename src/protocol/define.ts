@@ -17,10 +17,35 @@ export interface MethodDef<P extends z.ZodType = z.ZodType, R extends z.ZodType 
   readonly example: { readonly params: z.input<P>; readonly result?: z.input<R> };
 }
 
-export function defineMethod<const M extends string, P extends z.ZodType, R extends z.ZodType>(
-  def: MethodDef<P, R> & { readonly method: M },
-): MethodDef<P, R> & { readonly method: M } {
+/**
+ * A method as declared: params and result each as a function that builds the schema. The schemas
+ * are built on first use (a method's first call, its first `initialize`, schema/), not when the
+ * protocol is imported: a server's start builds only what its first requests use (building every
+ * schema of every method at import was a large part of its start-up CPU).
+ */
+export type MethodSpec<P extends z.ZodType, R extends z.ZodType> = Omit<MethodDef<P, R>, 'params' | 'result'> & {
+  readonly params: () => P;
+  readonly result: () => R;
+};
+
+/** Replaces each of `keys`, a function on `spec`, by a getter that calls it once and keeps what it built. */
+function builtOnFirstUse<T extends object>(spec: T, keys: readonly string[]): T {
+  const def = { ...spec };
+  for (const key of keys) {
+    const build = (spec as Record<string, () => unknown>)[key] as () => unknown;
+    let built: { value: unknown } | undefined;
+    Object.defineProperty(def, key, {
+      get: () => (built ??= { value: build() }).value,
+      enumerable: true,
+    });
+  }
   return def;
+}
+
+export function defineMethod<const M extends string, P extends z.ZodType, R extends z.ZodType>(
+  spec: MethodSpec<P, R> & { readonly method: M },
+): MethodDef<P, R> & { readonly method: M } {
+  return builtOnFirstUse(spec, ['params', 'result']) as unknown as MethodDef<P, R> & { readonly method: M };
 }
 
 export type ParamsOf<M extends MethodDef> = z.input<M['params']>;
@@ -45,8 +70,11 @@ export interface NotificationDef<P extends z.ZodType = z.ZodType> {
   readonly params: P;
 }
 
+/** A notification as declared: its params as a function that builds the schema, on first use. */
+export type NotificationSpec<P extends z.ZodType> = Omit<NotificationDef<P>, 'params'> & { readonly params: () => P };
+
 export function defineNotification<const M extends string, P extends z.ZodType>(
-  def: NotificationDef<P> & { readonly method: M },
+  spec: NotificationSpec<P> & { readonly method: M },
 ): NotificationDef<P> & { readonly method: M } {
-  return def;
+  return builtOnFirstUse(spec, ['params']) as unknown as NotificationDef<P> & { readonly method: M };
 }

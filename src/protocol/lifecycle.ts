@@ -14,13 +14,13 @@ export const initialize = defineMethod({
   summary: 'Optional handshake: who the server is, which state file it serves, which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown keys are ignored, so a newer client never breaks an older server.',
   // The one permissive method (every other keeps strict params: a typo there is an error). The
   // LSP fields are typed so a wrong type is still refused; anything else is ignored.
-  params: z.looseObject({
+  params: () => z.looseObject({
     processId: z.number().int().nullable().optional().describe('LSP: the client\'s pid; ignored.'),
     rootUri: z.string().nullable().optional().describe('LSP: ignored.'),
     capabilities: z.record(z.string(), z.unknown()).optional().describe('LSP: the client\'s capabilities; ignored.'),
     clientInfo: z.looseObject({ name: z.string(), version: z.string().optional() }).optional(),
   }).default({}),
-  result: z.object({
+  result: () => z.object({
     serverInfo: z.object({ name: z.string(), version: z.string() }),
     protocolVersion: z.string().describe('Semver of the wire protocol.'),
     statePath: z.string().describe('The absolute path of the state.json served.'),
@@ -42,8 +42,8 @@ export const initialize = defineMethod({
 export const shutdown = defineMethod({
   method: 'shutdown',
   summary: 'Finishes every pending write, then refuses writes with -32030; send `exit` next.',
-  params: z.strictObject({}).optional(),
-  result: z.null(),
+  params: () => z.strictObject({}).optional(),
+  result: () => z.null(),
   errors: [],
   example: { params: {}, result: null },
 });
@@ -51,8 +51,8 @@ export const shutdown = defineMethod({
 export const exit = defineMethod({
   method: 'exit',
   summary: 'Notification: the server exits (0 after shutdown, 1 without).',
-  params: z.strictObject({}).optional(),
-  result: z.null(),
+  params: () => z.strictObject({}).optional(),
+  result: () => z.null(),
   errors: [],
   notification: true,
   example: { params: {} },
@@ -61,8 +61,8 @@ export const exit = defineMethod({
 export const rpcDiscover = defineMethod({
   method: 'rpc.discover',
   summary: 'The OpenRPC 1.3.2 document of this server (schema/openrpc.json).',
-  params: z.strictObject({}).optional(),
-  result: z.record(z.string(), z.unknown()),
+  params: () => z.strictObject({}).optional(),
+  result: () => z.record(z.string(), z.unknown()),
   errors: [],
   example: { params: {}, result: { openrpc: '1.3.2', '…': '…' } },
 });

@@ -6,13 +6,13 @@ import { IncarnationGuard, RequireSession, SessionName as Name } from './fields.
 export const participantsAppend = defineMethod({
   method: 'participants/append',
   summary: 'Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present. The session row must exist unless requireSession is false.',
-  params: z.strictObject({
+  params: () => z.strictObject({
     name: Name,
     userId: z.string().describe('Trimmed before it is stored or compared.'),
     incarnation: IncarnationGuard,
     requireSession: RequireSession,
   }),
-  result: z.object({ added: z.boolean().describe('false when the id was already there') }),
+  result: () => z.object({ added: z.boolean().describe('false when the id was already there') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
   example: { params: { name: 'main', userId: 'u1' }, result: { added: true } },
@@ -21,8 +21,8 @@ export const participantsAppend = defineMethod({
 export const participantsRead = defineMethod({
   method: 'participants/read',
   summary: 'Every user id, in first-seen order.',
-  params: z.strictObject({ name: Name }),
-  result: z.object({ userIds: z.array(z.string()) }),
+  params: () => z.strictObject({ name: Name }),
+  result: () => z.object({ userIds: z.array(z.string()) }),
   errors: ['StorageFailure'],
   example: { params: { name: 'main' }, result: { userIds: ['u1', 'local'] } },
 });
@@ -30,8 +30,8 @@ export const participantsRead = defineMethod({
 export const participantsRemove = defineMethod({
   method: 'participants/remove',
   summary: 'Deletes the journal; removed is false when there was none.',
-  params: z.strictObject({ name: Name }),
-  result: z.object({ removed: z.boolean() }),
+  params: () => z.strictObject({ name: Name }),
+  result: () => z.object({ removed: z.boolean() }),
   errors: ['StorageFailure', 'ShuttingDown'],
   mutates: true,
   example: { params: { name: 'main' }, result: { removed: true } },

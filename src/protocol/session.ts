@@ -15,8 +15,8 @@ const mutationErrors = ['Conflict', 'StorageFailure', 'ShuttingDown'] as const;
 export const sessionAdd = defineMethod({
   method: 'session/add',
   summary: 'Adds a session; assigns its id (s_<name>[_N]) when absent and always a fresh incarnation.',
-  params: z.strictObject({ session: NewSession }),
-  result: z.object({ session: Session }),
+  params: () => z.strictObject({ session: NewSession }),
+  result: () => z.object({ session: Session }),
   errors: ['SessionExists', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
   example: { params: { session: { name: 'main', channelID: 'c1', type: 'text', cmd: 'claude', vendor: 'claude' } }, result: { session: { id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude', vendor: 'claude' } } },
@@ -25,12 +25,12 @@ export const sessionAdd = defineMethod({
 export const sessionRemove = defineMethod({
   method: 'session/remove',
   summary: 'Removes every row with that name; with purge, its transcript and journal too.',
-  params: z.strictObject({
+  params: () => z.strictObject({
     name: Name,
     purge: z.boolean().optional().describe('Also delete transcripts/<name>.jsonl and participants/<name>.log.'),
     incarnation: Incarnation,
   }),
-  result: z.object({ removed: z.boolean() }),
+  result: () => z.object({ removed: z.boolean() }),
   errors: [...mutationErrors],
   mutates: true,
   example: { params: { name: 'main', purge: true }, result: { removed: true } },
@@ -39,8 +39,8 @@ export const sessionRemove = defineMethod({
 export const sessionFind = defineMethod({
   method: 'session/find',
   summary: 'The first row with that name, or null.',
-  params: z.strictObject({ name: Name }),
-  result: z.object({ session: Session.nullable() }),
+  params: () => z.strictObject({ name: Name }),
+  result: () => z.object({ session: Session.nullable() }),
   errors: [],
   example: { params: { name: 'main' }, result: { session: { id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude' } } },
 });
@@ -48,8 +48,8 @@ export const sessionFind = defineMethod({
 export const sessionList = defineMethod({
   method: 'session/list',
   summary: 'Every session row, in file order.',
-  params: z.strictObject({}).default({}),
-  result: z.object({ sessions: z.array(Session) }),
+  params: () => z.strictObject({}).default({}),
+  result: () => z.object({ sessions: z.array(Session) }),
   errors: [],
   example: { params: {}, result: { sessions: [{ id: 's_main', incarnation: 'inc_YTAL7AU4NCMZHOE7P7QAFCM67N', name: 'main', channelID: 'c1', type: 'text', cmd: 'claude' }] } },
 });
@@ -57,8 +57,8 @@ export const sessionList = defineMethod({
 export const sessionSetResumeToken = defineMethod({
   method: 'session/setResumeToken',
   summary: 'Sets the backend resume token.',
-  params: z.strictObject({ name: Name, resumeToken: z.string(), incarnation: Incarnation }),
-  result: FoundChanged,
+  params: () => z.strictObject({ name: Name, resumeToken: z.string(), incarnation: Incarnation }),
+  result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
   example: { params: { name: 'main', resumeToken: 'sid-1' }, result: { found: true, changed: true } },
@@ -67,8 +67,8 @@ export const sessionSetResumeToken = defineMethod({
 export const sessionSetPausedReason = defineMethod({
   method: 'session/setPausedReason',
   summary: 'Sets why the budget gate paused the session ("" clears it).',
-  params: z.strictObject({ name: Name, paused_reason: z.string(), incarnation: Incarnation }),
-  result: FoundChanged,
+  params: () => z.strictObject({ name: Name, paused_reason: z.string(), incarnation: Incarnation }),
+  result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
   example: { params: { name: 'main', paused_reason: 'cost' }, result: { found: true, changed: true } },
@@ -79,8 +79,8 @@ const budget = Session.pick({ cost_cap: true, token_cap: true, cohort_cost_cap: 
 export const sessionSetBudget = defineMethod({
   method: 'session/setBudget',
   summary: 'Sets the four caps and the paused reason at once (0 means no cap).',
-  params: z.strictObject({ name: Name, ...budget.shape, paused_reason: z.string(), incarnation: Incarnation }),
-  result: FoundChanged,
+  params: () => z.strictObject({ name: Name, ...budget.shape, paused_reason: z.string(), incarnation: Incarnation }),
+  result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
   example: { params: { name: 'main', cost_cap: 20, token_cap: 1000, cohort_cost_cap: 30, cohort_token_cap: 2000, paused_reason: '' }, result: { found: true, changed: true } },
@@ -89,8 +89,8 @@ export const sessionSetBudget = defineMethod({
 export const sessionSetBackendTarget = defineMethod({
   method: 'session/setBackendTarget',
   summary: 'Switches vendor, cmd and model, and clears the resume token (it belonged to the old backend).',
-  params: z.strictObject({ name: Name, vendor: z.string(), cmd: z.string(), modelId: z.string(), incarnation: Incarnation }),
-  result: FoundChanged,
+  params: () => z.strictObject({ name: Name, vendor: z.string(), cmd: z.string(), modelId: z.string(), incarnation: Incarnation }),
+  result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
   example: { params: { name: 'main', vendor: 'codex', cmd: 'codex --model gpt-5.5', modelId: 'gpt-5.5' }, result: { found: true, changed: true } },
@@ -99,8 +99,8 @@ export const sessionSetBackendTarget = defineMethod({
 export const sessionSetArchived = defineMethod({
   method: 'session/setArchived',
   summary: 'Archives or resumes a session (row, transcript and journal are kept).',
-  params: z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation }),
-  result: FoundChanged,
+  params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation }),
+  result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
   example: { params: { name: 'main', archived: true }, result: { found: false, changed: false } },
@@ -109,8 +109,8 @@ export const sessionSetArchived = defineMethod({
 export const sessionInfos = defineMethod({
   method: 'session/infos',
   summary: 'Every session with its last activity and usage, in one call, from memory (what a session list needs).',
-  params: z.strictObject({}).default({}),
-  result: z.object({ sessions: z.array(SessionInfo) }),
+  params: () => z.strictObject({}).default({}),
+  result: () => z.object({ sessions: z.array(SessionInfo) }),
   errors: ['StorageFailure'],
   example: {
     params: {},

@@ -13,12 +13,12 @@ const Epoch = z.string().describe('This run of the server: revisions count from 
 export const stateGet = defineMethod({
   method: 'state/get',
   summary: 'The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true.',
-  params: z
+  params: () => z
     .strictObject({
       persisted: z.boolean().optional().describe('true: exactly what state.json holds, without the defaults overlay (what a replica rebuilds from).'),
     })
     .default({}),
-  result: z.object({ state: StateDocument, revision: Revision, epoch: Epoch }),
+  result: () => z.object({ state: StateDocument, revision: Revision, epoch: Epoch }),
   errors: [],
   example: { params: {}, result: { state: { home: { id: '987', type: 'category' }, sessions: [] }, revision: 7, epoch: 'e0c6…' } },
 });
@@ -26,12 +26,12 @@ export const stateGet = defineMethod({
 export const stateSave = defineMethod({
   method: 'state/save',
   summary: 'Replaces the whole document as Go\'s Save writes it (row order, every field, unknown fields), if revision is still the current one; else -32050 with data.revision.',
-  params: z.strictObject({
+  params: () => z.strictObject({
     state: StateDocument.describe('The whole document. A row without an incarnation (or repeating an earlier one) gets a fresh one, as Go\'s Save; ids are written as given.'),
     revision: Revision.describe('The revision the document was read at (state/get, watch/subscribe or the feed).'),
     epoch: Epoch.optional().describe('The epoch of that revision (state/get, watch/subscribe). Given and not the current one: -32050, as a stale revision (a revision of an earlier run can equal one of this run). Omitted: the revision alone is compared.'),
   }),
-  result: z.object({
+  result: () => z.object({
     revision: Revision.describe('The revision now: the save\'s own commit, or unchanged when nothing changed.'),
     changed: z.boolean().describe('false when the document was already exactly this: nothing was written'),
   }),
@@ -46,8 +46,8 @@ export const stateSave = defineMethod({
 export const stateApplyDefaults = defineMethod({
   method: 'state/applyDefaults',
   summary: 'Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json.',
-  params: z.strictObject({ home: HomeRef.optional(), workspace: z.string().optional(), source: z.string().optional() }),
-  result: z.object({ state: StateDocument }),
+  params: () => z.strictObject({ home: HomeRef.optional(), workspace: z.string().optional(), source: z.string().optional() }),
+  result: () => z.object({ state: StateDocument }),
   errors: [],
   example: { params: { home: { id: 'cfg', type: 'category' }, workspace: '/home/u/dev' }, result: { state: { home: { id: 'cfg', type: 'category' }, workspace: '/home/u/dev', sessions: null } } },
 });
@@ -55,8 +55,8 @@ export const stateApplyDefaults = defineMethod({
 export const stateSetHome = defineMethod({
   method: 'state/setHome',
   summary: 'Sets the home (category or forum) sessions are created under.',
-  params: z.strictObject({ home: HomeRef }),
-  result: Changed,
+  params: () => z.strictObject({ home: HomeRef }),
+  result: () => Changed,
   errors: ['StorageFailure', 'ShuttingDown'],
   mutates: true,
   example: { params: { home: { id: '987', type: 'category' } }, result: { changed: true } },
@@ -66,8 +66,8 @@ const setter = <const M extends string, K extends string>(method: M, key: K, sum
   defineMethod({
     method,
     summary,
-    params: z.strictObject({ [key]: z.string() } as Record<K, z.ZodString>),
-    result: Changed,
+    params: () => z.strictObject({ [key]: z.string() } as Record<K, z.ZodString>),
+    result: () => Changed,
     errors: ['StorageFailure', 'ShuttingDown'],
     mutates: true,
     example: { params: { [key]: value } as never, result: { changed } },
@@ -81,8 +81,8 @@ export const stateSetInstanceID = setter('state/setInstanceID', 'instanceID', 'S
 export const stateWorkspaceRoot = defineMethod({
   method: 'state/workspaceRoot',
   summary: 'The workspace, else the legacy repo field, else "".',
-  params: NoParams,
-  result: z.object({ workspaceRoot: z.string() }),
+  params: () => NoParams,
+  result: () => z.object({ workspaceRoot: z.string() }),
   errors: [],
   example: { params: {}, result: { workspaceRoot: '/home/u/dev' } },
 });
@@ -90,8 +90,8 @@ export const stateWorkspaceRoot = defineMethod({
 export const stateSourceDir = defineMethod({
   method: 'state/sourceDir',
   summary: 'The source checkout, or "".',
-  params: NoParams,
-  result: z.object({ sourceDir: z.string() }),
+  params: () => NoParams,
+  result: () => z.object({ sourceDir: z.string() }),
   errors: [],
   example: { params: {}, result: { sourceDir: '/home/u/src/herrscher' } },
 });
@@ -99,8 +99,8 @@ export const stateSourceDir = defineMethod({
 export const stateQualifiedName = defineMethod({
   method: 'state/qualifiedName',
   summary: '<instanceID>__<name>, or the name alone when there is no instance id.',
-  params: z.strictObject({ name: SessionName }),
-  result: z.object({ qualifiedName: z.string() }),
+  params: () => z.strictObject({ name: SessionName }),
+  result: () => z.object({ qualifiedName: z.string() }),
   errors: [],
   example: { params: { name: 'main' }, result: { qualifiedName: 'alice__main' } },
 });

@@ -13,8 +13,8 @@ export type StorageErrorInfo = z.infer<typeof StorageErrorInfo>;
 export const status = defineMethod({
   method: 'status',
   summary: 'The server\'s identity, load and storage health; `healthy` is false while a checkpoint is failing, after a storage error in the last minute, while state.json, changed by another process, cannot be loaded (every write is refused until it is fixed), or once `shutdown` was received (`stopping`).',
-  params: z.strictObject({}).optional(),
-  result: z.object({
+  params: () => z.strictObject({}).optional(),
+  result: () => z.object({
     pid: z.number().int(),
     version: z.string().describe('The server\'s package version.'),
     protocolVersion: z.string(),

@@ -7,13 +7,13 @@ import { TranscriptEntry, TranscriptUsage } from './model.js';
 export const transcriptAppend = defineMethod({
   method: 'transcript/append',
   summary: 'Appends one entry; answered once the line is in the file. The session row must exist unless requireSession is false.',
-  params: z.strictObject({
+  params: () => z.strictObject({
     name: Name,
     entry: TranscriptEntry,
     incarnation: IncarnationGuard,
     requireSession: RequireSession,
   }),
-  result: z.object({ seq: Seq.describe('The entry\'s sequence number.') }),
+  result: () => z.object({ seq: Seq.describe('The entry\'s sequence number.') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
   example: { params: { name: 'main', entry: { ts: '2026-07-26T00:00:05Z', role: 'assistant', text: 'done', cost: 0.004, tokens_in: 30, tokens_out: 55, dur_ms: 4200 } }, result: { seq: 41 } },
@@ -22,12 +22,12 @@ export const transcriptAppend = defineMethod({
 export const transcriptRead = defineMethod({
   method: 'transcript/read',
   summary: 'The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq.',
-  params: z.strictObject({
+  params: () => z.strictObject({
     name: Name,
     limit: z.number().int().min(0).optional(),
     before: Seq.optional().describe('Only entries older than this seq (paging backwards).'),
   }),
-  result: z
+  result: () => z
     .object({
       entries: z.array(TranscriptEntry),
       firstSeq: Seq.describe('The seq of entries[0] (entries[i] has firstSeq + i); when empty, where they would start.'),
@@ -40,8 +40,8 @@ export const transcriptRead = defineMethod({
 export const transcriptLast = defineMethod({
   method: 'transcript/last',
   summary: 'The ts of the newest entry, or "" (served from memory after the first call).',
-  params: z.strictObject({ name: Name }),
-  result: z.object({ ts: z.string() }),
+  params: () => z.strictObject({ name: Name }),
+  result: () => z.object({ ts: z.string() }),
   errors: ['StorageFailure'],
   example: { params: { name: 'main' }, result: { ts: '2026-07-26T00:00:05Z' } },
 });
@@ -49,8 +49,8 @@ export const transcriptLast = defineMethod({
 export const transcriptRemove = defineMethod({
   method: 'transcript/remove',
   summary: 'Deletes the transcript file; removed is false when there was none.',
-  params: z.strictObject({ name: Name }),
-  result: z.object({ removed: z.boolean() }),
+  params: () => z.strictObject({ name: Name }),
+  result: () => z.object({ removed: z.boolean() }),
   errors: ['StorageFailure', 'ShuttingDown'],
   mutates: true,
   example: { params: { name: 'main' }, result: { removed: true } },
@@ -59,8 +59,8 @@ export const transcriptRemove = defineMethod({
 export const transcriptUsage = defineMethod({
   method: 'transcript/usage',
   summary: 'Spend and token sums over every entry ever appended, including those compaction removed; O(1).',
-  params: z.strictObject({ name: Name }),
-  result: TranscriptUsage,
+  params: () => z.strictObject({ name: Name }),
+  result: () => TranscriptUsage,
   errors: ['StorageFailure'],
   example: {
     params: { name: 'main' },

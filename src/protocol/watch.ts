@@ -30,13 +30,13 @@ const Since = z
 export const watchSubscribe = defineMethod({
   method: 'watch/subscribe',
   summary: 'Subscribes this connection to changes; ends with the connection or watch/unsubscribe.',
-  params: z.strictObject({
+  params: () => z.strictObject({
     sessions: z.boolean().optional().describe('session/didChange and state/didChange.'),
     transcripts: Names.optional().describe('transcript/didAppend for these sessions.'),
     participants: Names.optional().describe('participants/didAdd for these sessions.'),
     since: Since.optional().describe('What this subscriber saw last: what it missed is sent first, then the live feed.'),
   }),
-  result: z.object({
+  result: () => z.object({
     subscription: z.string(),
     revision: z.number().int().describe('The state revision now; later changes carry larger ones.'),
     epoch: z.string().describe('This server run: revisions are comparable only within one epoch (pass it back in since).'),
@@ -51,8 +51,8 @@ export const watchSubscribe = defineMethod({
 export const watchUnsubscribe = defineMethod({
   method: 'watch/unsubscribe',
   summary: 'Ends a subscription of this connection.',
-  params: z.strictObject({ subscription: z.string() }),
-  result: z.object({ unsubscribed: z.boolean().describe('false when no such subscription was open') }),
+  params: () => z.strictObject({ subscription: z.string() }),
+  result: () => z.object({ unsubscribed: z.boolean().describe('false when no such subscription was open') }),
   errors: [],
   example: { params: { subscription: 'w1' }, result: { unsubscribed: true } },
 });
@@ -60,7 +60,7 @@ export const watchUnsubscribe = defineMethod({
 export const sessionDidChange = defineNotification({
   method: 'session/didChange',
   summary: 'A session row was added, updated or removed.',
-  params: z
+  params: () => z
     .object({
       subscription: z.string(),
       revision: z.number().int(),
@@ -74,7 +74,7 @@ export const sessionDidChange = defineNotification({
 export const stateDidChange = defineNotification({
   method: 'state/didChange',
   summary: 'Top-level fields of state.json changed (rows are reported by session/didChange; "sessions" is listed when the rows changed in a way those cannot tell, e.g. a state/save that reordered them: read state/get).',
-  params: z
+  params: () => z
     .object({ subscription: z.string(), revision: z.number().int(), fields: z.array(z.string()) })
     .meta({ id: 'StateDidChangeParams' }),
 });
@@ -82,7 +82,7 @@ export const stateDidChange = defineNotification({
 export const stateResync = defineNotification({
   method: 'state/resync',
   summary: 'The state changes since the subscriber\'s `since.revision` cannot be replayed (another server run, or too old): the whole document now.',
-  params: z
+  params: () => z
     .object({ subscription: z.string(), revision: z.number().int(), epoch: z.string(), state: StateDocument })
     .meta({ id: 'StateResyncParams' }),
 });
@@ -90,7 +90,7 @@ export const stateResync = defineNotification({
 export const transcriptDidAppend = defineNotification({
   method: 'transcript/didAppend',
   summary: 'An entry was appended (and is in the file).',
-  params: z
+  params: () => z
     .object({ subscription: z.string(), name: z.string(), seq: z.number().int(), entry: TranscriptEntry })
     .meta({ id: 'TranscriptDidAppendParams' }),
 });
@@ -98,7 +98,7 @@ export const transcriptDidAppend = defineNotification({
 export const participantsDidAdd = defineNotification({
   method: 'participants/didAdd',
   summary: 'A user id was added to a journal.',
-  params: z
+  params: () => z
     .object({ subscription: z.string(), name: z.string(), userId: z.string() })
     .meta({ id: 'ParticipantsDidAddParams' }),
 });
@@ -106,5 +106,5 @@ export const participantsDidAdd = defineNotification({
 export const watchOverflow = defineNotification({
   method: 'watch/overflow',
   summary: 'The subscriber fell too far behind: the subscription was dropped; subscribe and read again.',
-  params: z.object({ subscription: z.string() }).meta({ id: 'WatchOverflowParams' }),
+  params: () => z.object({ subscription: z.string() }).meta({ id: 'WatchOverflowParams' }),
 });

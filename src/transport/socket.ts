@@ -129,7 +129,7 @@ export async function listenUnixSocket(
     server.close();
     throw err;
   } finally {
-    await fs.rm(folder, { recursive: true, force: true });
+    await removeStagingFolder(folder, bound);
   }
   server.on('error', (err) => options.onError?.(err));
 
@@ -147,6 +147,23 @@ export async function listenUnixSocket(
         if (st && st.dev === identity.dev && st.ino === identity.ino) await fs.rm(target, { force: true });
       })()),
   };
+}
+
+/**
+ * Removes the staging folder a socket was bound in: its one file, then the folder. Not fs.rm:
+ * that loads node's rimraf module, at every start, after serve's heap flags made V8 refuse node's
+ * code cache for it (common/v8-flag-hold.ts). Anything else in the folder (it is ours, mode 0700)
+ * is removed by fs.rm as before.
+ */
+async function removeStagingFolder(folder: string, bound: string): Promise<void> {
+  try {
+    await fs.unlink(bound).catch((err: unknown) => {
+      if (errnoOf(err) !== 'ENOENT') throw err; // renamed into place, or never bound
+    });
+    await fs.rmdir(folder);
+  } catch {
+    await fs.rm(folder, { recursive: true, force: true });
+  }
 }
 
 /**
