@@ -120,6 +120,23 @@ func (c *Client) restore(ctx context.Context, gen int) error {
 		p := w.filter
 		p.Since = w.since()
 		c.mu.Unlock()
+		if p.Transcripts == "*" {
+			// A session the watcher saw nothing of was made after it subscribed (Watch read
+			// where every one there then stood), so all its entries are new to it: -1. Without
+			// this, what was appended to it while the watcher was away was never sent.
+			names, err := c.sessionNames(ctx, true)
+			if err != nil {
+				return err
+			}
+			for _, name := range names {
+				if _, seen := p.Since.Transcripts[name]; !seen {
+					if p.Since.Transcripts == nil {
+						p.Since.Transcripts = map[string]int{}
+					}
+					p.Since.Transcripts[name] = -1
+				}
+			}
+		}
 		if _, _, err := c.subscribeOn(ctx, w, p, true, w.handle); err != nil {
 			return err
 		}

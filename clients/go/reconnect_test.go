@@ -200,3 +200,66 @@ func TestAWatcherSeesEveryAcknowledgedAppendOnceInOrderAcrossARestart(t *testing
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// A watcher of every session ("*") that saw nothing of a session (made after it subscribed, or
+// one it saw no append of) still gets what was appended to it while the watcher was away: its
+// since named only the sessions it had seen, so those entries were never sent.
+func TestAWatcherOfEverySessionSeesWhatSessionsItSawNothingOfGotWhileItWasAway(t *testing.T) {
+	t.Parallel()
+	srv := startRestartable(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	entry := func(text string) TranscriptEntry {
+		return TranscriptEntry{Ts: "2026-01-01T00:00:00Z", Role: "user", Text: text}
+	}
+	setup, err := Dial(ctx, DialOptions{Socket: srv.socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(setup.AddSession(ctx, Session{Name: "old"}))(t)
+	for i := 0; i < 3; i++ {
+		must(setup.AppendTranscript(ctx, "old", entry(fmt.Sprintf("before%d", i))))(t)
+	}
+	setup.Close()
+	// It comes back only after the writer below has appended (its first try after ~0.8-1.2 s).
+	reader, err := Dial(ctx, DialOptions{Socket: srv.socket, Reconnect: &ReconnectOptions{InitialDelay: time.Second, MaxDelay: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	watch, err := reader.Watch(ctx, WatchOptions{Transcripts: AllSessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	srv.stop()
+	srv.start()
+	writer, err := Dial(ctx, DialOptions{Socket: srv.socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	must(writer.AddSession(ctx, Session{Name: "c"}))(t)
+	must(writer.AppendTranscript(ctx, "c", entry("while-away")))(t)
+	must(writer.AppendTranscript(ctx, "old", entry("old-while-away")))(t)
+	seen := map[string]bool{}
+	var all []string
+	for len(seen) < 2 {
+		select {
+		case ev, ok := <-watch.Events():
+			if !ok {
+				t.Fatalf("the watch ended: %v", watch.Err())
+			}
+			if e, ok := ev.(*TranscriptDidAppendParams); ok {
+				key := fmt.Sprintf("%s#%d:%s", e.Name, e.Seq, e.Entry.Text)
+				all = append(all, key)
+				seen[key] = true
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("saw %v; want c#0:while-away and old#3:old-while-away", all)
+		}
+	}
+	if !seen["c#0:while-away"] || !seen["old#3:old-while-away"] || len(all) != 2 {
+		t.Fatalf("saw %v; want c#0:while-away and old#3:old-while-away, each once", all)
+	}
+}

@@ -3,6 +3,7 @@ package stateclient
 import (
 	"context"
 	"errors"
+	"regexp"
 	"sync"
 )
 
@@ -97,25 +98,48 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error)
 	}
 	c.mu.Unlock()
 	if tracked {
-		// Where each listed transcript stands now, so a reconnection asks for what follows (a
-		// later entry is notified, and a seq only moves forward).
-		if list, ok := filter.Transcripts.([]string); ok {
-			for _, name := range list {
-				limit := 1
-				page, err := c.ReadPage(ctx, name, ReadPageOptions{Limit: &limit})
-				if err != nil {
-					continue // no such session yet: its entries will all be new
-				}
-				seq := page.FirstSeq + len(page.Entries) - 1
-				c.mu.Lock()
-				if cur, ok := w.seqs[name]; !ok || cur < seq {
-					w.seqs[name] = seq
-				}
-				c.mu.Unlock()
+		// Where each listed transcript (with "*", each session's) stands now, so a reconnection
+		// asks for what follows (a later entry is notified, and a seq only moves forward).
+		list, _ := filter.Transcripts.([]string)
+		if filter.Transcripts == "*" {
+			list, _ = c.sessionNames(ctx, false)
+		}
+		for _, name := range list {
+			limit := 1
+			page, err := c.ReadPage(ctx, name, ReadPageOptions{Limit: &limit})
+			if err != nil {
+				continue // no such session yet: its entries will all be new
 			}
+			seq := page.FirstSeq + len(page.Entries) - 1
+			c.mu.Lock()
+			if cur, ok := w.seqs[name]; !ok || cur < seq {
+				w.seqs[name] = seq
+			}
+			c.mu.Unlock()
 		}
 	}
 	return w, nil
+}
+
+// sessionNameRule is session/add's (the contract's SESSION_NAME_PATTERN). A legacy row's name
+// outside it may not name a file the server reads, and one such name in since would end the
+// subscription (watch/overflow), so it is left out.
+var sessionNameRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// sessionNames is the names of the session rows (session/list) that follow sessionNameRule;
+// internal: a reconnection's own call.
+func (c *Client) sessionNames(ctx context.Context, internal bool) ([]string, error) {
+	var r snapshotSessionsResult
+	if err := c.callOn(ctx, "session/list", struct{}{}, &r, internal); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range r.Sessions {
+		if sessionNameRule.MatchString(s.Name) {
+			out = append(out, s.Name)
+		}
+	}
+	return out, nil
 }
 
 // subscribeOn sends watch/subscribe for w (nil: a new watcher); the notifications that come

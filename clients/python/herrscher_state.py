@@ -31,6 +31,7 @@ import json
 import os
 import queue
 import random
+import re
 import socket as _socket
 import stat
 import subprocess
@@ -285,6 +286,9 @@ class Subscription:
         return n
 
 
+# session/add's name rule (the contract's SESSION_NAME_PATTERN).
+_SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
 # How a client reconnects by default: the wait before the first attempt and the longest wait
 # (seconds), doubling between; attempts (None: until close()). The TypeScript client's too.
 RECONNECT_DEFAULTS = {"initial_delay": 0.1, "max_delay": 5.0, "max_attempts": None}
@@ -490,8 +494,15 @@ class Client:
                 since["epoch"] = sub._epoch
             if sub._filter.get("sessions") is True and sub._revision is not None:
                 since["revision"] = sub._revision  # 0 too: nothing committed yet in that run
-            if sub._seqs:
-                since["transcripts"] = dict(sub._seqs)
+            seqs = dict(sub._seqs)
+            if sub._filter.get("transcripts") == "*":
+                # A session the subscriber saw nothing of was made after it subscribed (_track read
+                # where every one there then stood), so all its entries are new to it: -1. Without
+                # this, what was appended to it while the subscriber was away was never sent.
+                for name in self._session_names(None, ready=False):
+                    seqs.setdefault(name, -1)
+            if seqs:
+                since["transcripts"] = seqs
             self._subscribe_on(dict(sub._filter, since=since), sub, None, ready=False)
 
     def _fail(self, cause: BaseException) -> None:
@@ -637,6 +648,11 @@ class Client:
             if isinstance(r.get("revision"), int):
                 sub._revision = max(r["revision"], -1 if sub._revision is None else sub._revision)
         names = sub._filter.get("transcripts")
+        if names == "*":
+            try:
+                names = self._session_names(timeout)
+            except StateError:
+                names = []
         for name in names if isinstance(names, list) else []:
             try:
                 page = self.read_page(name, limit=1, timeout=timeout)
@@ -646,6 +662,15 @@ class Client:
             with self._lock:
                 if sub._seqs.get(name, -2) < seq:
                     sub._seqs[name] = seq
+
+    def _session_names(self, timeout: Optional[float], ready: bool = True) -> List[str]:
+        """The names of the session rows (session/list) that follow session/add's rule. A legacy
+        row's name outside it may not name a file the server reads, and one such name in since
+        would end the subscription (watch/overflow), so it is left out."""
+        r = self._call("session/list", {}, timeout, ready)
+        rows = r.get("sessions") if isinstance(r, dict) else None
+        return [x["name"] for x in rows or [] if isinstance(x, dict) and isinstance(x.get("name"), str)
+                and _SESSION_NAME.fullmatch(x["name"])]
 
     def close(self) -> None:
         """Ends the connection; for a spawned server, shutdown, exit, then wait for it."""

@@ -659,6 +659,33 @@ class Reconnect(unittest.TestCase):
                 self.fail("one more append than the file holds: %r" % (n,))
             raise queue.Empty
 
+    def test_a_subscriber_of_every_session_gets_what_sessions_it_saw_nothing_of_got_while_it_was_away(self):
+        # Its since named only the sessions it had seen a notification of: what was appended to
+        # the others (one made after it subscribed, one it saw no append of) was never sent.
+        srv = SocketServer(self)
+        with hs.connect(socket=srv.socket) as setup:
+            setup.add_session({"name": "old"})
+            for i in range(3):
+                setup.append_transcript("old", dict(ENTRY, text="before%d" % i))
+        # It comes back only after the writer below has appended (its first try after ~0.8-1.2 s).
+        r = hs.connect(socket=srv.socket, reconnect={"initial_delay": 1.0, "max_delay": 1.0}, call_timeout=30)
+        self.addCleanup(r.close)
+        sub = r.subscribe(transcripts="*")
+        srv.restart()
+        with hs.connect(socket=srv.socket) as w:
+            w.add_session({"name": "c"})
+            w.append_transcript("c", dict(ENTRY, text="while-away"))
+            w.append_transcript("old", dict(ENTRY, text="old-while-away"))
+        seen = set()
+        while len(seen) < 2:
+            n = sub.next(timeout=20)
+            if n.method == "transcript/didAppend":
+                seen.add("%s#%d:%s" % (n.params["name"], n.params["seq"], n.params["entry"]["text"]))
+        self.assertEqual(seen, {"c#0:while-away", "old#3:old-while-away"})
+        with self.assertRaises(queue.Empty):
+            n = sub.next(timeout=0.3)
+            self.fail("one more: %r" % (n,))
+
     @staticmethod
     def _wait(cond, limit=60):
         deadline = time.monotonic() + limit

@@ -11,6 +11,13 @@ import type { Link } from './link.js';
 type Params = Record<string, unknown>;
 type Handler = (params: unknown) => void;
 
+/**
+ * session/add's name rule (SESSION_NAME_PATTERN in src/protocol/model.ts, not imported: the
+ * client loads no zod). A legacy row's name outside it may not name a file the server reads, and
+ * one such name in `since` would end the subscription (watch/overflow), so it is left out.
+ */
+export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
 /** A subscription as the caller knows it, and what it has seen (for `since`). */
 interface Tracked {
   readonly userId: string;
@@ -188,7 +195,14 @@ export class ClientCore {
       const since: Params = {};
       if (t.epoch !== undefined) since.epoch = t.epoch;
       if (t.filter.sessions === true && t.revision !== undefined) since.revision = t.revision;
-      if (t.seqs.size > 0) since.transcripts = Object.fromEntries(t.seqs);
+      const seqs = new Map(t.seqs);
+      // "*": a session the subscriber saw nothing of was made after it subscribed (the seq of
+      // every one there then was read, below), so all its entries are new to it: -1. Without
+      // this, what was appended to it while the subscriber was away was never sent.
+      if (t.filter.transcripts === '*') {
+        for (const name of await sessionNames(link)) if (!seqs.has(name) && SESSION_NAME.test(name)) seqs.set(name, -1);
+      }
+      if (seqs.size > 0) since.transcripts = Object.fromEntries(seqs);
       const r = (await this.subscribeOn(link, { ...t.filter, since }, undefined, (id) => {
         this.byCurrent.delete(t.currentId);
         t.currentId = id;
@@ -233,9 +247,11 @@ export class ClientCore {
     if (!t) return r;
     t.epoch = r.epoch;
     t.revision = Math.max(r.revision, t.revision ?? -1);
-    // Where each listed transcript stands now, so a reconnect asks for what follows it (an entry
-    // appended meanwhile is notified, and the seq only moves forward).
-    const listed = Array.isArray(filter.transcripts) ? (filter.transcripts as string[]).filter((n) => !t!.seqs.has(n)) : [];
+    // Where each listed transcript (with "*", each session's) stands now, so a reconnect asks for
+    // what follows it (an entry appended meanwhile is notified, and the seq only moves forward).
+    const names = Array.isArray(filter.transcripts) ? (filter.transcripts as string[])
+      : filter.transcripts === '*' ? (await sessionNames(link, left(deadline)).catch(() => [])).filter((n) => SESSION_NAME.test(n)) : [];
+    const listed = names.filter((n) => !t!.seqs.has(n));
     await Promise.all(listed.map(async (name) => {
       try {
         const page = (await link.request('transcript/read', { name, limit: 1 }, left(deadline))) as { firstSeq: number; entries: unknown[] };
@@ -282,6 +298,12 @@ export class ClientCore {
     }
     for (const h of this.handlers.get(method) ?? []) h(params);
   }
+}
+
+/** The names of the session rows on `link` (session/list). */
+async function sessionNames(link: Link, timeoutMs?: number): Promise<string[]> {
+  const r = (await link.request('session/list', {}, timeoutMs)) as { sessions?: { name?: unknown }[] | null };
+  return (r.sessions ?? []).map((s) => s.name).filter((n): n is string => typeof n === 'string');
 }
 
 /** Milliseconds left until `deadline` (undefined: no deadline). */

@@ -2,9 +2,14 @@
 // new server and a subscriber's handlers keep receiving under the same subscription id, caught
 // up with `since`; the subscriber sees every acknowledged append exactly once, in order.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import type { ConnectionState } from '../../src/client/index.js';
 import { ConnectionClosedError, connect } from '../../src/client/index.js';
+import { SESSION_NAME } from '../../src/client/client-core.js';
+import { SESSION_NAME_PATTERN } from '../../src/protocol/model.js';
 import { entry, TIMEOUT } from '../helpers/feed.js';
 import type { Ctx } from '../helpers/server.js';
 import { startServer } from '../helpers/server.js';
@@ -117,3 +122,46 @@ test('reconnect with maxAttempts gives up when no server comes back: waiting cal
   await assert.rejects(client.sessionList(), (err: unknown) => err instanceof ConnectionClosedError && /did not come back/.test(err.message));
   assert.ok(client.closed instanceof Error);
 });
+
+test('every client\'s copy of the session name rule is the contract\'s (TypeScript, Go, Python)', () => {
+  assert.equal(SESSION_NAME.source, SESSION_NAME_PATTERN.source);
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  assert.ok(readFileSync(path.join(root, 'clients/go/watch.go'), 'utf8').includes(`regexp.MustCompile(\`${SESSION_NAME_PATTERN.source}\`)`), 'Go');
+  assert.ok(readFileSync(path.join(root, 'clients/python/herrscher_state.py'), 'utf8').includes(`re.compile(r"${SESSION_NAME_PATTERN.source}")`), 'Python');
+});
+
+// What a subscriber had not seen a notification of when the server went: a session it named that
+// did not exist yet, or (with "*") any session at all. Entries appended to those after the
+// restart and before it subscribes again were never sent: its `since` did not name them.
+for (const filter of [['c'], '*'] as const) {
+  test(`transcripts ${JSON.stringify(filter)}: entries of a session the subscriber saw nothing of, appended after a restart before it came back, are delivered`, { timeout: TIMEOUT }, async (t) => {
+    const server = await realServer(t);
+    const { socket } = server;
+    const setup = await connect({ socket });
+    t.after(() => setup.close());
+    await setup.sessionAdd({ session: { name: 'old' } });
+    for (let i = 0; i < 3; i++) await setup.transcriptAppend({ name: 'old', entry: entry(`before${i}`) });
+    // Comes back only after the writer below has appended (the first try after ~0.8-1.2 s).
+    const subscriber = await connect({ socket, reconnect: { initialDelayMs: 1000, maxDelayMs: 1000 } });
+    t.after(() => subscriber.close());
+    const seen: string[] = [];
+    subscriber.onNotification('transcript/didAppend', (n) => seen.push(`${n.name}#${n.seq}:${n.entry.text}`));
+    const restored = new Promise<void>((resolve) => subscriber.onConnectionState((s) => s.state === 'restored' && resolve()));
+    await subscriber.watchSubscribe({ transcripts: filter === '*' ? '*' : [...filter] });
+    await server.stop();
+    await server.start();
+    const writer = await connect({ socket });
+    t.after(() => writer.close());
+    await writer.sessionAdd({ session: { name: 'c' } });
+    await writer.transcriptAppend({ name: 'c', entry: entry('while-away') });
+    if (filter === '*') await writer.transcriptAppend({ name: 'old', entry: entry('old-while-away') });
+    await restored;
+    await writer.transcriptAppend({ name: 'c', entry: entry('after') });
+    await new Promise<void>((resolve) => {
+      const check = (): void => void (seen.some((s) => s.endsWith(':after')) ? resolve() : setTimeout(check, 20));
+      check();
+    });
+    const want = filter === '*' ? ['c#0:while-away', 'old#3:old-while-away', 'c#1:after'] : ['c#0:while-away', 'c#1:after'];
+    assert.deepEqual(seen.sort(), want.sort(), 'each entry once, none before the subscription');
+  });
+}
