@@ -1,5 +1,5 @@
 // Writes dist/src/cli-main.code-cache, the V8 code cache the bin (src/cli.ts) starts the CLI
-// bundle from: the SHA-256 of dist/src/cli-main.js, then V8's data. Run by the build after the
+// bundle from: the CRC-32 of dist/src/cli-main.js (4 bytes, big-endian), then V8's data. Run by the build after the
 // bundle. The cache is made the way a host starts the server, once: `serve --stdio` is run through
 // the bin and answers `initialize`, then, as the process exits, V8 serializes every function
 // compiled so far (a cache made right after compiling would hold only the outer code: V8 compiles
@@ -15,12 +15,12 @@
 // usage: node scripts/write-code-cache.mjs           (from the repo root, after the bundle)
 //        node scripts/write-code-cache.mjs --child OUT BIN SERVE-ARGS…   (the serving run, internal)
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
+import { crc32 } from 'node:zlib';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = path.join(root, 'dist/src/cli.js');
@@ -43,7 +43,9 @@ if (process.argv[2] === '--child') {
   process.on(CACHE_NOW, () => {
     for (const flag of V8_DEFAULTS) v8.setFlagsFromString(flag);
     const bundle = readFileSync(BUNDLE);
-    writeFileSync(out, Buffer.concat([createHash('sha256').update(bundle).digest(), start.script.createCachedData()]));
+    const checksum = Buffer.alloc(4);
+    checksum.writeUInt32BE(crc32(bundle));
+    writeFileSync(out, Buffer.concat([checksum, start.script.createCachedData()]));
     process.stderr.write(`${CACHE_WRITTEN}\n`);
   });
 } else {

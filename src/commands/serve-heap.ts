@@ -32,45 +32,21 @@
 import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import { registerRuntimeV8Flags, v8FlagsHeld } from '../common/v8-flag-hold.js';
+import type { HeapSettings } from './heap-settings.js';
+import { heapSettingsFor, V8_DEFAULT_FLAGS } from './heap-settings.js';
 
-/** Growth of V8's old space past the survivors of the last full collection before the next one, in %. */
-export const HEAP_GROWING_PERCENT = 30;
-/** The young generation's semi-space size (MB) past which it stops growing (V8's default: 16). */
-export const YOUNG_SEMI_SPACE_MB = 8;
-/** V8's defaults for the two flags serve sets (its defaults: a flag at its default value counts as unset). */
-export const V8_DEFAULT_FLAGS = ['--heap-growing-percent=0', '--semi-space-growth-factor=2'] as const;
+export { HEAP_GROWING_PERCENT, heapSettingsFor, V8_DEFAULT_FLAGS, YOUNG_SEMI_SPACE_MB } from './heap-settings.js';
+export type { HeapSettings } from './heap-settings.js';
 
-export interface HeapSettings {
-  /** The old space's growing percent `serve` set; undefined when node was given its own. */
-  growingPercent?: number;
-  /** The semi-space size (MB) the young generation stops growing at; undefined when node was given its own. */
-  youngSemiSpaceMb?: number;
-}
-
-/** Whether node's command line sets `flag` (either spelling, `--flag=value` or `--flag value`). */
-function hasFlag(execArgv: readonly string[], flag: string): boolean {
-  return execArgv.some((a) => {
-    const arg = a.replaceAll('_', '-');
-    return arg === flag || arg.startsWith(`${flag}=`);
-  });
-}
-
-/** What `serve` should set, given node's command-line flags: nothing a user already chose there. */
-export function heapSettingsFor(execArgv: readonly string[]): HeapSettings {
-  const settings: HeapSettings = {};
-  if (!hasFlag(execArgv, '--heap-growing-percent') && !hasFlag(execArgv, '--max-old-space-size')) settings.growingPercent = HEAP_GROWING_PERCENT;
-  if (!hasFlag(execArgv, '--max-semi-space-size') && !hasFlag(execArgv, '--semi-space-growth-factor')) settings.youngSemiSpaceMb = YOUNG_SEMI_SPACE_MB;
-  return settings;
-}
-
-/** Applies the settings to this process (first thing in `serve`) and says which are in effect. */
+/** Applies the settings to this process (`serve` does once it has answered its first request) and says which are in effect. */
 export function applyHeapSettings(execArgv: readonly string[] = process.execArgv): HeapSettings {
   const settings = heapSettingsFor(execArgv);
   const { growingPercent, youngSemiSpaceMb } = settings;
   const setGrowing = (): void => {
     if (growingPercent !== undefined) v8.setFlagsFromString(`--heap-growing-percent=${growingPercent}`);
   };
-  setGrowing();
+  // Held for a Worker still loading: the release applies them (registered below).
+  if (!v8FlagsHeld()) setGrowing();
   const hold = youngSemiSpaceMb === undefined ? undefined : holdYoungGeneration(youngSemiSpaceMb);
   if (growingPercent !== undefined || hold) {
     const apply = (): void => {

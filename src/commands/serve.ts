@@ -12,7 +12,8 @@ import { createStdioTransport } from '../transport/stdio.js';
 import { codeCacheUse } from './code-cache.js';
 import type { LogFormat, LogLevel } from './log-options.js';
 import { createLogging } from './logger.js';
-import { applyHeapSettings } from './serve-heap.js';
+import { afterFirstReply } from './after-first-reply.js';
+import { heapSettingsFor } from './heap-settings.js';
 import { exitOnStartFailure } from './start-failure.js';
 
 export interface ServeOptions {
@@ -38,10 +39,12 @@ export interface ServeOptions {
 
 /** How often --exit-with-parent looks whether the parent is still there. */
 const PARENT_POLL_MS = 500;
+/** How long the heap settings wait for the first reply on stdio before they are applied anyway. */
+const HEAP_SETTINGS_LATEST_MS = 100;
 
 export async function serve(o: ServeOptions): Promise<void> {
-  // First, so the collections that loading the store causes already follow it.
-  const heap = applyHeapSettings();
+  // What serve will set (serve-heap.ts): applied after the first reply, below.
+  const heap = heapSettingsFor(process.execArgv);
   const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
   const { log } = logging;
   // A socket that cannot be served is said before the state dir is created or locked. A socket
@@ -114,11 +117,21 @@ export async function serve(o: ServeOptions): Promise<void> {
   }
   // The host's first request (often `status`, to learn the socket for its bridges) is read only
   // now that the socket listens and is recorded, so it is answered with the socket.
-  if (o.stdio) {
-    // The stdout guard sends any stray write (a dependency's console.log) to stderr: only frames reach the host.
-    // stdin EOF means the host is gone: the service answers what it sent, finishes the writes and stops with 0.
-    service.attach(createStdioTransport(service.framing()), 'stdio');
-  }
+  // The stdout guard sends any stray write (a dependency's console.log) to stderr: only frames reach the host.
+  // stdin EOF means the host is gone: the service answers what it sent, finishes the writes and stops with 0.
+  const stdio = o.stdio ? service.attach(createStdioTransport(service.framing()), 'stdio') : undefined;
+  // The heap settings (and loading node's v8 and perf_hooks for them, ~1 ms) wait for the host's
+  // first reply: they matter once the heap has grown under load, not for the few MB of a start,
+  // which then follows V8's own growth (the same factor up to the cap). Loading them at the start
+  // delayed every host's first reply; a first write's Worker started meanwhile needs no hold.
+  afterFirstReply(
+    stdio,
+    HEAP_SETTINGS_LATEST_MS,
+    async () => {
+      if (!service.isStopping) (await import('./serve-heap.js')).applyHeapSettings();
+    },
+    (err) => log.error({ err }, 'applying the heap settings failed'),
+  );
   service.ready();
   log.info({ state: service.store.statePath, socket: service.socket, stdio: o.stdio, durability: o.durability, lockFd: o.lockFd, exitWhenIdleMs: o.exitWhenIdleMs, heap, codeCache: codeCacheUse() }, 'serving');
   if (o.announce) announce(service.store.statePath, service.socket, o.stdio);

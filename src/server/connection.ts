@@ -34,6 +34,9 @@ export class ServerConnection implements NotificationSink {
   private idleWaiters: (() => void)[] = [];
   private closed = false;
   private readonly closeListeners: (() => void)[] = [];
+  private resolveFirstAnswer!: () => void;
+  /** Settles once the first answer to a request was written (or its write failed); never if none is. */
+  readonly firstAnswer = new Promise<void>((resolve) => (this.resolveFirstAnswer = resolve));
 
   constructor(
     reader: MessageReader,
@@ -131,6 +134,7 @@ export class ServerConnection implements NotificationSink {
   private readonly countAnswer = (): void => this.answered();
 
   private answered(): void {
+    this.resolveFirstAnswer();
     this.unanswered--;
     if (this.unanswered > 0) return;
     const waiters = this.idleWaiters.splice(0);
