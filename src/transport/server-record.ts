@@ -35,7 +35,11 @@ export async function writeServerRecord(record: ServerRecord): Promise<void> {
     if (errnoOf(err) !== 'EEXIST') throw err;
   });
   const tmp = `${file}.${process.pid}.tmp`;
-  await fs.rm(tmp, { force: true });
+  // A temp file a crash of this pid left; unlink, not fs.rm, which loads node's rimraf module
+  // before every start's first reply (a folder there fails both alike).
+  await fs.unlink(tmp).catch((err: unknown) => {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+  });
   const fh = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
     await fh.writeFile(`${JSON.stringify(record)}\n`);
