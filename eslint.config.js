@@ -40,6 +40,15 @@ export default tseslint.config(
     { group: ['../store/*', '../server/*', '../cli.js', '../cli-main.js'], message: 'client talks to the server over a transport only' },
   ]),
   {
+    // `import { z } from 'zod'` makes esbuild keep all of zod in the CLI bundle and build its
+    // namespace objects (~900 getters) at every start; `import * as z` lets it keep what is used
+    // (docs/performance.md, "What a start runs before its first reply").
+    files: ['src/**'],
+    rules: {
+      'no-restricted-syntax': ['error', { selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier", message: "import * as z from 'zod' (a named import keeps all of zod in the bundle)" }],
+    },
+  },
+  {
     files: ['test/**', 'bench/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },

@@ -5,7 +5,7 @@ import { spawn as spawnChild } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { FunctionName } from '../protocol/define.js';
 import { functionName } from '../protocol/define.js';
 import type { MethodName, MethodTable, NotificationName, NotificationTable } from '../protocol/table.js';

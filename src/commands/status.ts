@@ -4,7 +4,7 @@
 // when no server answers: a host's or a monitor's health check can use the exit code alone.
 import { connect } from '../client/client.js';
 import type { MethodTable } from '../protocol/table.js';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { ClientOptions } from './client-options.js';
 import { replyTimeoutMs } from './reply-timeout.js';
 

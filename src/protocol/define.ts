@@ -1,6 +1,6 @@
 // A method is declared once: wire name, one-line summary, zod params and result, the errors it
 // may answer. Server validation, TS types, the typed client and schema/ all derive from this.
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { ErrorName } from './errors.js';
 
 export interface MethodDef<P extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {

@@ -1,5 +1,5 @@
 // The data and descriptions of the error codes (error-codes.ts), for schema/ and the server.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ErrorName } from './error-codes.js';
 
 export { ErrorCodes } from './error-codes.js';

@@ -1,7 +1,7 @@
 // Params several methods share, declared once: the session name every per-session method keys
 // on, the optional incarnation guard of every mutation, the appends' session-row rule, and a
 // transcript sequence number.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const SessionName = z.string().describe('The session name (one path component).');
 

@@ -1,5 +1,5 @@
 // Connection lifecycle: the optional handshake, orderly shutdown, and the discovery document.
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineMethod } from './define.js';
 
 /**

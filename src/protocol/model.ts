@@ -2,7 +2,7 @@
 // client reuses its structs. Each shape is declared once with an id (`.meta({ id })`), so
 // schema/openrpc.json names it once in `components.schemas` and refers to it by `$ref`. Go's key
 // order and omitempty set are derived from these declarations (goFieldsOf), not listed again.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The largest integer a JS number holds exactly; beyond it a Go integer is held as a bigint. */
 export const MAX_SAFE_COUNT = Number.MAX_SAFE_INTEGER;

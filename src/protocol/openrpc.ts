@@ -2,7 +2,7 @@
 // `rpc.discover` serves and what `npm run schema` writes to schema/. Every schema with an id
 // (`.meta({ id })` in the contract) is written once under `components.schemas` and referred to
 // by `$ref`, so a generator for another language gets one `Session` type, not 26 copies.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { MethodDef } from './define.js';
 import { ErrorCodes, ErrorData, ErrorDescriptions } from './errors.js';
 import { methodList, notificationList } from './table.js';

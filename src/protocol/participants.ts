@@ -1,5 +1,5 @@
 // participants/*: participants/<name>.log, one user id per line in first-seen order.
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineMethod } from './define.js';
 import { IncarnationGuard, RequireSession, SessionName as Name } from './fields.js';
 

@@ -1,5 +1,5 @@
 // session/*: the rows of state.json. Every mutation takes an optional `incarnation` guard.
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineMethod } from './define.js';
 import { IncarnationGuard as Incarnation, SessionName as Name } from './fields.js';
 import { NewSession, Session, SessionInfo } from './model.js';

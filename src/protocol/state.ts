@@ -1,5 +1,5 @@
 // state/*: the top-level fields of state.json.
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineMethod } from './define.js';
 import { SessionName } from './fields.js';
 import { HomeRef, StateDocument } from './model.js';

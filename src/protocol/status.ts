@@ -1,6 +1,6 @@
 // `status`: what an operator (or a host's health check) asks a running server: who it is, what
 // it serves, how busy it is, and whether its storage is healthy.
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineMethod } from './define.js';
 
 export const StorageErrorInfo = z.object({

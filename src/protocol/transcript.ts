@@ -1,5 +1,5 @@
 // transcript/*: transcripts/<name>.jsonl, one entry per line.
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineMethod } from './define.js';
 import { IncarnationGuard, RequireSession, SessionName as Name, Seq } from './fields.js';
 import { TranscriptEntry, TranscriptUsage } from './model.js';

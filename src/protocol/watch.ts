@@ -3,7 +3,7 @@
 // then reads drop what it has already seen. A subscriber that comes back (a new connection, a
 // restarted server) passes `since`: what it saw last. The server first sends what it missed, then
 // the live feed, with no gap and no duplicate.
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineMethod, defineNotification } from './define.js';
 import { GO_TYPE_KEY, Session, StateDocument, TranscriptEntry } from './model.js';
 

@@ -2,7 +2,7 @@
 // shapes the result. The logic lives in the store; the lifecycle lives in the server.
 import type { ParsedParamsOf } from '../protocol/define.js';
 import type { MethodName, MethodTable } from '../protocol/table.js';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { Store } from '../store/store.js';
 import type { Subscribed } from './subscriptions.js';
 

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCodes } from '../protocol/errors.js';
 import { openRpcDocument } from '../protocol/openrpc.js';
 import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';

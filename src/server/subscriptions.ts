@@ -11,7 +11,7 @@
 // read already had are dropped by seq, so the subscriber sees each change once, in order.
 import { randomUUID } from 'node:crypto';
 import { ResponseError } from 'vscode-jsonrpc/node';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { stringifyExactJson } from '../common/exact-json.js';
 import { ErrorCodes } from '../protocol/errors.js';
 import type { Session, StateDocument, TranscriptEntry } from '../protocol/model.js';

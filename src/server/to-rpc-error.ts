@@ -2,7 +2,7 @@
 // anything else is a bug: logged with its stack by the caller, answered -32603 with neither
 // stack nor path.
 import { ResponseError } from 'vscode-jsonrpc';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { ErrorCodes } from '../protocol/errors.js';
 import type { StoreErrorKind } from '../store/store-error.js';
 import { StoreError } from '../store/store-error.js';
