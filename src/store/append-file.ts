@@ -16,6 +16,16 @@ import type { WriteAheadLog } from './wal.js';
 interface AppendJob<T> {
   readonly buf: Buffer;
   readonly tag: T;
+  /** Decided when its batch is written: true leaves its bytes out (`included`: the batch's jobs before it that go in). */
+  readonly skip?: ((included: ReadonlySet<AppendState>) => boolean) | undefined;
+  written: boolean;
+  skipped: boolean;
+}
+
+/** What an append's caller can see of it: whether its bytes are in the file, or were left out (appendJob's `skip`). */
+export interface AppendState {
+  readonly written: boolean;
+  readonly skipped: boolean;
 }
 
 export interface AppendFileOptions<T> {
@@ -76,7 +86,16 @@ export class AppendFile<T = undefined> {
    * Enqueues synchronously: appends land in the order of the calls.
    */
   append(buf: Buffer, tag: T): Promise<void> {
-    return this.queue.push({ buf, tag });
+    return this.appendJob(buf, tag).done;
+  }
+
+  /**
+   * `append`, with `skip` decided when its batch is written (what was written before it is
+   * known then): true leaves its bytes out, and `state.skipped` says so once `done` resolves.
+   */
+  appendJob(buf: Buffer, tag: T, skip?: (included: ReadonlySet<AppendState>) => boolean): { state: AppendState; done: Promise<void> } {
+    const job: AppendJob<T> = { buf, tag, skip, written: false, skipped: false };
+    return { state: job, done: this.queue.push(job) };
   }
 
   /**
@@ -113,7 +132,15 @@ export class AppendFile<T = undefined> {
     }
   }
 
-  private async writeBatch(jobs: AppendJob<T>[]): Promise<void> {
+  private async writeBatch(batch: AppendJob<T>[]): Promise<void> {
+    const included = new Set<AppendState>();
+    for (const j of batch) {
+      if (j.skip?.(included)) j.skipped = true;
+      else included.add(j);
+    }
+    // Stryker disable next-line ConditionalExpression: the filter of a batch without skips holds the same jobs
+    const jobs = included.size === batch.length ? batch : batch.filter((j) => !j.skipped);
+    if (jobs.length === 0) return;
     let fh = this.fh;
     if (!fh) {
       try {
@@ -143,6 +170,7 @@ export class AppendFile<T = undefined> {
         ? new StoreError('io', `append to ${this.rel}: ${err.code ?? 'EIO'}: its write-ahead record failed (${err.message})`, err.data, err.code)
         : ioError('append to', this.rel, err);
     }
+    for (const j of jobs) j.written = true;
     this.options.written?.(jobs.map((j) => j.tag), this.size);
     if (this.options.afterCut && this.options.cutAfter?.(this.size)) {
       // As Go's AppendTranscript, the append that triggers compaction returns after it.

@@ -1,6 +1,7 @@
 // One session's participants journal, participants/<name>.log: one user id per line, first-seen
 // order. The set is loaded once and kept, so membership is O(1) however long the journal grows.
 import type { FileHandle } from 'node:fs/promises';
+import type { AppendState } from './append-file.js';
 import { AppendFile } from './append-file.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
@@ -68,11 +69,16 @@ export interface ParticipantsOptions {
 export class Participants {
   private readonly appender: AppendFile;
   private ids: Set<string> | undefined;
-  /** Ids whose append is in flight: a concurrent duplicate waits for it to be durable. */
-  private readonly claimed = new Map<string, Promise<void>>();
+  /**
+   * Per id, its appends in flight, in call order: each one after the first leaves its bytes out
+   * when one before it is written (or goes into the same write).
+   */
+  private readonly claimed = new Map<string, AppendState[]>();
   private loading: Promise<Set<string>> | undefined;
   /** The last removal called and not yet done: appends and removals called after it wait for it. */
   private removing: Promise<boolean> | undefined;
+  /** Appends waiting on a removal, until each has its place in the file's queue: a removal called after them waits for that too. */
+  private deferred: Promise<unknown> | undefined;
   /** Bumped by remove(), so a read that began before a removal cannot restore the old ids. */
   private generation = 0;
 
@@ -94,8 +100,12 @@ export class Participants {
 
   /**
    * Appends `userId` unless present; `added` says whether it was new. Idempotent under
-   * concurrency: a duplicate of an id whose append is in flight is answered once that append is
-   * durable (false), or, when it failed, tries the append itself.
+   * concurrency: a duplicate of an id whose append is in flight takes its own place in the file's
+   * queue at once and, when its turn comes, leaves its bytes out if that append is written
+   * (answered false once it is durable) or writes the id itself if that append failed. (It once
+   * waited for that append's answer and only then queued, behind the calls made meanwhile: u1
+   * refused, u1, u2 left u2, u1; and u1 refused, u1, session/remove with purge left u1 in the
+   * journal the purge had removed.)
    */
   append(userId: string): Promise<boolean> {
     let id: string;
@@ -108,34 +118,51 @@ export class Participants {
     // append of the same id still in flight would answer it "already there" from a journal about
     // to be gone. Appends waiting on one removal resume in call order.
     if (this.removing) {
-      const run = (): Promise<boolean> => this.appendNow(id);
+      // A removal called after this one waits until it has its place in the file's queue (it
+      // may load the journal first): both waited on the same removal, and the later one, queued
+      // while this append still loaded, overtook it (removed:false, the id left in the journal).
+      let placed!: () => void;
+      const queued = new Promise<void>((resolve) => (placed = resolve));
+      const deferred = Promise.all([this.deferred, queued]);
+      this.deferred = deferred;
+      void deferred.then(() => {
+        if (this.deferred === deferred) this.deferred = undefined;
+      });
+      const run = (): Promise<boolean> => this.appendNow(id, placed);
       return this.removing.then(run, run);
     }
     return this.appendNow(id);
   }
 
-  private async appendNow(id: string): Promise<boolean> {
-    for (;;) {
+  /** `placed` is called once the append has its place in the file's queue, or needs none. */
+  private async appendNow(id: string, placed: () => void = () => undefined): Promise<boolean> {
+    let ids: Set<string>;
+    try {
       // Loaded: no await before the append is queued, so calls keep their order in the queue
       // (a remove() called next is queued behind it, not before).
-      const ids = this.ids ?? (await this.load());
-      if (ids.has(id)) return false;
-      const inFlight = this.claimed.get(id);
-      if (inFlight) {
-        // Its failure is its own caller's answer; here it only means "not added yet: try again".
-        if (await inFlight.then(() => true, () => false)) return false;
-        continue;
-      }
-      const write = this.appender.append(Buffer.from(`${id}\n`), undefined);
-      this.claimed.set(id, write);
-      try {
-        await write;
-        (this.ids ?? ids).add(id);
-        this.onAdd(id);
-      } finally {
-        this.claimed.delete(id);
-      }
+      ids = this.ids ?? (await this.load());
+    } catch (err) {
+      placed(); // a failed load queues nothing to wait for
+      throw err;
+    }
+    if (ids.has(id)) {
+      placed();
+      return false;
+    }
+    const before = this.claimed.get(id) ?? [];
+    const skip = before.length === 0 ? undefined : (included: ReadonlySet<AppendState>): boolean => before.some((a) => a.written || included.has(a));
+    const { state, done } = this.appender.appendJob(Buffer.from(`${id}\n`), undefined, skip);
+    placed();
+    const mine = [...before, state];
+    this.claimed.set(id, mine);
+    try {
+      await done;
+      if (state.skipped) return false;
+      (this.ids ?? ids).add(id);
+      this.onAdd(id);
       return true;
+    } finally {
+      if (this.claimed.get(id) === mine) this.claimed.delete(id);
     }
   }
 
@@ -151,7 +178,7 @@ export class Participants {
    */
   remove(after?: Promise<unknown>): Promise<boolean> {
     const run = (): Promise<boolean> => this.removeNow(after);
-    const before = this.removing ?? this.loading;
+    const before = this.deferred ? Promise.all([this.removing ?? this.loading, this.deferred]) : this.removing ?? this.loading;
     const removal = before ? before.then(run, run) : run();
     this.removing = removal;
     const done = (): void => {
@@ -168,6 +195,8 @@ export class Participants {
       this.generation++;
       this.ids = new Set();
       this.loading = undefined;
+      // The appends before it are done; an append after it never leaves its id out for them.
+      this.claimed.clear();
       try {
         await this.io.unlink(this.file);
         return true;

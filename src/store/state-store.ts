@@ -46,7 +46,7 @@ interface Pending {
   readonly apply: (doc: Doc) => Outcome<unknown>;
   result: unknown;
   changed: boolean;
-  /** Set when re-applying after a failed write refused this mutation: it fails with its batch. */
+  /** Set while this mutation, applied to the document before it, refuses: it fails with its batch. */
   refused?: unknown;
   /** Written even unchanged when there is no file (a whole-document save, as Go's Save). */
   writeIfMissing?: boolean;
@@ -157,14 +157,19 @@ export class StateStore {
    * Applies `apply` after every mutation accepted before it and resolves once the result is in
    * the file. A mutation that changes nothing, with nothing pending, answers at once and writes
    * nothing, unless `writeIfMissing` and there is no file (Go's Save writes the file whatever
-   * changed). `apply` must be pure: it may throw to refuse, which changes nothing.
+   * changed). `apply` must be pure: it may throw to refuse, which changes nothing. A refusal is
+   * answered at once only when nothing is queued; else it takes its place in the queue and is
+   * decided again if a mutation before it fails (refused against the head, a session/add behind
+   * one whose write failed was answered "exists", where one at a time it was added).
    */
   mutate<R>(apply: (doc: Doc) => Outcome<R>, { writeIfMissing = false }: { writeIfMissing?: boolean } = {}): Promise<R> {
     let out: Outcome<R>;
     try {
       out = apply(this.head);
     } catch (err) {
-      return Promise.reject(err);
+      if (this.queue.idle) return Promise.reject(err);
+      const refused: Pending = { apply, result: undefined, changed: false, refused: err };
+      return this.queue.push(refused).then(() => refused.result as R);
     }
     const changed = out.doc !== this.head;
     if (!changed && this.queue.idle && !(writeIfMissing && this.missing())) return Promise.resolve(out.result);
@@ -227,10 +232,10 @@ export class StateStore {
     this.applyAll(waiting);
   }
 
-  /** Applies `pending` onto `head` in order, refusing those that throw. */
+  /** Applies `pending` onto `head` in order, refusing those that throw (a refusal is decided again: the document before it changed). */
   private applyAll(pending: Pending[]): void {
     for (const p of pending) {
-      if (p.refused !== undefined) continue;
+      p.refused = undefined;
       try {
         const out = p.apply(this.head);
         p.result = out.result;

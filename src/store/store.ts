@@ -112,6 +112,13 @@ export class Store {
   private readonly listeners = new Set<Partial<StoreEvents>>();
   /** Per name, the turn of the last write to its files still waiting for its session row (inTurn). */
   private readonly waiting = new Map<string, Promise<void>>();
+  /**
+   * Per name, its session/add and session/remove mutations not yet committed or refused, and
+   * state/save's (which may add or remove any row): while one is, whether an append to the name
+   * finds a row depends on how they end, so forAppend decides it at its place among them.
+   */
+  private readonly rowChanges = new Map<string, number>();
+  private savesInFlight = 0;
   private revisionCount = 0;
   /** This run of the store: revisions count from 0 again in the next one, so one is comparable only with its epoch. */
   readonly epoch: string = randomUUID();
@@ -309,6 +316,7 @@ export class Store {
       { revision: this.revisionCount });
     // A revision of an earlier run can equal one of this run: only the epoch tells them apart.
     if (revision !== this.revisionCount || (epoch !== undefined && epoch !== this.epoch)) throw stale();
+    this.savesInFlight++;
     const { changed } = await this.mutate((d) => {
       // Re-applied onto another document only after a failed write before it: no longer the same base.
       if (d !== base) throw stale();
@@ -320,7 +328,7 @@ export class Store {
       }
       return docs.replaceDocument(d, doc);
       // As Go's Save, a save writes the file even when nothing changed if there is none (NewState + Save).
-    }, { writeIfMissing: true });
+    }, { writeIfMissing: true }).finally(() => this.savesInFlight--);
     return { revision: this.revisionCount, changed };
   }
 
@@ -376,7 +384,7 @@ export class Store {
   /** Adds a session (Herrscher's name rule enforced) with its id and a fresh incarnation. */
   async addSession(session: NewSession): Promise<Session> {
     assertSessionName(session.name);
-    return (await this.mutate((d) => docs.addSession(d, session))).session;
+    return (await this.changingRow(session.name, this.mutate((d) => docs.addSession(d, session)))).session;
   }
 
   /**
@@ -385,10 +393,10 @@ export class Store {
    */
   async removeSession(name: string, opts: Guard & { purge?: boolean } = {}): Promise<{ removed: boolean }> {
     if (opts.purge) assertPathComponent(name);
-    const out = this.mutate((d) => {
+    const out = this.changingRow(name, this.mutate((d) => {
       docs.checkIncarnation(d, name, opts.incarnation);
       return docs.removeSession(d, name);
-    });
+    }));
     if (!opts.purge) return out;
     // The files' removals are queued now, behind the appends made before and in front of any
     // made after (queued once the row is gone, they deleted a later append: session/add or
@@ -518,6 +526,18 @@ export class Store {
     return write;
   }
 
+  /** `change` (an add or removal of `name`'s row) counted in rowChanges until it is committed or refused. */
+  private changingRow<T>(name: string, change: Promise<T>): Promise<T> {
+    this.rowChanges.set(name, (this.rowChanges.get(name) ?? 0) + 1);
+    const done = (): void => {
+      const n = (this.rowChanges.get(name) ?? 1) - 1;
+      if (n === 0) this.rowChanges.delete(name);
+      else this.rowChanges.set(name, n);
+    };
+    change.then(done, done);
+    return change;
+  }
+
   private patch(name: string, patch: SessionPatch, guard: Guard): Promise<{ found: boolean; changed: boolean }> {
     return this.mutate((d) => {
       docs.checkIncarnation(d, name, guard.incarnation);
@@ -530,15 +550,18 @@ export class Store {
   }
 
   /**
-   * Runs `enqueue` once the session row allows it. When the row is committed, synchronously,
-   * so appends keep the order in which they were called. A row added but not yet committed is
-   * waited for (a transcript never reaches the disk before its session does): the check takes a
-   * place among the state's mutations, so it is decided against the document as it stands at
-   * the append's place in the order. A mutation called later (a `session/remove` pipelined
-   * behind) cannot refuse it; one called earlier that fails, or an outside edit loaded before
-   * its turn, can. The checks include the name's, so `enqueue` may use the name caches directly.
-   * With `requireSession: false` (Go's rule) a name without any row, even a pending one, is
-   * appended at once.
+   * Runs `enqueue` once the session row allows it. When no add or removal of the row (nor a
+   * state/save) is in flight, decided now, and `enqueue` is called synchronously, so appends
+   * keep the order in which they were called (a pending patch of the row cannot change whether
+   * it is there, nor its incarnation). Otherwise the check takes a place among the state's
+   * mutations, so it is decided against the document as it stands at the append's place in the
+   * order, as one call at a time would be: a row added but not yet committed is waited for (a
+   * transcript never reaches the disk before its session does), and a removal that fails leaves
+   * the append its row (decided against the pending document, a session/remove whose write
+   * failed refused the append behind it -32011 while the row stayed). A mutation called later (a
+   * `session/remove` pipelined behind) cannot refuse it; one called earlier that fails, or an
+   * outside edit loaded before its turn, can. The checks include the name's, so `enqueue` may
+   * use the name caches directly.
    */
   private forAppend<T>(name: string, opts: AppendOptions, enqueue: () => Promise<T>): Promise<T> {
     const check = (d: Doc): void => {
@@ -548,14 +571,15 @@ export class Store {
         throw new StoreError('unknown-session', `no session named ${JSON.stringify(name)}`);
       }
     };
+    const decidedNow = !this.rowChanges.has(name) && this.savesInFlight === 0;
     try {
       this.assertOpen();
       assertPathComponent(name);
-      check(this.state.pendingDocument);
+      if (decidedNow) check(this.state.pendingDocument);
     } catch (err) {
       return Promise.reject(err);
     }
-    if (docs.findSession(this.state.document, name) || !docs.findSession(this.state.pendingDocument, name)) return this.inTurn(name, enqueue);
+    if (decidedNow) return this.inTurn(name, enqueue);
     // Changes nothing, so it writes nothing; it is applied again wherever the mutations before
     // it are (after a failed commit, onto an outside edit), and settles with their commit.
     const placed = this.state.mutate((d) => {

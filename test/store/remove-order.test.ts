@@ -4,6 +4,7 @@
 // yet is queued only after its load; a removal made next must not overtake it.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { test } from 'node:test';
@@ -167,4 +168,104 @@ test('session/add whose write fails: the appends waiting for its row are refused
   failing = false;
   await store.addSession(newSession('a'));
   assert.equal(await store.appendTranscript('a', entry('t2')), 0, 'the seq starts at 0: nothing was written before');
+});
+
+/**
+ * A store in a fresh dir whose state.json rewrites fail with ENOSPC while `fail.on` is set;
+ * `writing()` resolves once the next rewrite has begun (its commit is under way).
+ */
+async function failingState(t: TestContext): Promise<{ store: Store; fail: { on: boolean }; writing: () => Promise<void>; reopened: () => Promise<Store> }> {
+  const dir = tempDir();
+  const fail = { on: false };
+  let begun: (() => void) | undefined;
+  const options = {
+    io: withIo({
+      writeAtomic: async (file, data, opts) => {
+        begun?.();
+        await new Promise((resolve) => setImmediate(resolve));
+        if (fail.on && file.endsWith('state.json')) throw errno('ENOSPC');
+        return nodeIo.writeAtomic(file, data, opts);
+      },
+    }),
+  };
+  let store = await openIn(dir, options);
+  t.after(() => store.close());
+  const reopened = async (): Promise<Store> => (store = await reopen(store, options));
+  return { store, fail, writing: () => new Promise<void>((resolve) => (begun = resolve)), reopened };
+}
+
+test('session/remove whose write fails, then appends in the same turn: they find the row that stayed, as one at a time', async (t) => {
+  const { store, fail } = await failingState(t);
+  await store.addSession(newSession('a'));
+  fail.on = true;
+  const removed = store.removeSession('a');
+  const appended = store.appendTranscript('a', entry('t1'));
+  const joined = store.appendParticipant('a', 'u1');
+  await assert.rejects(removed, storeError('io'));
+  fail.on = false;
+  // Decided against the document with the removal applied, they were refused -32011.
+  assert.deepEqual(await Promise.all([appended, joined]), [0, true]);
+  assert.equal(store.findSession('a')?.name, 'a');
+  assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t1']);
+});
+
+test('session/add whose write fails, then the same add in the same turn: the second is added, as one at a time', async (t) => {
+  const { store, fail, writing } = await failingState(t);
+  fail.on = true;
+  const begun = writing();
+  const first = store.addSession(newSession('a'));
+  // Called while the first's commit runs (a request a moment behind it), so it is in the next
+  // commit, which succeeds.
+  await begun;
+  const second = store.addSession(newSession('a'));
+  void first.catch(() => (fail.on = false));
+  await assert.rejects(first, storeError('io'));
+  // Refused at once against the first add's row ("exists"), it never got its turn.
+  assert.equal((await second).name, 'a');
+  assert.equal(store.findSession('a')?.name, 'a');
+});
+
+test('participants: u1 whose write fails, u1 again and u2 in the same turn: the journal holds u1 then u2, as one at a time', async (t) => {
+  const dir = tempDir();
+  let failNext = false;
+  const journals = new WeakSet<FileHandle>();
+  const store = await openIn(dir, {
+    io: withIo({
+      open: async (file, flags, mode) => {
+        const fh = await nodeIo.open(file, flags, mode);
+        if (file.endsWith('.log')) journals.add(fh);
+        return fh;
+      },
+      write: (fh, buf) => {
+        if (journals.has(fh) && failNext) {
+          failNext = false;
+          return Promise.reject(errno('ENOSPC'));
+        }
+        return nodeIo.write(fh, buf);
+      },
+    }),
+  });
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendParticipant('a', 'u0');
+  failNext = true;
+  const answers = await Promise.allSettled([store.appendParticipant('a', 'u1'), store.appendParticipant('a', 'u1'), store.appendParticipant('a', 'u2')]);
+  assert.deepEqual(answers.map((a) => (a.status === 'fulfilled' ? a.value : 'refused')), ['refused', true, true]);
+  // The second u1 once waited for the first's answer and only then queued, behind u2.
+  assert.deepEqual(await store.readParticipants('a'), ['u0', 'u1', 'u2']);
+  assert.equal(text(path.join(dir, 'participants', 'a.log')), 'u0\nu1\nu2\n');
+});
+
+test('session/remove with purge whose write fails, participants/append, participants/remove in one turn: the removal removes the append, as one at a time', async (t) => {
+  const { store, fail, reopened: reopen } = await failingState(t);
+  await store.addSession(newSession('a'));
+  await store.appendParticipant('a', 'u0');
+  const reopened = await reopen(); // the journal is not loaded: the append loads it first
+  fail.on = true;
+  const removed = reopened.removeSession('a', { purge: true });
+  const joined = reopened.appendParticipant('a', 'u1');
+  const gone = reopened.removeParticipants('a');
+  const answers = await Promise.allSettled([removed, joined, gone]);
+  assert.deepEqual(answers.map((a) => (a.status === 'fulfilled' ? a.value : 'refused')), ['refused', true, true]);
+  assert.deepEqual(await reopened.readParticipants('a'), []);
 });
