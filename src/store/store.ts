@@ -405,7 +405,18 @@ export class Store {
       this.noted(this.inTurn(name, () => this.withTranscript(name, (t) => t.remove(out)))),
       this.noted(this.inTurn(name, () => this.withJournal(name, (j) => j.remove(out)))),
     ]);
-    return (await Promise.all([out, files]))[0];
+    // A refused removal of the row is the answer (its files' tasks then remove nothing).
+    files.catch(() => undefined);
+    const removed = await out;
+    try {
+      await files;
+    } catch (err) {
+      // The row is gone and stays gone (no write undoes a commit): say so, and how to finish.
+      if (!(err instanceof StoreError) || err.kind !== 'io') throw err;
+      throw new StoreError('io', `session ${JSON.stringify(name)} was removed, but not all of its files: ${err.message}; `
+        + 'session/remove with purge again removes what is left', err.data, err.code);
+    }
+    return removed;
   }
 
   findSession(name: string): Session | null {

@@ -269,3 +269,26 @@ test('session/remove with purge whose write fails, participants/append, particip
   assert.deepEqual(answers.map((a) => (a.status === 'fulfilled' ? a.value : 'refused')), ['refused', true, true]);
   assert.deepEqual(await reopened.readParticipants('a'), []);
 });
+
+test('session/remove with purge whose file removal fails: the error says the row was removed and how to finish; purging again does', async (t) => {
+  const dir = tempDir();
+  let failSync = false;
+  const store = await openIn(dir, {
+    io: withIo({
+      datasync: (fh) => {
+        if (!failSync) return nodeIo.datasync(fh);
+        failSync = false;
+        return Promise.reject(errno('EIO', 'fsync'));
+      },
+    }),
+  });
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', entry('t0'));
+  failSync = true; // the checkpoint before the transcript's removal
+  await assert.rejects(store.removeSession('a', { purge: true }), storeError('io', ['session "a" was removed, but not all of its files', 'purge again'], 'EIO'));
+  assert.equal(store.findSession('a'), null, 'the row is gone, as the error says');
+  assert.ok(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), 'the transcript is left');
+  assert.deepEqual(await store.removeSession('a', { purge: true }), { removed: false });
+  assert.equal(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), false);
+});
