@@ -178,7 +178,8 @@ export class Participants {
    */
   remove(after?: Promise<unknown>): Promise<boolean> {
     const run = (): Promise<boolean> => this.removeNow(after);
-    const before = this.deferred ? Promise.all([this.removing ?? this.loading, this.deferred]) : this.removing ?? this.loading;
+    // allSettled: a removal that fails must not let this one start before the appends deferred behind it are queued.
+    const before = this.deferred ? Promise.allSettled([this.removing ?? this.loading, this.deferred]) : this.removing ?? this.loading;
     const removal = before ? before.then(run, run) : run();
     this.removing = removal;
     const done = (): void => {

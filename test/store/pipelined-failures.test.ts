@@ -1,9 +1,11 @@
 // Writes called in one turn (a connection's pipelined requests) while the disk refuses some of
-// them: state.json rewrites and transcript or journal writes fail at random (ENOSPC through the
-// io seam). Every answer must be the answer of the same calls made one at a time, each failed
+// them: state.json rewrites, transcript or journal writes and fdatasyncs (the write-ahead log's,
+// a checkpoint's) fail at random (ENOSPC, EIO through the io seam). Every answer must be the answer of the same calls made one at a time, each failed
 // one having changed nothing: a sequential model, fed each call's observed success or io failure,
 // must agree with every other answer, with what memory reads and with what the files hold, also
-// after a reopen.
+// after a reopen. One exception, said in its error: a session/remove with purge whose row removal
+// was written but a file removal failed leaves the row gone and the files as they are; the
+// files of that name are then not compared.
 import assert from 'node:assert/strict';
 import type { FileHandle } from 'node:fs/promises';
 import { test } from 'node:test';
@@ -37,10 +39,16 @@ class Model {
   rows = new Set<string>();
   entries = new Map<string, string[]>();
   ids = new Map<string, string[]>();
+  /** Names whose files a purge left part-way (its error said so): their files are not predicted. */
+  unknown = new Set<string>();
 
-  /** The answer `op` gets if it succeeds now, or the kind of the refusal it gets (the model unchanged). */
-  expect(op: Op): { ok: unknown } | { refused: string } {
+  /** The answer `op` gets if it succeeds now, or the kind of the refusal it gets (the model unchanged); `any` when not predicted. */
+  expect(op: Op): { ok: unknown } | { refused: string } | { any: true } {
     const row = this.rows.has(op.name);
+    if (this.unknown.has(op.name) && op.op !== 'add' && op.op !== 'remove') {
+      if ((op.op === 'append' || op.op === 'participant') && op.requireSession && !row) return { refused: 'unknown-session' };
+      return { any: true };
+    }
     switch (op.op) {
       case 'add':
         return row ? { refused: 'exists' } : { ok: op.name };
@@ -102,10 +110,10 @@ function call(store: Store, op: Op): Promise<unknown> {
   }
 }
 
-async function contents(store: Store, names: string[]): Promise<unknown> {
+async function contents(store: Store, names: string[], unknown: Set<string>): Promise<unknown> {
   const out: Record<string, unknown> = {};
   for (const n of names) {
-    out[n] = {
+    out[n] = unknown.has(n) ? { row: store.findSession(n) !== null } : {
       row: store.findSession(n) !== null,
       entries: (await store.readTranscript(n)).map((e) => e.text),
       ids: await store.readParticipants(n),
@@ -115,7 +123,7 @@ async function contents(store: Store, names: string[]): Promise<unknown> {
 }
 
 function modelContents(m: Model, names: string[]): unknown {
-  return Object.fromEntries(names.map((n) => [n, { row: m.rows.has(n), entries: m.entries.get(n) ?? [], ids: m.ids.get(n) ?? [] }]));
+  return Object.fromEntries(names.map((n) => [n, m.unknown.has(n) ? { row: m.rows.has(n) } : { row: m.rows.has(n), entries: m.entries.get(n) ?? [], ids: m.ids.get(n) ?? [] }]));
 }
 
 const options = (runs: number): fc.Parameters<unknown> => ({
@@ -144,6 +152,7 @@ test('pipelined writes with some refused by the disk: each answer as one at a ti
             return fh;
           },
           write: (fh, buf) => (appendFiles.has(fh) && fails() ? Promise.reject(errno('ENOSPC')) : nodeIo.write(fh, buf)),
+          datasync: (fh) => (fails() ? Promise.reject(errno('EIO', 'fsync')) : nodeIo.datasync(fh)),
         });
         const dir = tempDir('hs-pipefail-');
         let store = await openIn(dir, { io, lock: false });
@@ -168,6 +177,7 @@ test('pipelined writes with some refused by the disk: each answer as one at a ti
             const got = answers[i] as PromiseSettledResult<unknown>;
             const want = model.expect(op);
             const what = `call ${i} ${JSON.stringify(op)}`;
+            if ('any' in want) continue;
             if (got.status === 'fulfilled') {
               assert.ok('ok' in want, `${what}: answered ${JSON.stringify(got.value)}, one at a time it is refused ${JSON.stringify(want)}`);
               assert.deepEqual(got.value, want.ok, what);
@@ -177,12 +187,16 @@ test('pipelined writes with some refused by the disk: each answer as one at a ti
               assert.ok(err instanceof StoreError, `${what}: ${String(err)}`);
               // An io refusal is the injected failure (or its batch's); any other must be the model's.
               if (err.kind !== 'io') assert.deepEqual({ refused: err.kind }, want, `${what}: refused ${err.kind}: ${err.message}`);
+              if (op.op === 'remove' && /was removed, but not all of its files/.test(err.message)) {
+                model.rows.delete(op.name);
+                model.unknown.add(op.name);
+              }
             }
           }
           const names = ['a', 'b'];
-          assert.deepEqual(await contents(store, names), modelContents(model, names), 'memory');
+          assert.deepEqual(await contents(store, names, model.unknown), modelContents(model, names), 'memory');
           store = await reopen(store, { io, lock: false });
-          assert.deepEqual(await contents(store, names), modelContents(model, names), 'after a reopen');
+          assert.deepEqual(await contents(store, names, model.unknown), modelContents(model, names), 'after a reopen');
         } finally {
           await store.close();
         }

@@ -292,3 +292,26 @@ test('session/remove with purge whose file removal fails: the error says the row
   assert.deepEqual(await store.removeSession('a', { purge: true }), { removed: false });
   assert.equal(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), false);
 });
+
+test('participants/remove that fails, an append, participants/remove in one turn: the second removal removes the append', async (t) => {
+  const dir = tempDir();
+  let failSync = false;
+  const store = await openIn(dir, {
+    io: withIo({
+      datasync: (fh) => {
+        if (!failSync) return nodeIo.datasync(fh);
+        failSync = false;
+        return Promise.reject(errno('EIO', 'fsync'));
+      },
+    }),
+  });
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  failSync = true; // the checkpoint before the first removal
+  const answers = await Promise.allSettled([store.removeParticipants('a'), store.appendParticipant('a', 'u1'), store.removeParticipants('a')]);
+  // The second removal waited on the first alone, which failed at once: it ran before the append,
+  // deferred behind the first, had its place in the queue (removed:false, u1 left in the journal).
+  assert.deepEqual(answers.map((a) => (a.status === 'fulfilled' ? a.value : 'refused')), ['refused', true, true]);
+  assert.deepEqual(await store.readParticipants('a'), []);
+  assert.equal(existsSync(path.join(dir, 'participants', 'a.log')), false);
+});
