@@ -34,11 +34,14 @@ type Client struct {
 	tracked     map[*Watcher]struct{}
 	subscribing int
 	early       map[string][]notification
-	done        chan struct{}
-	err         error
-	onClose     func() error
-	closeOnce   sync.Once
-	closeErr    error
+	// earlyLost: subscriptions whose held notifications passed earlyLimit; each ends with
+	// watch/overflow once its answer is handled (never a silent gap).
+	earlyLost map[string]bool
+	done      chan struct{}
+	err       error
+	onClose   func() error
+	closeOnce sync.Once
+	closeErr  error
 	// process is the server Spawn started.
 	process *os.Process
 
@@ -83,7 +86,9 @@ type wireMessage struct {
 }
 
 // earlyLimit bounds notifications kept for a subscription being set up: the server sends none
-// before it answers watch/subscribe, so this only guards against a misbehaving peer.
+// before it answers watch/subscribe, but the reader may read many after the answer before the
+// subscribing call has handled it (a catch-up after a reconnection). Past it the watcher ends
+// with ErrWatchOverflow (they were once dropped without a word).
 const earlyLimit = 4096
 
 // NewClient speaks JSON-RPC (newline-delimited JSON) over rw, an already open connection to a
@@ -112,6 +117,7 @@ func newClient(rw io.ReadWriteCloser, maxMessage int) *Client {
 		up:         true,
 		wakeUp:     make(chan struct{}),
 		early:      map[string][]notification{},
+		earlyLost:  map[string]bool{},
 		done:       make(chan struct{}),
 	}
 	close(c.ready)
@@ -272,8 +278,12 @@ func (c *Client) notification(n notification) {
 	defer c.mu.Unlock()
 	w, ok := c.watchers[head.Subscription]
 	if !ok {
-		if c.subscribing > 0 && len(c.early[head.Subscription]) < earlyLimit {
-			c.early[head.Subscription] = append(c.early[head.Subscription], n)
+		if c.subscribing > 0 {
+			if len(c.early[head.Subscription]) < earlyLimit {
+				c.early[head.Subscription] = append(c.early[head.Subscription], n)
+			} else if len(c.earlyLost) < earlyLimit {
+				c.earlyLost[head.Subscription] = true
+			}
 		}
 		return
 	}

@@ -153,6 +153,7 @@ func (c *Client) subscribeOn(ctx context.Context, w *Watcher, p subscribeParams,
 		c.subscribing--
 		if c.subscribing == 0 {
 			c.early = map[string][]notification{}
+			c.earlyLost = map[string]bool{}
 		}
 		c.mu.Unlock()
 	}()
@@ -181,6 +182,17 @@ func (c *Client) subscribeOn(ctx context.Context, w *Watcher, p subscribeParams,
 	delete(c.early, w.current)
 	for _, n := range early {
 		c.deliverLocked(w, n)
+	}
+	if c.earlyLost[w.current] {
+		// More came before the answer was handled than were kept: the watcher ends as a slow
+		// one does (subscribe and read again), and the server's subscription goes.
+		delete(c.earlyLost, w.current)
+		cur := w.current
+		if _, open := c.watchers[cur]; open {
+			c.dropLocked(w)
+			w.finish(&WatchOverflowParams{Subscription: w.ID}, ErrWatchOverflow)
+			go func() { _, _ = c.unsubscribe(context.Background(), cur) }()
+		}
 	}
 	return w, r, nil
 }
