@@ -21,20 +21,16 @@ func TestNotificationsHeldPastTheBoundEndTheWatcherWithOverflow(t *testing.T) {
 	const sent = earlyLimit + 10
 	go func() {
 		r := bufio.NewReader(server)
-		line, err := r.ReadBytes('\n')
+		id, err := readRequestID(r)
 		if err != nil {
 			return
 		}
-		var req struct {
-			ID int64 `json:"id"`
-		}
-		_ = json.Unmarshal(line, &req)
 		// Read before the answer is handled (the reader runs ahead of the subscribing call).
 		for i := 0; i < sent; i++ {
 			c.notification(notification{method: "transcript/didAppend", params: json.RawMessage(fmt.Sprintf(
 				`{"subscription":"w1","name":"a","seq":%d,"entry":{"ts":"t","role":"user","text":"x"}}`, i))})
 		}
-		_, _ = fmt.Fprintf(server, `{"jsonrpc":"2.0","id":%d,"result":{"subscription":"w1","revision":0,"epoch":"e"}}`+"\n", req.ID)
+		_, _ = fmt.Fprintf(server, `{"jsonrpc":"2.0","id":%d,"result":{"subscription":"w1","revision":0,"epoch":"e"}}`+"\n", id)
 		_, _ = r.ReadBytes('\n') // hold the connection open
 	}()
 	w, err := c.Watch(ctxT(t), WatchOptions{Transcripts: []string{"a"}})

@@ -2,7 +2,6 @@ package stateclient
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -20,15 +19,11 @@ func TestEveryErrorCodeMapsToItsSentinel(t *testing.T) {
 	go func() {
 		r := bufio.NewReader(server)
 		for _, code := range errorCodes {
-			line, err := r.ReadBytes('\n')
+			id, err := readRequestID(r)
 			if err != nil {
 				return
 			}
-			var req struct {
-				ID int64 `json:"id"`
-			}
-			_ = json.Unmarshal(line, &req)
-			fmt.Fprintf(server, `{"jsonrpc":"2.0","id":%d,"error":{"code":%d,"message":"m","data":{"code":%q}}}`+"\n", req.ID, code.Code, code.Name)
+			fmt.Fprintf(server, `{"jsonrpc":"2.0","id":%d,"error":{"code":%d,"message":"m","data":{"code":%q}}}`+"\n", id, code.Code, code.Name)
 		}
 	}()
 	ctx := ctxT(t)

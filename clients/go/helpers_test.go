@@ -1,8 +1,10 @@
 package stateclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -240,4 +242,17 @@ func must[T any](v T, err error) func(*testing.T) T {
 		}
 		return v
 	}
+}
+
+// readRequestID reads the next request line a fake peer gets and returns its id.
+func readRequestID(r *bufio.Reader) (int64, error) {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return 0, err
+	}
+	var req struct {
+		ID int64 `json:"id"`
+	}
+	err = json.Unmarshal(line, &req)
+	return req.ID, err
 }

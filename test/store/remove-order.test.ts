@@ -174,6 +174,22 @@ test('session/add whose write fails: the appends waiting for its row are refused
  * A store in a fresh dir whose state.json rewrites fail with ENOSPC while `fail.on` is set;
  * `writing()` resolves once the next rewrite has begun (its commit is under way).
  */
+/** A store in `dir` whose next fdatasync fails with EIO once `failNextSync()` is called (one only). */
+async function failingOneSync(t: TestContext, dir: string): Promise<{ store: Store; failNextSync: () => void }> {
+  let failSync = false;
+  const store = await openIn(dir, {
+    io: withIo({
+      datasync: (fh) => {
+        if (!failSync) return nodeIo.datasync(fh);
+        failSync = false;
+        return Promise.reject(errno('EIO', 'fsync'));
+      },
+    }),
+  });
+  t.after(() => store.close());
+  return { store, failNextSync: () => void (failSync = true) };
+}
+
 async function failingState(t: TestContext): Promise<{ store: Store; fail: { on: boolean }; writing: () => Promise<void>; reopened: () => Promise<Store> }> {
   const dir = tempDir();
   const fail = { on: false };
@@ -272,20 +288,10 @@ test('session/remove with purge whose write fails, participants/append, particip
 
 test('session/remove with purge whose file removal fails: the error says the row was removed and how to finish; purging again does', async (t) => {
   const dir = tempDir();
-  let failSync = false;
-  const store = await openIn(dir, {
-    io: withIo({
-      datasync: (fh) => {
-        if (!failSync) return nodeIo.datasync(fh);
-        failSync = false;
-        return Promise.reject(errno('EIO', 'fsync'));
-      },
-    }),
-  });
-  t.after(() => store.close());
+  const { store, failNextSync } = await failingOneSync(t, dir);
   await store.addSession(newSession('a'));
   await store.appendTranscript('a', entry('t0'));
-  failSync = true; // the checkpoint before the transcript's removal
+  failNextSync(); // the checkpoint before the transcript's removal
   await assert.rejects(store.removeSession('a', { purge: true }), storeError('io', ['session "a" was removed, but not all of its files', 'purge again'], 'EIO'));
   assert.equal(store.findSession('a'), null, 'the row is gone, as the error says');
   assert.ok(existsSync(path.join(dir, 'transcripts', 'a.jsonl')), 'the transcript is left');
@@ -295,19 +301,9 @@ test('session/remove with purge whose file removal fails: the error says the row
 
 test('participants/remove that fails, an append, participants/remove in one turn: the second removal removes the append', async (t) => {
   const dir = tempDir();
-  let failSync = false;
-  const store = await openIn(dir, {
-    io: withIo({
-      datasync: (fh) => {
-        if (!failSync) return nodeIo.datasync(fh);
-        failSync = false;
-        return Promise.reject(errno('EIO', 'fsync'));
-      },
-    }),
-  });
-  t.after(() => store.close());
+  const { store, failNextSync } = await failingOneSync(t, dir);
   await store.addSession(newSession('a'));
-  failSync = true; // the checkpoint before the first removal
+  failNextSync(); // the checkpoint before the first removal
   const answers = await Promise.allSettled([store.removeParticipants('a'), store.appendParticipant('a', 'u1'), store.removeParticipants('a')]);
   // The second removal waited on the first alone, which failed at once: it ran before the append,
   // deferred behind the first, had its place in the queue (removed:false, u1 left in the journal).
