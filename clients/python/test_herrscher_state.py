@@ -255,6 +255,12 @@ def shared_server():
     return _shared[0]
 
 
+def tearDownModule():
+    """Runs the module cleanups (the shared server and its folders). unittest runs them after this
+    anyway; pytest calls this but not them, and left the server running with its folders."""
+    unittest.case.doModuleCleanups()
+
+
 class Behaviour(unittest.TestCase):
     def test_threads_share_one_client_and_keep_their_order(self):
         srv = shared_server()
