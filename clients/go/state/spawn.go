@@ -65,12 +65,15 @@ func lockPathOf(statePath string) string {
 	return filepath.Join(filepath.Dir(statePath), "."+filepath.Base(statePath)+".lock")
 }
 
+// maxStartExits bounds the servers started in one findOrStart that exit before accepting.
+const maxStartExits = 3
+
 // findOrStart connects to the live server of statePath, or starts one: under this
 // process's own lock when it holds it (owned), else a shared socket server that exits once
 // idle.
 func findOrStart(ctx context.Context, statePath string) (*stateclient.Client, bool, error) {
 	var lastErr error
-	for ctx.Err() == nil {
+	for exits := 0; ctx.Err() == nil; {
 		if rec, err := stateclient.ReadServerRecord(statePath); err == nil && rec != nil {
 			c, err := dialChecked(ctx, rec.Socket, statePath)
 			if err == nil {
@@ -87,10 +90,19 @@ func findOrStart(ctx context.Context, statePath string) (*stateclient.Client, bo
 		if err == nil {
 			return c, false, nil
 		}
+		if ctx.Err() != nil {
+			break // what the last start said is the reason, not the bound
+		}
+		lastErr = err
 		if !retry {
 			return nil, false, err
 		}
-		lastErr = err
+		// A start that lost the lock to another process's server finds that server at the
+		// next look; one that exits again and again cannot start at all (a state file it
+		// cannot open): its own words say why, and starting it until the bound only burns CPU.
+		if exits++; exits >= maxStartExits {
+			return nil, false, fmt.Errorf("state: no server for %s: %w", statePath, lastErr)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if lastErr == nil {
