@@ -85,14 +85,15 @@ type stateParams struct {
 // StateOptions holds the optional params of State; the zero value sends none.
 type StateOptions struct {
 	// true: exactly what state.json holds, without the defaults overlay (what a replica rebuilds
-	// from).
+	// from); -32020 (data.code EINVAL, the message says why) while state.json, changed by another
+	// process, cannot be loaded.
 	Persisted bool `json:"persisted,omitempty"`
 }
 
 // State calls state/get: The state document as committed, with config defaults
 // (state/applyDefaults) overlaid unless persisted is true.
 //
-// Wire method state/get. Errors: ErrInvalidParams.
+// Wire method state/get. Errors: ErrInvalidParams, ErrStorageFailure.
 func (c *Client) State(ctx context.Context, opts ...StateOptions) (StateResult, error) {
 	var p stateParams
 	for _, o := range opts {

@@ -15,11 +15,11 @@ export const stateGet = defineMethod({
   summary: 'The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true.',
   params: () => z
     .strictObject({
-      persisted: z.boolean().optional().describe('true: exactly what state.json holds, without the defaults overlay (what a replica rebuilds from).'),
+      persisted: z.boolean().optional().describe('true: exactly what state.json holds, without the defaults overlay (what a replica rebuilds from); -32020 (data.code EINVAL, the message says why) while state.json, changed by another process, cannot be loaded.'),
     })
     .default({}),
   result: () => z.object({ state: StateDocument, revision: Revision, epoch: Epoch }),
-  errors: [],
+  errors: ['StorageFailure'],
   example: { params: {}, result: { state: { home: { id: '987', type: 'category' }, sessions: [] }, revision: 7, epoch: 'e0c6…' } },
 });
 

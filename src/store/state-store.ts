@@ -143,6 +143,14 @@ export class StateStore {
     return this.committed;
   }
 
+  /**
+   * Why state.json, changed by another process, cannot be loaded now (the error every write is
+   * refused with), or undefined: the committed document is then what the file holds.
+   */
+  get loadFailure(): StoreError | undefined {
+    return this.unreadable?.error;
+  }
+
   /** The document with every accepted mutation applied, committed or not (for existence checks). */
   get pendingDocument(): Doc {
     return this.head;

@@ -288,8 +288,15 @@ export class Store {
     return this.closing ? Promise.resolve() : this.state.refresh();
   }
 
-  /** The committed document exactly as state.json holds it, without the defaults overlay. */
+  /**
+   * The committed document exactly as state.json holds it, without the defaults overlay. Throws
+   * the load's error while the file, changed by another process, cannot be loaded: the last good
+   * document is not what the file holds then, and a caller loading the state (Go's LoadState)
+   * must hear why, as Go's would.
+   */
   getPersistedState(): Doc {
+    const failure = this.state.loadFailure;
+    if (failure) throw failure;
     return this.state.document;
   }
 

@@ -50,7 +50,7 @@ class MinuteLater extends StorageHealth {
   }
 }
 
-test('a state.json broken by hand: status is unhealthy from its first look until the file is fixed, not for a minute', { timeout: TIMEOUT }, async (t) => {
+test('a state.json broken by hand: status is unhealthy and a read of what the file holds refused from the first look until the file is fixed, not for a minute', { timeout: TIMEOUT }, async (t) => {
   const srv = await startServer(t, { store: { health: new MinuteLater() } });
   const client = await srv.client();
   await client.sessionAdd({ session: { name: 'a' } });
@@ -62,9 +62,14 @@ test('a state.json broken by hand: status is unhealthy from its first look until
   assert.equal(broken.healthy, false, 'status said healthy while every write is refused');
   assert.match(broken.lastStorageError?.message ?? '', /cannot be loaded/);
   await assert.rejects(client.sessionSetArchived({ name: 'a', archived: true }), /cannot be loaded/);
+  // What state.json holds (what Go's LoadState reads) is not the last good document: a loader
+  // hears why, as Go's LoadState would; the overlaid read keeps answering the last good one.
+  await assert.rejects(client.stateGet({ persisted: true }), (err: Error & { code?: number }) => err.code === -32020 && /cannot be loaded/.test(err.message));
+  assert.equal((await client.stateGet()).state.sessions?.[0]?.name, 'a');
   assert.equal((await client.status()).healthy, false, 'still refused, so still unhealthy');
   writeFileSync(`${srv.state}.edit`, good);
   renameSync(`${srv.state}.edit`, srv.state);
   assert.equal((await client.status()).healthy, true, 'fixed: healthy again');
+  assert.equal((await client.stateGet({ persisted: true })).state.sessions?.[0]?.name, 'a');
   assert.deepEqual(await client.sessionSetArchived({ name: 'a', archived: true }), { found: true, changed: true });
 });

@@ -34,3 +34,34 @@ func TestLoadStateOfAnUnloadableFileSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// The same file broken by hand while a server serves it (an operator's edit gone wrong): a
+// LoadState gets why, as Go's LoadState does, not the last good document the server keeps
+// answering from memory; fixed, it loads again.
+func TestLoadStateOfAFileBrokenWhileServedSaysWhy(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(stateDir(t), "state.json")
+	st := mustLoad(t, path)
+	if err := st.AddSession(Session{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"sessions": [`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadState(path); err == nil || !strings.Contains(err.Error(), "cannot be loaded") {
+		t.Fatalf("LoadState of a broken file = %+v, %v; want why it cannot be loaded", got, err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != `{"sessions": [` {
+		t.Fatalf("the broken file was changed to %q", b)
+	}
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mustLoad(t, path).FindSession("a"); !ok {
+		t.Fatal("the fixed file does not load")
+	}
+}
