@@ -35,7 +35,9 @@ export class StorageHealth {
     const e = err as { message?: unknown; code?: unknown } | undefined;
     const detail = typeof e?.message === 'string' ? e.message : String(err);
     const code = typeof e?.code === 'string' ? e.code : undefined;
-    this.last = { message: context ? `${context}: ${detail}` : detail, ...(code ? { code } : {}), at: now };
+    // An error logged with no cause is its own detail: said once, not "what: what".
+    const message = context && context !== detail ? `${context}: ${detail}` : detail;
+    this.last = { message, ...(code ? { code } : {}), at: now };
   }
 
   /** A checkpoint failed: unhealthy until one succeeds. Also recorded as the last storage error. */

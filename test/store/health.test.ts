@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RECENT_ERROR_MS, StorageHealth } from '../../src/store/health.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
+import { storeLog } from '../../src/store/store-log.js';
 import type { Store } from '../../src/store/store.js';
 import { errno, newSession, openIn, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -95,3 +96,10 @@ for (const code of ['ENOSPC', 'EIO', 'EMFILE']) {
     });
   }
 }
+
+test('an error logged without a cause (a state.json that cannot be loaded) is reported once, not repeated after its own colon', () => {
+  const h = new StorageHealth();
+  const why = 'state.json was changed by another process and cannot be loaded (invalid JSON)';
+  storeLog({ health: h }).error(why);
+  assert.equal(h.snapshot(0).lastStorageError?.message, why);
+});
