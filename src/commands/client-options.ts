@@ -3,6 +3,7 @@
 import type { Framing } from '../client/client.js';
 import { defaultSocketPath } from '../transport/socket.js';
 import { UsageError } from './command.js';
+import { timerMs } from './reply-timeout.js';
 
 export interface ClientOptions {
   /** The server's socket; undefined to find it by the discovery rule (transport/discovery.ts). */
@@ -40,8 +41,10 @@ export const CLIENT_FLAGS = {
 
 export function clientOptions(v: { socket?: string | undefined; state?: string | undefined; framing: string; timeout?: string | undefined }): ClientOptions {
   if (v.framing !== 'lsp' && v.framing !== 'ndjson') throw new UsageError(`--framing must be lsp or ndjson, got ${JSON.stringify(v.framing)}`);
-  const given = v.timeout === undefined ? undefined : Number(v.timeout);
-  if (given !== undefined && (!Number.isFinite(given) || given < 0)) throw new UsageError(`--timeout must be a number of milliseconds, got ${JSON.stringify(v.timeout)}`);
+  // Number('') is 0: an empty value (an unset shell variable) is no number, not "give up at once".
+  const asked = v.timeout === undefined ? undefined : v.timeout.trim() === '' ? NaN : Number(v.timeout);
+  if (asked !== undefined && (!Number.isFinite(asked) || asked < 0)) throw new UsageError(`--timeout must be a number of milliseconds, got ${JSON.stringify(v.timeout)}`);
+  const given = asked === undefined ? undefined : timerMs(asked);
   // The rest of the rule ($HERRSCHER_STATE_SOCKET, the record, the default) is connect()'s.
   return { socket: v.socket, state: v.state, framing: v.framing, timeoutMs: given ?? DEFAULT_CONNECT_TIMEOUT_MS, givenTimeoutMs: given };
 }

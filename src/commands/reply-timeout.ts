@@ -4,8 +4,20 @@
 // $HERRSCHER_STATE_REPLY_TIMEOUT_MS sets another bound (a monitor that wants to know sooner).
 const DEFAULT_REPLY_TIMEOUT_MS = 30_000;
 
-/** The bound on each reply, in ms: $HERRSCHER_STATE_REPLY_TIMEOUT_MS when it is a positive number. */
+/**
+ * The longest wait a Node timer can hold (2^31 - 1 ms, about 24.8 days): a longer one fires
+ * after 1 ms, with a warning on stderr, so `--timeout 1e99` (meant as "wait") failed at once.
+ * A longer bound given is held to this one.
+ */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** ms held to what a timer can wait. */
+export function timerMs(ms: number): number {
+  return Math.min(ms, MAX_TIMEOUT_MS);
+}
+
+/** The bound on each reply, in ms: $HERRSCHER_STATE_REPLY_TIMEOUT_MS when it is a positive number (at most MAX_TIMEOUT_MS). */
 export function replyTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   const given = Number(env.HERRSCHER_STATE_REPLY_TIMEOUT_MS);
-  return Number.isFinite(given) && given > 0 ? given : DEFAULT_REPLY_TIMEOUT_MS;
+  return Number.isFinite(given) && given > 0 ? timerMs(given) : DEFAULT_REPLY_TIMEOUT_MS;
 }
