@@ -26,8 +26,23 @@ function usageError(message: string, cmd?: Command): number {
   return EXIT.usage;
 }
 
+/**
+ * A reader that stops reading (`| head -1`, `| grep -m1`) closes the pipe: the next write fails
+ * with EPIPE, which, unheard, crashed the command with a stack trace on stderr and exit 1, and a
+ * `tail -f` must end then rather than follow for nobody. Ended quietly, exit 0, as the shell's
+ * own tools do. Not for `serve`: its stdout is a connection (or its log), which handles its own.
+ */
+function endWhenTheReaderLeaves(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT.ok);
+    process.stderr.write(`herrscher-state: cannot write the output: ${err.message}\n`);
+    process.exit(EXIT.failed);
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
+  if (first !== 'serve') endWhenTheReaderLeaves();
   if (first === undefined) {
     process.stderr.write(globalHelp(COMMANDS));
     return EXIT.usage;

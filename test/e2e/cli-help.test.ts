@@ -139,3 +139,12 @@ test('SIGHUP stops serve in order: exit 0 and its socket removed', { timeout: TI
   assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
   assert.equal(existsSync(socket), false, `the socket is removed; stderr:\n${server.stderr()}`);
 });
+
+test('a reader that closes the output before it is written (| head -0) ends the command quietly, exit 0, not with an EPIPE stack', { timeout: TIMEOUT }, async (t) => {
+  const c = runCli(t, ['--help'], { collectStdout: false });
+  c.child.stdout?.destroy();
+  c.child.stdin?.end();
+  const exit = await c.exited;
+  assert.equal(c.stderr(), '');
+  assert.deepEqual(exit, { code: 0, signal: null });
+});
