@@ -97,3 +97,34 @@ func TestAStateWithoutAPathLogsNothing(t *testing.T) {
 		t.Errorf("an empty State logged %q", text)
 	}
 }
+
+// SetBackendTarget returns no error, as Go's: when the server cannot be reached it answers
+// from this State's copy (the session exists: true, not "no such session"), keeps the change
+// there as Go keeps it in memory, and says why in the log instead of swallowing the failure.
+func TestSetBackendTargetWithoutTheServerKeepsTheChangeAndSaysWhy(t *testing.T) {
+	dir := stateDir(t)
+	path := filepath.Join(dir, "state.json")
+	st := mustLoad(t, path)
+	if err := st.AddSession(Session{Name: "s1", Vendor: "claude", Cmd: "old", ResumeToken: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	// The server stops once this process's connection is closed and it is idle; none can start.
+	closeUnder(dir)
+	eventually(t, "the server stopped", func() bool { return lockFree(lockPathOf(path)) })
+	t.Setenv("HERRSCHER_STATE_BIN", filepath.Join(dir, "no-such-herrscher-state"))
+	logged := captureLog(t)
+
+	if !st.SetBackendTarget("s1", "codex", "new", "m1") {
+		t.Fatal("SetBackendTarget said there is no session s1")
+	}
+	got, ok := st.FindSession("s1")
+	if !ok || got.Vendor != "codex" || got.Cmd != "new" || got.ModelID != "m1" || got.ResumeToken != "" {
+		t.Fatalf("the change is not in the State: %+v %v", got, ok)
+	}
+	if st.SetBackendTarget("nope", "codex", "new", "m1") {
+		t.Fatal("SetBackendTarget found a session this State does not have")
+	}
+	if text := logged.String(); !strings.Contains(text, "state: SetBackendTarget "+path+": ") || !strings.Contains(text, "no-such-herrscher-state") {
+		t.Fatalf("the log does not say why the change was not saved:\n%s", text)
+	}
+}

@@ -402,18 +402,37 @@ func (s *State) SetBudget(name string, costCap float64, tokenCap uint64, cohortC
 }
 
 // SetBackendTarget re-points a live session's backend: it rewrites Vendor, Cmd and ModelID
-// and clears the resume token. Returns false when no session matches name (a failed save is
-// not reported, as in Go).
+// and clears the resume token. Returns false when no session matches name. A failed save is
+// not returned, as in Go: the change stays in this State (saved with its next save, as Go's
+// stays in memory) and the reason goes to the log, as a reader's does, so it is not silent.
+// A server that could not be asked at all leaves this State's copy to say whether the
+// session exists, not "no such session".
 func (s *State) SetBackendTarget(name, vendor, cmd, modelID string) bool {
 	found := false
-	_ = s.setRow(name, func(r *Session) bool {
+	set := func(r *Session) bool {
 		found = true
 		r.Vendor, r.Cmd, r.ModelID, r.ResumeToken = vendor, cmd, modelID, ""
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
+	}
+	err := s.setRow(name, set, func(ctx context.Context, c *stateclient.Client) error {
 		_, err := c.SetBackendTarget(ctx, name, vendor, cmd, modelID)
 		return err
 	})
+	if err == nil {
+		return found
+	}
+	if !found {
+		s.mu.Lock()
+		if i := rowIndex(s.Sessions, name); i >= 0 {
+			rows := copySessions(s.Sessions)
+			set(&rows[i])
+			s.Sessions = rows
+		}
+		s.mu.Unlock()
+	}
+	if found {
+		readFailed("SetBackendTarget", s.path, "the change is kept in this State only (saved with its next save)", err)
+	}
 	return found
 }
 
