@@ -148,3 +148,9 @@ test('a reader that closes the output before it is written (| head -0) ends the 
   assert.equal(c.stderr(), '');
   assert.deepEqual(exit, { code: 0, signal: null });
 });
+
+test('PARAMS-JSON that is JSON but no object (a bare string or number) exits 2 saying so, before any server is asked', { timeout: TIMEOUT }, async () => {
+  const got = await runToEnd(['call', 'session/find', '"main"', '--socket', path.join(tempDir(), 'none.sock')]);
+  assert.equal(got.code, 2);
+  assert.match(got.stderr, /^herrscher-state call: PARAMS-JSON must be a JSON object, .*got a string\n$/);
+});
