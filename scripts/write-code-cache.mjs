@@ -21,13 +21,13 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
 import { crc32 } from 'node:zlib';
+// tsc's output, built before this runs: V8's defaults for the flags serve sets on itself.
+import { V8_DEFAULT_FLAGS as V8_DEFAULTS } from '../dist/src/commands/heap-settings.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = path.join(root, 'dist/src/cli.js');
 const BUNDLE = path.join(root, 'dist/src/cli-main.js');
 const CACHE = path.join(root, 'dist/src/cli-main.code-cache');
-/** V8's defaults for the flags serve sets on itself (src/commands/serve-heap.ts). */
-const V8_DEFAULTS = ['--heap-growing-percent=0', '--semi-space-growth-factor=2'];
 /** The signal that makes the serving run write the cache, and the line it says so with. */
 const CACHE_NOW = 'SIGUSR2';
 const CACHE_WRITTEN = 'write-code-cache: written';

@@ -35,8 +35,6 @@ import { registerRuntimeV8Flags, v8FlagsHeld } from '../common/v8-flag-hold.js';
 import type { HeapSettings } from './heap-settings.js';
 import { heapSettingsFor, V8_DEFAULT_FLAGS } from './heap-settings.js';
 
-export { HEAP_GROWING_PERCENT, heapSettingsFor, V8_DEFAULT_FLAGS, YOUNG_SEMI_SPACE_MB } from './heap-settings.js';
-export type { HeapSettings } from './heap-settings.js';
 
 /** Applies the settings to this process (`serve` does once it has answered its first request) and says which are in effect. */
 export function applyHeapSettings(execArgv: readonly string[] = process.execArgv): HeapSettings {

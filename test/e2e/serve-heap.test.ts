@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import test from 'node:test';
-import { HEAP_GROWING_PERCENT, heapSettingsFor, YOUNG_SEMI_SPACE_MB } from '../../src/commands/serve-heap.js';
+import { HEAP_GROWING_PERCENT, heapSettingsFor, YOUNG_SEMI_SPACE_MB } from '../../src/commands/heap-settings.js';
 import type { Child } from '../helpers/cli.js';
 import { CLI, REPO, serveSocket, waitForStderr } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
