@@ -7,16 +7,11 @@ import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 import { backoffDelay, reconnectDefaults } from './reconnect-options.js';
 import { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
 import type { Link } from './link.js';
+import { SESSION_NAME_PATTERN } from '../protocol/session-name.js';
 
 type Params = Record<string, unknown>;
 type Handler = (params: unknown) => void;
 
-/**
- * session/add's name rule (SESSION_NAME_PATTERN in src/protocol/model.ts, not imported: the
- * client loads no zod). A legacy row's name outside it may not name a file the server reads, and
- * one such name in `since` would end the subscription (watch/overflow), so it is left out.
- */
-export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /** A subscription as the caller knows it, and what it has seen (for `since`). */
 interface Tracked {
@@ -199,8 +194,10 @@ export class ClientCore {
       // "*": a session the subscriber saw nothing of was made after it subscribed (the seq of
       // every one there then was read, below), so all its entries are new to it: -1. Without
       // this, what was appended to it while the subscriber was away was never sent.
+      // A legacy row's name outside session/add's rule may not name a file the server reads, and
+      // one such name in `since` would end the subscription (watch/overflow): left out.
       if (t.filter.transcripts === '*') {
-        for (const name of await sessionNames(link)) if (!seqs.has(name) && SESSION_NAME.test(name)) seqs.set(name, -1);
+        for (const name of await sessionNames(link)) if (!seqs.has(name) && SESSION_NAME_PATTERN.test(name)) seqs.set(name, -1);
       }
       if (seqs.size > 0) since.transcripts = Object.fromEntries(seqs);
       const r = (await this.subscribeOn(link, { ...t.filter, since }, undefined, (id) => {
@@ -250,7 +247,7 @@ export class ClientCore {
     // Where each listed transcript (with "*", each session's) stands now, so a reconnect asks for
     // what follows it (an entry appended meanwhile is notified, and the seq only moves forward).
     const names = Array.isArray(filter.transcripts) ? (filter.transcripts as string[])
-      : filter.transcripts === '*' ? (await sessionNames(link, left(deadline)).catch(() => [])).filter((n) => SESSION_NAME.test(n)) : [];
+      : filter.transcripts === '*' ? (await sessionNames(link, left(deadline)).catch(() => [])).filter((n) => SESSION_NAME_PATTERN.test(n)) : [];
     const listed = names.filter((n) => !t!.seqs.has(n));
     await Promise.all(listed.map(async (name) => {
       try {

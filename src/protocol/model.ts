@@ -3,6 +3,10 @@
 // schema/openrpc.json names it once in `components.schemas` and refers to it by `$ref`. Go's key
 // order and omitempty set are derived from these declarations (goFieldsOf), not listed again.
 import * as z from 'zod';
+import { SESSION_NAME_PATTERN } from './session-name.js';
+
+// The store reads the contract through this module alone (its import rule).
+export { SESSION_NAME_PATTERN };
 
 /** The largest integer a JS number holds exactly; beyond it a Go integer is held as a bigint. */
 export const MAX_SAFE_COUNT = Number.MAX_SAFE_INTEGER;
@@ -63,7 +67,6 @@ const Cost = z
  * 32 at most (with the longest default folder the path stays under sun_path's 107 bytes).
  */
 export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$/;
-export const SESSION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 export const HomeRef = z
   .strictObject({ id: z.string(), type: z.string().describe('"category" or "forum".') })

@@ -412,7 +412,9 @@ export class Store {
       this.noted(this.inTurn(name, () => this.withTranscript(name, (t) => t.remove(out)))),
       this.noted(this.inTurn(name, () => this.withJournal(name, (j) => j.remove(out)))),
     ]);
-    // A refused removal of the row is the answer (its files' tasks then remove nothing).
+    // Marked handled, not dropped: when the row's removal is refused, that refusal is the answer
+    // (thrown by `await out` below, and the files' tasks remove nothing); otherwise `await files`
+    // below surfaces the files' own error.
     files.catch(() => undefined);
     const removed = await out;
     try {
