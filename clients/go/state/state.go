@@ -307,6 +307,14 @@ func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx con
 		}
 	}()
 	if err := s.syncLocked(); err != nil {
+		// The server could not be asked: as Go's save, the change stays in this State (saved
+		// with its next save) and the caller hears why.
+		if i := rowIndex(s.Sessions, name); i >= 0 {
+			rows := copySessions(s.Sessions)
+			if set(&rows[i]) {
+				s.Sessions = rows
+			}
+		}
 		return err
 	}
 	cur := s.fieldsView()
@@ -409,28 +417,15 @@ func (s *State) SetBudget(name string, costCap float64, tokenCap uint64, cohortC
 // session exists, not "no such session".
 func (s *State) SetBackendTarget(name, vendor, cmd, modelID string) bool {
 	found := false
-	set := func(r *Session) bool {
+	err := s.setRow(name, func(r *Session) bool {
 		found = true
 		r.Vendor, r.Cmd, r.ModelID, r.ResumeToken = vendor, cmd, modelID, ""
 		return true
-	}
-	err := s.setRow(name, set, func(ctx context.Context, c *stateclient.Client) error {
+	}, func(ctx context.Context, c *stateclient.Client) error {
 		_, err := c.SetBackendTarget(ctx, name, vendor, cmd, modelID)
 		return err
 	})
-	if err == nil {
-		return found
-	}
-	if !found {
-		s.mu.Lock()
-		if i := rowIndex(s.Sessions, name); i >= 0 {
-			rows := copySessions(s.Sessions)
-			set(&rows[i])
-			s.Sessions = rows
-		}
-		s.mu.Unlock()
-	}
-	if found {
+	if err != nil && found {
 		readFailed("SetBackendTarget", s.path, "the change is kept in this State only (saved with its next save)", err)
 	}
 	return found
