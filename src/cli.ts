@@ -29,6 +29,10 @@ import { pathToFileURL } from 'node:url';
 import vm from 'node:vm';
 import { crc32 } from 'node:zlib';
 
+// Read before anything else: a parent that dies during the start re-parents this process, and a
+// ppid read later would be init's (--exit-with-parent, src/commands/parent-watch.ts).
+const parentPid = process.ppid;
+
 /** Where the cache file came out (src/commands/code-cache.ts reads it, scripts/write-code-cache.mjs too). */
 type CodeCacheUse = 'accepted' | 'rejected' | 'stale' | 'absent' | 'unreadable';
 /** What the bundle's wrapper takes (its banner in scripts/bundle-cli.mjs). */
@@ -60,7 +64,7 @@ try {
 // No importModuleDynamically: the bundle has no import() (esbuild turns those of bundled modules into calls).
 const script = new vm.Script(bundle.toString('utf8'), { filename: file, ...(cachedData ? { cachedData } : {}) });
 if (cachedData) use = script.cachedDataRejected === true ? 'rejected' : 'accepted';
-(globalThis as Record<symbol, unknown>)[Symbol.for('herrscher-state.cli-start')] = { codeCache: use, script };
+(globalThis as Record<symbol, unknown>)[Symbol.for('herrscher-state.cli-start')] = { codeCache: use, script, parentPid };
 // The bin's own require resolves from this folder, the bundle's: the same lookups.
 const importMeta = { url: pathToFileURL(__filename).href } as ImportMeta;
 (script.runInThisContext() as Main)(require, file, path.dirname(file), importMeta);
