@@ -11,6 +11,7 @@ import { assertFolderSafe, SocketError } from '../transport/socket.js';
 import { createStdioTransport } from '../transport/stdio.js';
 import { codeCacheUse } from './code-cache.js';
 import type { LogFormat, LogLevel } from './log-options.js';
+import type { Logging } from './logger.js';
 import { createLogging } from './logger.js';
 import { afterFirstReply } from './after-first-reply.js';
 import { heapSettingsFor } from './heap-settings.js';
@@ -46,6 +47,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   const heap = heapSettingsFor(process.execArgv);
   const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
   const { log } = logging;
+  reopenLogOn('SIGUSR2', logging, o.logFile);
   if (o.parent?.gone) {
     // Gone before the store was opened: nothing to serve it, and the lock is never taken.
     log.info({ why: 'parent process gone' }, 'not serving: the parent process is gone already');
@@ -144,4 +146,19 @@ function announce(statePath: string, socket: string | undefined, stdio: boolean)
     `herrscher-state: serving ${statePath}${socket ? ` on ${socket}` : ''}${stdio ? ' and stdio' : ''}\n` +
       (socket ? `try: node ${cli} call session/list --socket ${rel(socket)}\n` : ''),
   );
+}
+
+/**
+ * `signal` opens --log-file again, for log rotation (logrotate renames the file, then signals):
+ * "log reopened" is the new file's first line. SIGHUP keeps its meaning (stop) and SIGUSR1 is
+ * node's debugger. Listened to from the start, since the signal's default is to end the process.
+ */
+function reopenLogOn(signal: NodeJS.Signals, logging: Logging, file: string | undefined): void {
+  process.on(signal, () => {
+    void logging.reopen().then((err) => {
+      if (err === false) logging.log.info({ signal }, `${signal}: no --log-file to reopen (the log goes to stderr)`);
+      else if (err) logging.log.error({ err, signal, file }, 'reopening the log file failed: the log goes on to the file that was open');
+      else logging.log.info({ signal, file }, 'log reopened');
+    });
+  });
 }
