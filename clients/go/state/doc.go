@@ -52,6 +52,13 @@
 // servers the package starts; unset, the server's default (sync) applies. Sockets of
 // started servers live in the per-user socket folder, named by a hash of the state path.
 //
+// Every call is bounded: finding or starting the server, the request and its answer take at
+// most $HERRSCHER_STATE_CALL_TIMEOUT_MS milliseconds (default 35000), after which the call
+// returns an error (errors.Is context.DeadlineExceeded) and the State stays usable. No mutex
+// is held while the server is started, dialled or waited for, so readers answer from the
+// replica while a write is in flight. A call the server refuses because it is stopping
+// (-32030: nothing taken) is carried to the next server within the same deadline.
+//
 // # Where it differs from Go's package
 //
 //   - A transcript or journal path outside any state dir's layout is no served file: the

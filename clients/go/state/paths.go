@@ -23,7 +23,7 @@ func ParticipantsPath(dir, name string) string {
 // served maps a transcript or journal path to the server of its state dir and the session
 // name: path must be <dir>/<sub>/<name><ext>. ok is false for a path of no state dir's
 // layout (the package then does what Go's does, on that file itself).
-func served(path, sub, ext string) (srv *server, name string, ok bool) {
+func served(path, sub, ext string) (cn *connection, name string, ok bool) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, "", false
@@ -33,7 +33,7 @@ func served(path, sub, ext string) (srv *server, name string, ok bool) {
 	if filepath.Base(parent) != sub || !strings.HasSuffix(base, ext) || len(base) == len(ext) {
 		return nil, "", false
 	}
-	return serverFor(stateFileIn(filepath.Dir(parent))), strings.TrimSuffix(base, ext), true
+	return connectionFor(stateFileIn(filepath.Dir(parent))), strings.TrimSuffix(base, ext), true
 }
 
 // stateFileIn is the state file whose dir is dir: one this process already uses, else one
