@@ -17,10 +17,12 @@
 // Mutators change the document as Go's do and save it whole (state/save), with
 // compare-and-set on the revision it was built on. Direct edits of the exported fields are
 // saved with the next save of that value, as in Go. A save that meets another writer's
-// commit is rebuilt on the newer document and retried: each top-level field edited here
-// replaces the served one, the rest is taken from the server, and the session list, when
-// edited in place here, replaces the served list whole. So a daemon and an operator command
-// no longer undo each other's changes (Go's package loses one of them).
+// commit is rebuilt on the newer document and retried. Unsaved edits merge three ways with
+// what others committed since this State's revision: top-level fields one by one, session
+// rows by name and field by field; where both sides changed the same field, this State's
+// value is saved (as Go's Save writes its memory) and the conflict is logged (log.Print). So a
+// daemon and an operator command no longer undo each other's changes (Go's package loses one
+// of them).
 //
 // ApplyDefaults seeds only the fields of the State it is called on; no save writes the
 // seeded values, and no other State or process sees them.

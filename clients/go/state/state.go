@@ -82,7 +82,8 @@ func (s *State) adoptLocked(r replica, same bool) {
 		return
 	}
 	// r.doc is this call's own copy: it becomes base, and show copies what the fields get.
-	cur := merge(s.base, s.fieldsView(), r.doc)
+	cur, conflicts := merge(s.base, s.fieldsView(), r.doc)
+	reportConflicts(s.path, conflicts)
 	s.base, s.baseVersion, s.baseRev, s.baseEpoch = r.doc, r.version, r.rev, r.epoch
 	s.show(cur)
 }
