@@ -72,8 +72,8 @@ func TestAStoppedServerBoundsEveryCall(t *testing.T) {
 	mustTimeOut("AppendParticipant", err)
 	_, err = LoadState(path)
 	mustTimeOut("LoadState", err)
-	if got := ReadTranscript(tr, 0); got != nil {
-		t.Fatalf("ReadTranscript on a stopped server: %+v, want the missing file's nil", got)
+	if got := ReadTranscript(tr, 0); len(got) == 0 || got[0].Ts != "t0" {
+		t.Fatalf("ReadTranscript on a stopped server: %+v, want the file's entries (read as Go reads it)", got)
 	}
 	// A new connection: the dial reaches the stopped server's socket, which never answers.
 	closeUnder(dir)

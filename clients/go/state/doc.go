@@ -71,7 +71,7 @@
 //     skips). User ids are trimmed by the server before they are stored and compared.
 //   - A NaN or infinite cost is refused before anything is sent: no empty file is created.
 //   - Reads that cannot reach the server answer from the State's last copy (they have no
-//     error to return); the transcript and journal readers answer as for a missing file.
+//     error to return); the transcript and journal readers read the file themselves, as Go's do.
 //     Either way the reason goes to the standard logger (log.Print), once a minute at most
 //     per reason.
 //   - Errors of LoadState and of saves are the server's (or of starting it), not Go's raw

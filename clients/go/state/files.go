@@ -78,8 +78,8 @@ func ReadTranscript(path string, limit int) []TranscriptEntry {
 		return c.Call(ctx, "transcript/read", readParams{Name: name, Limit: limit}, &page)
 	})
 	if err != nil {
-		readFailed("ReadTranscript", path, "answered as for a missing file", err)
-		return nil
+		readFailed("ReadTranscript", path, "read the file itself, as Go's package does", err)
+		return readTranscriptFile(path, limit)
 	}
 	if len(page.Entries) == 0 {
 		return nil
@@ -103,8 +103,8 @@ func ReadTranscriptLast(path string) string {
 	if err := callWithin(srv, readCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/last", nameParams{Name: name}, &r)
 	}); err != nil {
-		readFailed("ReadTranscriptLast", path, "answered as for a missing file", err)
-		return ""
+		readFailed("ReadTranscriptLast", path, "read the file itself, as Go's package does", err)
+		return readTranscriptLastFile(path)
 	}
 	return r.Ts
 }
@@ -163,8 +163,8 @@ func ReadParticipants(path string) []string {
 	if err := callWithin(srv, readCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "participants/read", nameParams{Name: name}, &r)
 	}); err != nil {
-		readFailed("ReadParticipants", path, "answered as for a missing file", err)
-		return nil
+		readFailed("ReadParticipants", path, "read the file itself, as Go's package does", err)
+		return readParticipantsFile(path)
 	}
 	if len(r.UserIDs) == 0 {
 		return nil

@@ -47,6 +47,8 @@ func runOtherProcess(arg string) int {
 			}
 		}
 		errs = append(errs, st.Save(), st.SetArchived("c", true))
+	case "source":
+		errs = append(errs, st.SetSource("/their/source"))
 	case "conflict":
 		if !st.SetBackendTarget("a", "their-vendor", "their-cmd", "their-model") {
 			errs = append(errs, fmt.Errorf("no row a"))
