@@ -1,6 +1,6 @@
 // A request's way through a connection, as a chain of small handlers (the shape of
 // golang.org/x/tools' jsonrpc2 handler chain): `lookup` names the method, then order → gate →
-// cancel → dispatch, each a function that takes the next. connection.ts composes them once per
+// cancel → write hold (write-hold.ts) → dispatch, each a function that takes the next. connection.ts composes them once per
 // connection; each is tested on its own (test/server/*-handler.test.ts).
 import type { Logger } from 'pino';
 import type { CancellationToken } from 'vscode-jsonrpc/node';
