@@ -2,6 +2,12 @@
 
 package stateclient
 
+// CallCount is a part of a message.
+type CallCount struct {
+	Calls  int `json:"calls"`
+	Errors int `json:"errors"`
+}
+
 // ConflictData is a part of a message.
 type ConflictData struct {
 	// the current incarnation; null when the row is gone (absent for state/save)
@@ -125,6 +131,25 @@ type StateResyncParams struct {
 	State        StateDocument `json:"state"`
 }
 
+// StatusCounters is a part of a message.
+type StatusCounters struct {
+	// Requests answered since the start, per method (those of no method of ours together under
+	// "(unknown method)"), and how many of them with an error.
+	Calls map[string]CallCount `json:"calls"`
+	// From receiving a write to its answer (queueing, the write and its sync included), in ms; null
+	// before the first write.
+	WriteLatencyMs WriteLatency `json:"writeLatencyMs"`
+	// fsync/fdatasync calls the store made since the start: appends' and replaced files' syncs, folder
+	// syncs.
+	Fsyncs int `json:"fsyncs"`
+	// Transcript compactions since the start.
+	Compactions int `json:"compactions"`
+	// Connections opened since the start, stdio included (`connections` is how many are open now).
+	ConnectionsOpened int `json:"connectionsOpened"`
+	// Returning subscribers being sent what they missed now (watch/subscribe with `since`).
+	CatchUps int `json:"catchUps"`
+}
+
 // StorageFailureData is a part of a message.
 type StorageFailureData struct {
 	// errno name, e.g. ENOSPC
@@ -195,6 +220,14 @@ type WatchSince struct {
 	Transcripts map[string]int `json:"transcripts,omitempty"`
 }
 
+// WriteLatency is a part of a message.
+type WriteLatency struct {
+	P50 *float64 `json:"p50"`
+	P99 *float64 `json:"p99"`
+	// Writes the percentiles are taken over: the latest, at most 1024.
+	Samples int `json:"samples"`
+}
+
 // InitializeClientInfo is a part of a message.
 type InitializeClientInfo struct {
 	Name    string `json:"name"`
@@ -253,6 +286,9 @@ type StatusResult struct {
 	// `shutdown` was received: writes are refused (-32030) and the server stops at `exit`.
 	Stopping bool `json:"stopping"`
 	Healthy  bool `json:"healthy"`
+	// Counts since the server started, for graphs (a restart begins them at 0 again; `startedAt`
+	// tells).
+	Counters StatusCounters `json:"counters"`
 }
 
 // StatusResultLastStorageError is a part of a message.

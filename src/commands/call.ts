@@ -3,6 +3,7 @@
 import { ResponseError } from 'vscode-jsonrpc';
 import { connect } from '../client/client.js';
 import type { ClientOptions } from './client-options.js';
+import { deadline } from './deadline.js';
 import { replyTimeoutMs } from './reply-timeout.js';
 import type { MethodName } from '../protocol/table.js';
 
@@ -20,16 +21,6 @@ const CLIENT_SIDE_CODES: Record<number, string> = {
   [-32097]: 'the connection closed before the server answered',
   [-32096]: 'the connection was already closed',
 };
-
-/** A promise that rejects once `ms` have passed, naming --timeout; `cancel` stops it. */
-function deadline(ms: number): { expired: Promise<never>; cancel: () => void } {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no reply within ${ms} ms (--timeout ${ms} bounds the whole request)`)), ms);
-  });
-  expired.catch(() => undefined); // rejected only when raced: unhandled otherwise
-  return { expired, cancel: () => clearTimeout(timer) };
-}
 
 export async function call(o: CallOptions): Promise<number> {
   let params: unknown = {};

@@ -35,7 +35,7 @@ export const CLIENT_FLAGS = {
   timeout: {
     type: 'string',
     value: 'MS',
-    help: `call: how long the whole request may take, connecting and the reply\n(default $HERRSCHER_STATE_REPLY_TIMEOUT_MS, else 30000); the others: how long to wait\nfor the socket to accept (default ${DEFAULT_CONNECT_TIMEOUT_MS})`,
+    help: `call, and status when given: how long the whole request may take, connecting\nand the reply (call's default $HERRSCHER_STATE_REPLY_TIMEOUT_MS, else 30000); the others:\nhow long to wait for the socket to accept (default ${DEFAULT_CONNECT_TIMEOUT_MS})`,
   },
 } as const;
 

@@ -6,22 +6,32 @@ import { connect } from '../client/client.js';
 import type { MethodTable } from '../protocol/table.js';
 import type * as z from 'zod';
 import type { ClientOptions } from './client-options.js';
+import { deadline } from './deadline.js';
 import { replyTimeoutMs } from './reply-timeout.js';
 
 type Status = z.output<MethodTable['status']['result']>;
 
 export async function status(o: ClientOptions & { json: boolean }): Promise<number> {
   let s: Status;
+  // --timeout bounds the whole check (a supervisor's health check must end); without it, the
+  // connect and the reply have their own bounds.
+  const limit = o.givenTimeoutMs === undefined ? undefined : deadline(o.givenTimeoutMs);
+  const bounded = <T>(p: Promise<T>): Promise<T> => (limit ? Promise.race([p, limit.expired]) : p);
+  const connecting = connect({ ...o, callTimeoutMs: replyTimeoutMs() });
   try {
-    const client = await connect({ ...o, callTimeoutMs: replyTimeoutMs() });
+    const client = await bounded(connecting);
     try {
-      s = await client.status();
+      s = await bounded(client.status());
     } finally {
       await client.close();
     }
   } catch (err) {
+    // A connection that arrives after the deadline is closed, so that the process can exit.
+    void connecting.then((c) => c.close(), () => undefined);
     process.stderr.write(`herrscher-state status: ${(err as Error).message}\n`);
     return 1;
+  } finally {
+    limit?.cancel();
   }
   process.stdout.write(o.json ? `${JSON.stringify(s, null, 2)}\n` : formatStatus(s));
   return s.healthy ? 0 : 1;
@@ -42,10 +52,19 @@ export function formatStatus(s: Status): string {
     ['subscriptions', String(s.subscriptions)],
     ['revision', String(s.revision)],
     ['wal bytes', String(s.walBytes)],
+    ['calls', `${sum(s, 'calls')} (${sum(s, 'errors')} errors)`],
+    ['write latency', s.counters.writeLatencyMs.p50 === null ? 'no write yet' : `p50 ${s.counters.writeLatencyMs.p50} ms, p99 ${s.counters.writeLatencyMs.p99} ms (last ${s.counters.writeLatencyMs.samples} writes)`],
+    ['fsyncs', String(s.counters.fsyncs)],
+    ['compactions', String(s.counters.compactions)],
     ['last storage error', err ? `${err.at} ${err.code ? `${err.code} ` : ''}${err.message}` : 'none'],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${`${k}:`.padEnd(width + 2)}${v}\n`).join('');
+}
+
+/** Calls (or errors) of every method together. */
+function sum(s: Status, what: 'calls' | 'errors'): number {
+  return Object.values(s.counters.calls).reduce((n, c) => n + c[what], 0);
 }
 
 function formatDuration(ms: number): string {

@@ -10,6 +10,27 @@ export const StorageErrorInfo = z.object({
 });
 export type StorageErrorInfo = z.infer<typeof StorageErrorInfo>;
 
+const StatusCounters = z
+  .object({
+    calls: z
+      .record(z.string(), z.object({ calls: z.number().int().nonnegative(), errors: z.number().int().nonnegative() }).meta({ id: 'CallCount' }))
+      .describe('Requests answered since the start, per method (those of no method of ours together under "(unknown method)"), and how many of them with an error.'),
+    writeLatencyMs: z
+      .object({
+        p50: z.number().nullable(),
+        p99: z.number().nullable(),
+        samples: z.number().int().nonnegative().describe('Writes the percentiles are taken over: the latest, at most 1024.'),
+      })
+      .meta({ id: 'WriteLatency' })
+      .describe('From receiving a write to its answer (queueing, the write and its sync included), in ms; null before the first write.'),
+    fsyncs: z.number().int().nonnegative().describe('fsync/fdatasync calls the store made since the start: appends\' and replaced files\' syncs, folder syncs.'),
+    compactions: z.number().int().nonnegative().describe('Transcript compactions since the start.'),
+    connectionsOpened: z.number().int().nonnegative().describe('Connections opened since the start, stdio included (`connections` is how many are open now).'),
+    catchUps: z.number().int().nonnegative().describe('Returning subscribers being sent what they missed now (watch/subscribe with `since`).'),
+  })
+  .meta({ id: 'StatusCounters' })
+  .describe('Counts since the server started, for graphs (a restart begins them at 0 again; `startedAt` tells).');
+
 export const status = defineMethod({
   method: 'status',
   summary: 'The server\'s identity, load and storage health; `healthy` is false while a checkpoint is failing, after a storage error in the last minute, while state.json, changed by another process, cannot be loaded (every write is refused until it is fixed), or once `shutdown` was received (`stopping`).',
@@ -31,6 +52,7 @@ export const status = defineMethod({
     checkpointFailing: z.boolean().describe('The last checkpoint of the write-ahead log failed and none succeeded since.'),
     stopping: z.boolean().describe('`shutdown` was received: writes are refused (-32030) and the server stops at `exit`.'),
     healthy: z.boolean(),
+    counters: StatusCounters,
   }),
   errors: [],
   example: {
@@ -40,6 +62,10 @@ export const status = defineMethod({
       statePath: '/home/u/.config/herrscher/state.json', socket: '/run/user/1000/herrscher-state/herrscher-state.sock',
       durability: 'sync', connections: 2, subscriptions: 1, revision: 17, walBytes: 4096,
       lastStorageError: null, checkpointFailing: false, stopping: false, healthy: true,
+      counters: {
+        calls: { 'session/list': { calls: 40, errors: 0 }, 'transcript/append': { calls: 1200, errors: 2 } },
+        writeLatencyMs: { p50: 1.9, p99: 7.4, samples: 1024 }, fsyncs: 1350, compactions: 1, connectionsOpened: 9, catchUps: 0,
+      },
     },
   },
 });

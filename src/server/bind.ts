@@ -5,6 +5,7 @@ import type { MethodName, MethodTable } from '../protocol/table.js';
 import type * as z from 'zod';
 import type { Store } from '../store/store.js';
 import type { Subscribed } from './subscriptions.js';
+import type { CallMetrics } from './call-metrics.js';
 import type { WriteHold } from './write-hold.js';
 
 /** What a handler may need beyond the store: the server's lifecycle and its own connection. */
@@ -12,6 +13,8 @@ export interface ServerContext {
   readonly store: Store;
   /** The server's write hold, which every connection's writes pass (write-hold.ts). */
   readonly writes: WriteHold;
+  /** Where every connection counts the calls it answered (status). */
+  readonly metrics: CallMetrics;
   initialize(): z.input<MethodTable['initialize']['result']>;
   shutdown(): Promise<void>;
   exit(): void;

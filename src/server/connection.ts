@@ -71,7 +71,7 @@ export class ServerConnection implements NotificationSink {
       dispose: () => writer.dispose(),
     };
     this.connection = createMessageConnection(countingReader, countingWriter, rpcLogger(log));
-    this.connection.onRequest(answer(log, orderHandler(gateHandler(new ReadGate(this.flow), cancelHandler(ctx.writes.handler(dispatchHandler(ctx)))))));
+    this.connection.onRequest(answer(log, orderHandler(gateHandler(new ReadGate(this.flow), cancelHandler(ctx.writes.handler(dispatchHandler(ctx))))), ctx.metrics));
     this.connection.onNotification((method) => {
       if (method === 'exit') ctx.exit();
       else log.debug({ method }, 'notification ignored');

@@ -11,6 +11,8 @@ import { methods } from '../protocol/table.js';
 import type { ServerContext } from './bind.js';
 import { dispatch, isMethodName } from './dispatch.js';
 import { toRpcError } from './to-rpc-error.js';
+import type { CallMetrics } from './call-metrics.js';
+import { UNKNOWN_METHOD } from './call-metrics.js';
 
 /** One request of a known method. */
 export interface Call {
@@ -35,23 +37,26 @@ export type RequestHandler = (method: string, params: unknown, token: Cancellati
 /**
  * The entry of the chain: refuses an unknown method (-32601), maps whatever the chain throws to
  * the JSON-RPC error the client gets (an unexpected one is logged at error, with the method), and
- * times the request at debug.
+ * times the request: counted in `metrics` (status), logged at debug.
  */
-export function answer(log: Logger, next: CallHandler): RequestHandler {
+export function answer(log: Logger, next: CallHandler, metrics?: CallMetrics): RequestHandler {
   return async (method, params, token) => {
-    const debug = log.isLevelEnabled('debug');
-    const started = debug ? process.hrtime.bigint() : 0n;
+    const started = process.hrtime.bigint();
+    const known = isMethodName(method) && !methods[method].notification;
+    const write = known && methods[method].mutates === true;
+    let failed = false;
     try {
-      if (!isMethodName(method) || methods[method].notification) {
-        throw new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}`);
-      }
-      return await next({ method, params, token, write: methods[method].mutates === true });
+      if (!known) throw new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}`);
+      return await next({ method, params, token, write });
     } catch (err) {
+      failed = true;
       const { error, unexpected } = toRpcError(err);
       if (unexpected) log.error({ err, method }, 'handler failed');
       throw error;
     } finally {
-      if (debug) log.debug({ method, us: Number(process.hrtime.bigint() - started) / 1000 }, 'request');
+      const us = Number(process.hrtime.bigint() - started) / 1000;
+      metrics?.answered(known ? method : UNKNOWN_METHOD, us, failed, write);
+      if (log.isLevelEnabled('debug')) log.debug({ method, us }, 'request');
     }
   };
 }

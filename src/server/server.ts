@@ -19,6 +19,7 @@ import { ServerConnection } from './connection.js';
 import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
 import { WriteHold } from './write-hold.js';
+import { CallMetrics } from './call-metrics.js';
 
 export interface ServerOptions {
   readonly version: string;
@@ -70,6 +71,9 @@ export class StateServer {
   readonly subscriptions: Subscriptions;
   /** Every connection's writes pass it: a backup holds them while it fixes the copy. */
   readonly writes = new WriteHold();
+  /** Calls answered, per method, and write latency, for `status`. */
+  readonly metrics = new CallMetrics();
+  private connectionsOpened = 0;
   /** Backups run one after another. */
   private backups: Promise<unknown> = Promise.resolve();
 
@@ -95,6 +99,7 @@ export class StateServer {
     this.shared = {
       store,
       writes: this.writes,
+      metrics: this.metrics,
       initialize: () => ({
         serverInfo: { name: 'herrscher-state', version: options.version },
         protocolVersion: PROTOCOL_VERSION,
@@ -135,6 +140,7 @@ export class StateServer {
     };
     const conn: ServerConnection = new ServerConnection(reader, writer, ctx, this.log.child({ conn: this.nextId++, transport }));
     this.connections.add(conn);
+    this.connectionsOpened++;
     const presence = this.options.presence;
     presence?.enter();
     conn.onClose(() => {
@@ -172,6 +178,13 @@ export class StateServer {
       stopping: this.shuttingDown !== undefined,
       // A server that refuses writes is not healthy, whatever its storage says.
       healthy: health.healthy && this.shuttingDown === undefined,
+      counters: {
+        ...this.metrics.snapshot(),
+        fsyncs: this.store.counters.fsyncs,
+        compactions: this.store.counters.compactions,
+        connectionsOpened: this.connectionsOpened,
+        catchUps: this.subscriptions.catchUp.running,
+      },
     };
   }
 

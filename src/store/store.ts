@@ -8,6 +8,7 @@ import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
+import { countingSyncs, StoreCounters } from './store-counters.js';
 import { StorageHealth } from './health.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
 import type { HeldLock } from './lock.js';
@@ -53,6 +54,8 @@ export interface StoreOptions {
    * such error and each checkpoint's outcome.
    */
   health?: StorageHealth;
+  /** What `status` counts of the store's work (default: a new one, as `store.counters`). */
+  counters?: StoreCounters;
   /**
    * Names whose Transcript and Participants objects are kept while idle (default
    * DEFAULT_CACHED_NAMES each kind, fewer under a low limit on open files:
@@ -96,6 +99,7 @@ interface StoreParts {
   wal: WriteAheadLog | undefined;
   marks: HighWater;
   health: StorageHealth;
+  counters: StoreCounters;
   /** How many idle names keep their Transcript and Participants objects. */
   cachedNames: number;
 }
@@ -129,6 +133,8 @@ export class Store {
   readonly durability: Durability;
   /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
   readonly health: StorageHealth;
+  /** Syncs and compactions since the store opened, for `status`. */
+  readonly counters: StoreCounters;
   private readonly state: StateStore;
   private readonly io: Io;
   private readonly lock: HeldLock | undefined;
@@ -143,6 +149,7 @@ export class Store {
     this.dir = parts.dir;
     this.durability = parts.durability;
     this.health = parts.health;
+    this.counters = parts.counters;
     this.state = parts.state;
     this.io = parts.io;
     this.lock = parts.lock;
@@ -198,7 +205,8 @@ export class Store {
     const dir = await baseIo.realpath(given.dir);
     await assertPrivateDir(baseIo, dir);
     const paths = statePaths(path.join(dir, path.basename(given.statePath)));
-    const io = confine(baseIo, dir);
+    const counters = options.counters ?? new StoreCounters();
+    const io = countingSyncs(confine(baseIo, dir), counters);
     const lock = options.lock === false ? undefined
       : options.lockFd !== undefined ? adoptLock(options.lockFd, paths.lockPath, paths.statePath)
       : lockStateFile(paths.lockPath, paths.statePath);
@@ -234,7 +242,7 @@ export class Store {
       }
       return new Store({
         statePath: paths.statePath, dir: paths.dir, side: paths.side, state, io, durability, lock: bothLocks(serverLock, lock), log, wal,
-        marks, health, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
+        marks, health, counters, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
       });
     } catch (err) {
       serverLock?.release();
@@ -661,6 +669,7 @@ export class Store {
     return new Transcript({
       io: this.io, file: path.join(this.dir, rel), rel, metaFile: path.join(this.dir, meta), metaRelPath: meta,
       durability: this.durability, log: this.log, wal: this.wal, mark: this.seqMark(name),
+      onCompacted: () => this.counters.compactions++,
       onAppend: (seq, entry) => {
         for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
       },

@@ -114,6 +114,8 @@ export interface TranscriptOptions {
   log: StoreLog;
   /** Told each appended entry once it is in the file, in order (the change feed). */
   onAppend: AppendListener;
+  /** Told each time a compaction replaced the file (status counts them). */
+  onCompacted?: () => void;
   /** Its seq high-water mark, so seq never goes back when every copy of the meta is lost. */
   mark: SeqMark;
   /** The write-ahead log its appends go through (durability `sync`), if any. */
@@ -155,6 +157,7 @@ export class Transcript {
   private readonly metaRelPath: string;
   private readonly log: StoreLog;
   private readonly onAppend: AppendListener;
+  private readonly onCompacted: (() => void) | undefined;
   private readonly mark: SeqMark;
 
   constructor(o: TranscriptOptions) {
@@ -166,6 +169,7 @@ export class Transcript {
     this.metaRelPath = o.metaRelPath;
     this.log = log;
     this.onAppend = o.onAppend;
+    this.onCompacted = o.onCompacted;
     this.mark = o.mark;
     this.appender = new AppendFile<Pending>(io, file, rel, durability, {
       wal,
@@ -557,6 +561,7 @@ export class Transcript {
       ino, head: next.head, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
       dropped: next.dropped, generation: snap.generation + 1,
     });
+    this.onCompacted?.();
     try {
       await this.io.syncDir(path.dirname(this.file));
     } catch (err) {
