@@ -7,6 +7,7 @@
 // start's CPU beyond node's own).
 import { backupCommand } from './commands/backup-command.js';
 import { callCommand } from './commands/call-command.js';
+import { codeCacheDamaged } from './commands/code-cache.js';
 import type { Command } from './commands/command.js';
 import { EXIT, UsageError } from './commands/command.js';
 import { parseCommandLine } from './commands/command-line.js';
@@ -46,6 +47,8 @@ function endWhenTheReaderLeaves(): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // Compiled from source this time (V8 never saw the damaged data): written again at exit.
+  if (codeCacheDamaged()) (await import('./commands/code-cache-rewrite.js')).rewriteCodeCacheAtExit();
   const [first, ...rest] = argv;
   if (first !== 'serve') endWhenTheReaderLeaves();
   if (first === undefined) {

@@ -24,12 +24,13 @@ export interface ServerContext {
   unsubscribe(id: string): boolean;
 }
 
-export type Handler<M extends MethodName> = (
+/** One method's own handler: its params, parsed against the contract, in; its result out. */
+export type MethodHandler<M extends MethodName> = (
   params: ParsedParamsOf<MethodTable[M]>,
   ctx: ServerContext,
 ) => Promise<z.input<MethodTable[M]['result']>> | z.input<MethodTable[M]['result']>;
 
-export type Handlers = { [M in MethodName]: Handler<M> };
+export type MethodHandlers = { [M in MethodName]: MethodHandler<M> };
 
 const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.incarnation });
 
@@ -38,14 +39,14 @@ const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.inc
  * state.json. Only reads: a write must be queued in the turn it arrives (the order of a
  * connection's writes), and the store looks right before it writes anyway.
  */
-const fresh = <M extends MethodName>(h: Handler<M>): Handler<M> => async (p, ctx) => {
+const fresh = <M extends MethodName>(h: MethodHandler<M>): MethodHandler<M> => async (p, ctx) => {
   await ctx.store.refresh();
   return h(p, ctx);
 };
 const appendOptions = (p: { incarnation?: string | undefined; requireSession?: boolean | undefined }) =>
   ({ incarnation: p.incarnation, requireSession: p.requireSession });
 
-export const handlers: Handlers = {
+export const handlers: MethodHandlers = {
   initialize: (_p, ctx) => ctx.initialize(),
   shutdown: async (_p, ctx) => {
     await ctx.shutdown();

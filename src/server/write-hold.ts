@@ -1,7 +1,7 @@
 // Holding back every connection's writes for a moment: a backup fixes the state dir while no
 // write is in flight and none can start (store/backup.ts), so the copy holds every write answered
 // before that moment and none after. Reads are never held.
-import type { Handler } from './handler.js';
+import type { CallHandler } from './handler.js';
 import { StoreError } from '../store/store-error.js';
 
 /** How long a hold waits for the writes in flight to finish before it gives up (and lets writes go). */
@@ -21,7 +21,7 @@ export class WriteHold {
   }
 
   /** The chain's step before dispatch: a write waits while a hold is on, then counts as in flight until answered. */
-  handler(next: Handler): Handler {
+  handler(next: CallHandler): CallHandler {
     return (call) => {
       if (!call.write) return next(call);
       // Not held: dispatched in this very turn, so writes keep the order in which they arrived.
@@ -51,7 +51,7 @@ export class WriteHold {
     }
   }
 
-  private async run(next: Handler, call: Parameters<Handler>[0]): Promise<unknown> {
+  private async run(next: CallHandler, call: Parameters<CallHandler>[0]): Promise<unknown> {
     this.active++;
     try {
       return await next(call);
