@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CancellationToken } from 'vscode-jsonrpc/node';
-import type { Call, Handler } from '../../src/server/handler.js';
+import type { Call, CallHandler } from '../../src/server/handler.js';
 import { WriteHold } from '../../src/server/write-hold.js';
 import { StoreError } from '../../src/store/store-error.js';
 
@@ -14,7 +14,7 @@ const write = (n: number): Call => ({ method: 'session/add', params: { n }, toke
 /** A `next` whose calls stay pending until released; `events` records what reached it. */
 function held(events: string[]) {
   const started: { call: Call; release: () => void }[] = [];
-  const next: Handler = (call) => new Promise((resolve) => {
+  const next: CallHandler = (call) => new Promise((resolve) => {
     events.push(call.write ? `write ${(call.params as { n: number }).n}` : 'read');
     started.push({ call, release: () => resolve(undefined) });
   });
