@@ -210,3 +210,17 @@ test('backup with no server copies under the lock, after replaying what a crash 
   assert.deepEqual(readFileSync(path.join(dest, 'transcripts/s.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { text: string }).text), ['t1', 't2', 't3']);
   assert.deepEqual((await verifyStateDir(dest)).problems, []);
 });
+
+test('backup with the lock held by a server that does not answer exits 3, names the holder and writes nothing', async () => {
+  const dir = tempDir();
+  const holder = await Store.open(statePathIn(dir));
+  const dest = path.join(tempDir(), 'bk');
+  try {
+    const got = await runToEnd(['backup', dest, '--state', statePathIn(dir)]);
+    assert.equal(got.code, 3, got.stderr);
+    assert.match(got.stderr, new RegExp(`already serving .*\\(pid ${process.pid}\\).*pass its --socket PATH`));
+    assert.equal(existsSync(dest), false);
+  } finally {
+    await holder.close();
+  }
+});
