@@ -56,9 +56,8 @@ export function defineMethod<const M extends string, P extends z.ZodType, R exte
   return builtOnFirstUse(spec, ['params', 'result']) as unknown as MethodDef<P, R> & { readonly method: M };
 }
 
-export type ParamsOf<M extends MethodDef> = z.input<M['params']>;
+/** A method's params as its handler gets them: parsed against the contract, defaults filled in. */
 export type ParsedParamsOf<M extends MethodDef> = z.output<M['params']>;
-export type ResultOf<M extends MethodDef> = z.output<M['result']>;
 
 /** The typed client's function name for a method: `session/add` → `sessionAdd`. */
 export type FunctionName<S extends string> = S extends `${infer A}/${infer B}`
