@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { ErrorCodes, ErrorDescriptions } from '../src/protocol/errors.js';
 import { openRpcDocument, typeSchemas } from '../src/protocol/openrpc.js';
 import { methodList } from '../src/protocol/table.js';
+import { CLIENT_TYPES_FILE, clientTypesSource } from './client-types-gen.js';
 import { writeGo } from './go-client-gen.js';
 import { applyGoMethodNames } from './go-method-names-doc.js';
 import { applyPythonSections, pythonSections } from './python-client-gen.js';
@@ -48,6 +49,12 @@ const namesSource = [
 ].join('\n');
 if (readFileSync(namesPath, { encoding: 'utf8', flag: 'a+' }) !== namesSource) writeFileSync(namesPath, namesSource);
 console.log('src/client/method-names.ts written');
+
+// The typed client's public types as plain TypeScript (no zod in its declarations).
+const typesPath = path.join(root, CLIENT_TYPES_FILE);
+const typesSource = clientTypesSource(root);
+if (readFileSync(typesPath, { encoding: 'utf8', flag: 'a+' }) !== typesSource) writeFileSync(typesPath, typesSource);
+console.log(`${CLIENT_TYPES_FILE} written`);
 
 // The README's method table, between its markers: one row per method with its example.
 const cell = (v: unknown): string => `\`${JSON.stringify(v)}\``.replace(/\|/g, '\\|');

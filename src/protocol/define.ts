@@ -52,16 +52,8 @@ export type ParamsOf<M extends MethodDef> = z.input<M['params']>;
 export type ParsedParamsOf<M extends MethodDef> = z.output<M['params']>;
 export type ResultOf<M extends MethodDef> = z.output<M['result']>;
 
-/** The typed client's function name for a method: `session/add` → `sessionAdd`. */
-export type FunctionName<S extends string> = S extends `${infer A}/${infer B}`
-  ? `${A}${Capitalize<FunctionName<B>>}`
-  : S extends `${infer A}.${infer B}`
-    ? `${A}${Capitalize<FunctionName<B>>}`
-    : S;
-
-export function functionName<S extends string>(method: S): FunctionName<S> {
-  return method.replace(/[/.](.)/g, (_m, c: string) => c.toUpperCase()) as FunctionName<S>;
-}
+export type { FunctionName } from './function-name.js';
+export { functionName } from './function-name.js';
 
 /** A notification the server sends to subscribers. */
 export interface NotificationDef<P extends z.ZodType = z.ZodType> {
