@@ -6,6 +6,7 @@
 // any TypeScript the package supports (test/install/consumer.ts). test/client/contract-types.test.ts
 // holds every generated type equal to the contract's.
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 /** The generated file, relative to the repository. */
@@ -25,17 +26,19 @@ ${MODEL_TYPES.map((t) => `export type ${t}_ = ${t};`).join('\n')}
 
 const FLAGS = ts.NodeBuilderFlags.NoTruncation | ts.NodeBuilderFlags.InTypeAlias | ts.NodeBuilderFlags.MultilineObjectLiterals | ts.NodeBuilderFlags.IgnoreErrors;
 
-/** The source of src/client/contract-types.ts for the repository at `root`. */
-export function clientTypesSource(root: string): string {
-  const probe = path.join(root, 'src/client/__contract-types-probe.ts');
-  const config = ts.getParsedCommandLineOfConfigFile(path.join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The source of src/client/contract-types.ts for the contract in `protocolDir` (a `src/protocol`), compiled with this repository's options. */
+export function clientTypesSource(protocolDir: string): string {
+  const probe = path.join(protocolDir, '../client/__contract-types-probe.ts');
+  const config = ts.getParsedCommandLineOfConfigFile(path.join(REPO, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
   if (!config) throw new Error('client-types-gen: tsconfig.json unreadable');
   const host = ts.createCompilerHost(config.options);
   const getSourceFile = host.getSourceFile.bind(host);
   const fileExists = host.fileExists.bind(host);
   host.getSourceFile = (file, lang, ...rest) => (file === probe ? ts.createSourceFile(file, PROBE, lang) : getSourceFile(file, lang, ...rest));
   host.fileExists = (file) => file === probe || fileExists(file);
-  const program = ts.createProgram([probe], { ...config.options, noEmit: true }, host);
+  const program = ts.createProgram([probe], { ...config.options, noEmit: true, rootDir: undefined, incremental: false }, host);
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(probe);
   if (!source) throw new Error('client-types-gen: probe not loaded');

@@ -9,6 +9,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { goMethodName, goName, isExported, sessionNamePattern } from './contract-names.js';
 
 type Json = Record<string, unknown>;
 
@@ -20,68 +21,10 @@ export interface GoContract {
   errorDescriptions: Record<string, string>;
 }
 
-/**
- * Go names of the wire methods: the Go `state` package's function where there is one, so a
- * caller of `st.SetResumeToken(name, tok)` writes `c.SetResumeToken(ctx, name, tok)`. A method
- * not listed gets its wire name in PascalCase (session/foo → SessionFoo). Lower-case names are
- * unexported: Watch (client.go) wraps subscribe/unsubscribe with the event channel.
- */
-export const GO_METHOD_NAMES: Record<string, string> = {
-  initialize: 'Initialize',
-  shutdown: 'Shutdown',
-  exit: 'Exit',
-  'rpc.discover': 'Discover',
-  status: 'Status',
-  'state/get': 'State',
-  'state/applyDefaults': 'ApplyDefaults',
-  'state/setHome': 'SetHome',
-  'state/setWorkspace': 'SetWorkspace',
-  'state/setSource': 'SetSource',
-  'state/setStatusMessageID': 'SetStatusMessageID',
-  'state/setInstanceID': 'SetInstanceID',
-  'state/workspaceRoot': 'WorkspaceRoot',
-  'state/sourceDir': 'SourceDir',
-  'state/qualifiedName': 'QualifiedName',
-  'session/add': 'AddSession',
-  'session/remove': 'RemoveSession',
-  'session/find': 'FindSession',
-  'session/list': 'SnapshotSessions',
-  'session/setResumeToken': 'SetResumeToken',
-  'session/setPausedReason': 'SetPausedReason',
-  'session/setBudget': 'SetBudget',
-  'session/setBackendTarget': 'SetBackendTarget',
-  'session/setArchived': 'SetArchived',
-  'session/infos': 'Infos',
-  'transcript/append': 'AppendTranscript',
-  'transcript/read': 'ReadPage',
-  'transcript/last': 'LastTranscriptTimestamp',
-  'transcript/usage': 'Usage',
-  'transcript/remove': 'RemoveTranscript',
-  'participants/append': 'AppendParticipant',
-  'participants/read': 'ReadParticipants',
-  'participants/remove': 'RemoveParticipants',
-  'watch/subscribe': 'subscribe',
-  'watch/unsubscribe': 'unsubscribe',
-};
-
 /** Named types Go spells as another: session/add takes Go's Session, as state.AddSession does. */
 const GO_TYPE_ALIASES: Record<string, string> = { NewSession: 'Session' };
 
 const GO_KEYWORDS = new Set(['break', 'case', 'chan', 'const', 'continue', 'default', 'defer', 'else', 'fallthrough', 'for', 'func', 'go', 'goto', 'if', 'import', 'interface', 'map', 'package', 'range', 'return', 'select', 'struct', 'switch', 'type', 'var']);
-
-/** `channelID` → ChannelID, `cost_cap` → CostCap, `modelId` → ModelID, `userIds` → UserIDs, `rootUri` → RootURI. */
-export function goName(key: string): string {
-  const words = key.split(/[_./$-]|(?<=[a-z0-9])(?=[A-Z])/).filter(Boolean);
-  return words
-    .map((w) => {
-      const lower = w.toLowerCase();
-      if (lower === 'id') return 'ID';
-      if (lower === 'ids') return 'IDs';
-      if (lower === 'uri' || lower === 'url' || lower === 'json') return lower.toUpperCase();
-      return w[0]!.toUpperCase() + w.slice(1);
-    })
-    .join('');
-}
 
 const lowerFirst = (s: string): string => (/^[A-Z]+$/.test(s) ? s.toLowerCase() : s[0]!.toLowerCase() + s.slice(1));
 const argName = (key: string): string => {
@@ -235,6 +178,7 @@ interface Param {
 
 interface Method {
   name: string;
+  'x-go-name'?: string;
   summary: string;
   params: Param[];
   result?: { schema: Json };
@@ -261,8 +205,8 @@ export function generateGo(c: GoContract): Record<string, string> {
 
   const methods: string[] = [];
   for (const m of c.doc.methods as Method[]) {
-    const goMethod = GO_METHOD_NAMES[m.name] ?? goName(m.name);
-    const exported = goMethod[0] === goMethod[0]!.toUpperCase();
+    const goMethod = goMethodName(m);
+    const exported = isExported(goMethod);
     const base = exported ? goMethod : goMethod[0]!.toUpperCase() + goMethod.slice(1);
     const paramsType = `${lowerFirst(base)}Params`;
     const required = m.params.filter((p) => p.required);
@@ -343,7 +287,10 @@ export function generateGo(c: GoContract): Record<string, string> {
   const typesBody = g.declarations().join('\n\n');
   const typesFile = `${HEADER}package stateclient\n\n${typesBody.includes('json.RawMessage') ? 'import "encoding/json"\n\n' : ''}${typesBody}\n`;
   const errorsFile = `${HEADER}package stateclient\n\n${errors.join('\n\n')}\n\n// errorCodes lists every code the contract defines, for errors.Is.\nvar errorCodes = []*ErrorCode{${Object.keys(c.errorCodes).map((n) => `Err${n}`).join(', ')}}\n`;
-  return { 'types_gen.go': typesFile, 'methods_gen.go': methodsFile, 'events_gen.go': eventsFile, 'errors_gen.go': errorsFile };
+  const pattern = sessionNamePattern(c.doc);
+  if (pattern.includes('`')) throw new Error(`session name pattern ${pattern} holds a backtick`);
+  const sessionNameFile = `${HEADER}package stateclient\n\nimport "regexp"\n\n${comment('sessionNameRule is session/add\'s name rule (the pattern of its session\'s name). A legacy row\'s name outside it may not name a file the server reads, and one such name in a watch\'s since would end the subscription (watch/overflow), so the watch of every session leaves it out.')}\nvar sessionNameRule = regexp.MustCompile(\`${pattern}\`)\n`;
+  return { 'types_gen.go': typesFile, 'methods_gen.go': methodsFile, 'events_gen.go': eventsFile, 'errors_gen.go': errorsFile, 'session_name_gen.go': sessionNameFile };
 }
 
 /** Writes the generated files into `outDir`. */

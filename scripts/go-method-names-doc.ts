@@ -1,8 +1,8 @@
 // docs/clients.md's list of the Go client's method names, between its markers: written by
-// `npm run schema` from the contract's methods and GO_METHOD_NAMES, so the page names what
+// `npm run schema` from the contract's methods and their Go names, so the page names what
 // clients/go has. The Go methods written by hand over a wire method are listed here; a test
 // checks every name on the page is a method of clients/go.
-import { GO_METHOD_NAMES, goName } from './go-client-gen.js';
+import { goMethodName, isExported, type OpenRpcMethodName } from './contract-names.js';
 
 type Json = Record<string, unknown>;
 
@@ -22,10 +22,9 @@ export const GO_HAND_WRITTEN: Record<string, readonly GoMethodName[]> = {
 
 /** The Go methods over each wire method, in the contract's order; unexported generated ones left out. */
 export function goMethodNames(doc: Json): { wire: string; methods: GoMethodName[] }[] {
-  return (doc.methods as { name: string }[]).map(({ name: wire }) => {
-    const generated = GO_METHOD_NAMES[wire] ?? goName(wire);
-    const exported = generated[0] === generated[0]!.toUpperCase();
-    return { wire, methods: [...(exported ? [{ name: generated, note: '' }] : []), ...(GO_HAND_WRITTEN[wire] ?? [])] };
+  return (doc.methods as OpenRpcMethodName[]).map((m) => {
+    const generated = goMethodName(m);
+    return { wire: m.name, methods: [...(isExported(generated) ? [{ name: generated, note: '' }] : []), ...(GO_HAND_WRITTEN[m.name] ?? [])] };
   });
 }
 

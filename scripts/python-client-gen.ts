@@ -1,8 +1,8 @@
 // The Python client's generated sections (clients/python/herrscher_state.py, between its
 // `<generated:…>` markers), from the contract's OpenRPC document: an exception class per error
-// code and a method per wire method, named as the Go client's in snake_case. `npm run schema`
-// rewrites them; CI fails when the committed file differs.
-import { GO_METHOD_NAMES, goName } from './go-client-gen.js';
+// code, a method per wire method (named as the Go client's, in snake_case) and session/add's name
+// rule. `npm run schema` rewrites them; CI fails when the committed file differs.
+import { goMethodName, isExported, sessionNamePattern } from './contract-names.js';
 
 type Json = Record<string, unknown>;
 
@@ -15,6 +15,7 @@ export function snakeName(go: string): string {
 
 interface Method {
   name: string;
+  'x-go-name'?: string;
   summary: string;
   params: { name: string; required: boolean }[];
   result?: { schema: Json };
@@ -24,8 +25,8 @@ interface Method {
 const pyString = (s: string): string => JSON.stringify(s);
 
 function methodDef(m: Method): string | undefined {
-  const go = GO_METHOD_NAMES[m.name] ?? goName(m.name);
-  if (go[0] !== go[0]!.toUpperCase()) return undefined; // wrapped by hand (subscribe)
+  const go = goMethodName(m);
+  if (!isExported(go)) return undefined; // wrapped by hand (subscribe)
   const py = snakeName(go);
   for (const p of m.params) {
     if (PY_KEYWORDS.has(p.name) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p.name)) throw new Error(`${m.name}: param ${p.name} is no Python identifier`);
@@ -54,9 +55,12 @@ export function pythonSections(doc: Json, errorCodes: Record<string, number>, er
   );
   const byCode = `ERRORS_BY_CODE = {\n${Object.entries(errorCodes).map(([name, code]) => `    ${code}: ${name},`).join('\n')}\n}\n`;
   const methods = (doc.methods as Method[]).map(methodDef).filter((x): x is string => x !== undefined);
+  const pattern = sessionNamePattern(doc);
+  if (pattern.includes('"')) throw new Error(`session name pattern ${pattern} holds a double quote`);
   return {
     errors: `${errors.join('\n\n')}\n\n${byCode}`,
     methods: methods.join('\n'),
+    'session-name': `_SESSION_NAME = re.compile(r"${pattern}")\n`,
   };
 }
 

@@ -78,6 +78,25 @@ func (c *Client) Status(ctx context.Context) (StatusResult, error) {
 	return r, err
 }
 
+type backupParams struct {
+	Dest string `json:"dest"`
+}
+
+// Backup writes a consistent copy of the state dir into `dest` (an absolute path that does not
+// exist or is an empty folder, outside the state dir): state.json, transcripts/ and participants/
+// as they stood at one revision (every write answered before it, none after), fsynced, with
+// backup-manifest.json (revision, epoch, sha256 and size of each file). Writes wait only while the
+// copy is fixed (hard links), not while it is written; reads go on.
+//
+// Wire method backup. Errors: ErrInvalidParams, ErrStorageFailure.
+func (c *Client) Backup(ctx context.Context, dest string) (BackupResult, error) {
+	var p backupParams
+	p.Dest = dest
+	var r BackupResult
+	err := c.call(ctx, "backup", &p, &r)
+	return r, err
+}
+
 type stateParams struct {
 	Persisted bool `json:"persisted,omitempty"`
 }

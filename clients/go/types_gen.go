@@ -265,6 +265,22 @@ type StatusResultLastStorageError struct {
 	At string `json:"at"`
 }
 
+// BackupResult is a part of a message.
+type BackupResult struct {
+	// The backup folder, absolute.
+	Dest string `json:"dest"`
+	// The state revision the copy holds (the change feed's revision, of `epoch`).
+	Revision int `json:"revision"`
+	// The server run the revision belongs to.
+	Epoch string `json:"epoch"`
+	// When the copy was fixed (ISO 8601, UTC).
+	CreatedAt string `json:"createdAt"`
+	// Files in the backup, the manifest not counted.
+	Files int `json:"files"`
+	// Their bytes.
+	Bytes int `json:"bytes"`
+}
+
 // StateResult is a part of a message.
 type StateResult struct {
 	State StateDocument `json:"state"`

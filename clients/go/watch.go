@@ -3,7 +3,6 @@ package stateclient
 import (
 	"context"
 	"errors"
-	"regexp"
 	"sync"
 )
 
@@ -121,12 +120,8 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error)
 	return w, nil
 }
 
-// sessionNameRule is session/add's (the contract's SESSION_NAME_PATTERN). A legacy row's name
-// outside it may not name a file the server reads, and one such name in since would end the
-// subscription (watch/overflow), so it is left out.
-var sessionNameRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-
-// sessionNames is the names of the session rows (session/list) that follow sessionNameRule;
+// sessionNames is the names of the session rows (session/list) that follow sessionNameRule
+// (session_name_gen.go);
 // internal: a reconnection's own call.
 func (c *Client) sessionNames(ctx context.Context, internal bool) ([]string, error) {
 	var r snapshotSessionsResult

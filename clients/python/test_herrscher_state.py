@@ -4,7 +4,6 @@ test_herrscher_state (npm test runs them through test/clients/python-client.test
 
 import json
 import os
-import queue
 import re
 import shutil
 import signal
@@ -70,14 +69,16 @@ class SocketServer:
         self.stop()
         self.start()
 
-    def start(self):
-        self.proc = subprocess.Popen(COMMAND + ["serve", "--state", self.state, "--socket", self.socket] + SERVE_ARGS,
+    def start(self, at=None):
+        """Serves the state file on its socket, or on the socket `at` (one its clients do not dial)."""
+        at = at or self.socket
+        self.proc = subprocess.Popen(COMMAND + ["serve", "--state", self.state, "--socket", at] + SERVE_ARGS,
                                      stderr=subprocess.PIPE, env=self.env)
         deadline = time.monotonic() + 20
         while True:
             s = socket.socket(socket.AF_UNIX)
             try:
-                s.connect(self.socket)
+                s.connect(at)
                 s.close()
                 if hs.read_server_record(self.state) is not None:  # recorded after it listens
                     return
@@ -659,11 +660,12 @@ class Reconnect(unittest.TestCase):
         self.assertEqual(seqs, list(range(seqs[0], seqs[0] + len(seqs))), "a gap or a duplicate")
         self.assertEqual([t for _, t in seen], in_file)
         self.assertEqual([t for _, t in seen if t in set(acked)], acked)
-        with self.assertRaises(queue.Empty):
-            n = sub.next(timeout=0.5)
-            if n.method == "transcript/didAppend":
-                self.fail("one more append than the file holds: %r" % (n,))
-            raise queue.Empty
+        # Nothing more: the next append notified is one made now (the feed is in commit order).
+        w.append_transcript("r", dict(ENTRY, text="marker"))
+        n = sub.next(timeout=30)
+        while n.method != "transcript/didAppend":
+            n = sub.next(timeout=30)
+        self.assertEqual(n.params["entry"]["text"], "marker", "one more append than the file holds")
 
     def test_a_subscriber_of_every_session_gets_what_sessions_it_saw_nothing_of_got_while_it_was_away(self):
         # Its since named only the sessions it had seen a notification of: what was appended to
@@ -673,24 +675,56 @@ class Reconnect(unittest.TestCase):
             setup.add_session({"name": "old"})
             for i in range(3):
                 setup.append_transcript("old", dict(ENTRY, text="before%d" % i))
-        # It comes back only after the writer below has appended (its first try after ~0.8-1.2 s).
-        r = hs.connect(socket=srv.socket, reconnect={"initial_delay": 1.0, "max_delay": 1.0}, call_timeout=30)
+        r = hs.connect(socket=srv.socket, reconnect={"initial_delay": 0.02, "max_delay": 0.1}, call_timeout=30)
         self.addCleanup(r.close)
         sub = r.subscribe(transcripts="*")
-        srv.restart()
-        with hs.connect(socket=srv.socket) as w:
+        srv.stop()
+        self._wait(lambda: r._reconnecting)
+        # A run on a socket the subscriber does not dial: the writer appends while it is away.
+        away = os.path.join(srv.dir, "away.sock")
+        srv.start(at=away)
+        with hs.connect(socket=away) as w:
             w.add_session({"name": "c"})
             w.append_transcript("c", dict(ENTRY, text="while-away"))
             w.append_transcript("old", dict(ENTRY, text="old-while-away"))
-        seen = set()
-        while len(seen) < 2:
-            n = sub.next(timeout=20)
+        srv.stop()
+        srv.start()
+        r.snapshot_sessions()  # a call waits until the client has subscribed again
+        with hs.connect(socket=srv.socket) as w:
+            w.append_transcript("old", dict(ENTRY, text="marker"))
+        seen = []
+        while not seen or not seen[-1].endswith(":marker"):
+            n = sub.next(timeout=30)
             if n.method == "transcript/didAppend":
-                seen.add("%s#%d:%s" % (n.params["name"], n.params["seq"], n.params["entry"]["text"]))
-        self.assertEqual(seen, {"c#0:while-away", "old#3:old-while-away"})
-        with self.assertRaises(queue.Empty):
-            n = sub.next(timeout=0.3)
-            self.fail("one more: %r" % (n,))
+                seen.append("%s#%d:%s" % (n.params["name"], n.params["seq"], n.params["entry"]["text"]))
+        self.assertEqual(sorted(seen[:-1]), ["c#0:while-away", "old#3:old-while-away"], "each missed append once")
+        self.assertEqual(seen[-1], "old#4:marker")
+
+    def test_a_subscriber_that_saw_revision_0_gets_the_state_a_later_run_has(self):
+        # Subscribed before anything was committed: its since carries revision 0, which a server
+        # of another run answers with state/resync (the document); with no revision, no state part.
+        srv = SocketServer(self)
+        r = hs.connect(socket=srv.socket, reconnect={"initial_delay": 0.02, "max_delay": 0.1}, call_timeout=30)
+        self.addCleanup(r.close)
+        sub = r.subscribe(sessions=True)
+        self.assertEqual(sub.revision, 0)
+        srv.stop()
+        self._wait(lambda: r._reconnecting)
+        # A run on a socket the subscriber does not dial: the change is made while it is away.
+        srv.start(at=os.path.join(srv.dir, "away.sock"))
+        with hs.connect(socket=os.path.join(srv.dir, "away.sock")) as w:
+            w.add_session({"name": "while-away"})
+        srv.stop()
+        srv.start()
+        r.snapshot_sessions()  # a call waits until the client has subscribed again
+        with hs.connect(socket=srv.socket) as w:
+            w.add_session({"name": "marker"})
+        notes = [sub.next(timeout=30)]
+        while notes[-1].method != "session/didChange":
+            notes.append(sub.next(timeout=30))
+        self.assertEqual([n.method for n in notes], ["state/resync", "session/didChange"])
+        self.assertEqual([x["name"] for x in notes[0].params["state"]["sessions"]], ["while-away"])
+        self.assertEqual(notes[1].params["name"], "marker")
 
     @staticmethod
     def _wait(cond, limit=60):

@@ -11,7 +11,7 @@ import type { CallOptions } from './call-options.js';
 import { SESSION_NAME_PATTERN } from '../protocol/session-name.js';
 
 type Params = Record<string, unknown>;
-type Handler = (params: unknown) => void;
+type NotificationHandler = (params: unknown) => void;
 
 
 /** A subscription as the caller knows it, and what it has seen (for `since`). */
@@ -44,7 +44,7 @@ export class ClientCore {
   private reconnecting: Promise<Link> | undefined;
   private userClosed = false;
   private reason: Error | undefined;
-  private readonly handlers = new Map<string, Set<Handler>>();
+  private readonly handlers = new Map<string, Set<NotificationHandler>>();
   private readonly stateListeners = new Set<(s: ConnectionState) => void>();
   private readonly tracked = new Map<string, Tracked>();
   private readonly byCurrent = new Map<string, Tracked>();
@@ -68,8 +68,8 @@ export class ClientCore {
     return this.reason;
   }
 
-  onNotification(method: string, handler: Handler): { dispose(): void } {
-    const set = this.handlers.get(method) ?? new Set<Handler>();
+  onNotification(method: string, handler: NotificationHandler): { dispose(): void } {
+    const set = this.handlers.get(method) ?? new Set<NotificationHandler>();
     set.add(handler);
     this.handlers.set(method, set);
     return { dispose: () => void set.delete(handler) };

@@ -146,6 +146,9 @@ export interface MethodParams {
   'exit': Record<string, never> | undefined;
   'rpc.discover': Record<string, never> | undefined;
   'status': Record<string, never> | undefined;
+  'backup': {
+    dest: string;
+  };
   'state/get': {
     persisted?: boolean | undefined;
   } | undefined;
@@ -397,6 +400,14 @@ export interface MethodResults {
     checkpointFailing: boolean;
     stopping: boolean;
     healthy: boolean;
+  };
+  'backup': {
+    dest: string;
+    revision: number;
+    epoch: string;
+    createdAt: string;
+    files: number;
+    bytes: number;
   };
   'state/get': {
     state: {

@@ -13,6 +13,14 @@ export interface MethodDef<P extends z.ZodType = z.ZodType, R extends z.ZodType 
   readonly notification?: boolean;
   /** Changes state: refused after `shutdown`, ordered after the connection's earlier writes. */
   readonly mutates?: boolean;
+  /**
+   * The Go client's method name, when it is not the wire name in PascalCase (`session/foo` →
+   * `SessionFoo`): the Go `state` package's function, so `st.AddSession(s)` becomes
+   * `c.AddSession(ctx, s)`. Lower-case leaves the generated method unexported, for one a
+   * hand-written method wraps (`subscribe`, under `Watch`). The Python client's name is this one
+   * in snake_case. OpenRPC carries it as `x-go-name`.
+   */
+  readonly goName?: string;
   /** One call as a client makes it and what it answers: for the README and OpenRPC `examples`. */
   readonly example: { readonly params: z.input<P>; readonly result?: z.input<R> };
 }

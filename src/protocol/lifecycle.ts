@@ -60,6 +60,7 @@ export const exit = defineMethod({
 
 export const rpcDiscover = defineMethod({
   method: 'rpc.discover',
+  goName: 'Discover',
   summary: 'The OpenRPC 1.3.2 document of this server (schema/openrpc.json).',
   params: () => z.strictObject({}).optional(),
   result: () => z.record(z.string(), z.unknown()),

@@ -130,6 +130,7 @@ export function openRpcDocument(version: string): Json {
       errors: errorsOf(def, c),
       examples: [exampleOf(def)],
       ...(def.notification ? { 'x-notification': true } : {}),
+      ...(def.goName ? { 'x-go-name': def.goName } : {}),
     })),
     // OpenRPC has no server-to-client notifications; they go in an extension, from the same table.
     'x-notifications': notificationList.map((n) => ({

@@ -5,6 +5,7 @@ import { IncarnationGuard, RequireSession, SessionName as Name } from './fields.
 
 export const participantsAppend = defineMethod({
   method: 'participants/append',
+  goName: 'AppendParticipant',
   summary: 'Adds a user id (trimmed; non-empty, no CR/LF, at most 256 chars) unless present. The session row must exist unless requireSession is false.',
   params: () => z.strictObject({
     name: Name,
@@ -20,6 +21,7 @@ export const participantsAppend = defineMethod({
 
 export const participantsRead = defineMethod({
   method: 'participants/read',
+  goName: 'ReadParticipants',
   summary: 'Every user id, in first-seen order.',
   params: () => z.strictObject({ name: Name }),
   result: () => z.object({ userIds: z.array(z.string()) }),
@@ -29,6 +31,7 @@ export const participantsRead = defineMethod({
 
 export const participantsRemove = defineMethod({
   method: 'participants/remove',
+  goName: 'RemoveParticipants',
   summary: 'Deletes the journal; removed is false when there was none.',
   params: () => z.strictObject({ name: Name }),
   result: () => z.object({ removed: z.boolean() }),

@@ -14,6 +14,7 @@ const mutationErrors = ['Conflict', 'StorageFailure', 'ShuttingDown'] as const;
 
 export const sessionAdd = defineMethod({
   method: 'session/add',
+  goName: 'AddSession',
   summary: 'Adds a session; assigns its id (s_<name>[_N]) when absent and always a fresh incarnation.',
   params: () => z.strictObject({ session: NewSession }),
   result: () => z.object({ session: Session }),
@@ -24,6 +25,7 @@ export const sessionAdd = defineMethod({
 
 export const sessionRemove = defineMethod({
   method: 'session/remove',
+  goName: 'RemoveSession',
   summary: 'Removes every row with that name; with purge, its transcript and journal too.',
   params: () => z.strictObject({
     name: Name,
@@ -38,6 +40,7 @@ export const sessionRemove = defineMethod({
 
 export const sessionFind = defineMethod({
   method: 'session/find',
+  goName: 'FindSession',
   summary: 'The first row with that name, or null.',
   params: () => z.strictObject({ name: Name }),
   result: () => z.object({ session: Session.nullable() }),
@@ -47,6 +50,7 @@ export const sessionFind = defineMethod({
 
 export const sessionList = defineMethod({
   method: 'session/list',
+  goName: 'SnapshotSessions',
   summary: 'Every session row, in file order.',
   params: () => z.strictObject({}).default({}),
   result: () => z.object({ sessions: z.array(Session) }),
@@ -56,6 +60,7 @@ export const sessionList = defineMethod({
 
 export const sessionSetResumeToken = defineMethod({
   method: 'session/setResumeToken',
+  goName: 'SetResumeToken',
   summary: 'Sets the backend resume token.',
   params: () => z.strictObject({ name: Name, resumeToken: z.string(), incarnation: Incarnation }),
   result: () => FoundChanged,
@@ -66,6 +71,7 @@ export const sessionSetResumeToken = defineMethod({
 
 export const sessionSetPausedReason = defineMethod({
   method: 'session/setPausedReason',
+  goName: 'SetPausedReason',
   summary: 'Sets why the budget gate paused the session ("" clears it).',
   params: () => z.strictObject({ name: Name, paused_reason: z.string(), incarnation: Incarnation }),
   result: () => FoundChanged,
@@ -78,6 +84,7 @@ const budget = Session.pick({ cost_cap: true, token_cap: true, cohort_cost_cap: 
 
 export const sessionSetBudget = defineMethod({
   method: 'session/setBudget',
+  goName: 'SetBudget',
   summary: 'Sets the four caps and the paused reason at once (0 means no cap).',
   params: () => z.strictObject({ name: Name, ...budget.shape, paused_reason: z.string(), incarnation: Incarnation }),
   result: () => FoundChanged,
@@ -88,6 +95,7 @@ export const sessionSetBudget = defineMethod({
 
 export const sessionSetBackendTarget = defineMethod({
   method: 'session/setBackendTarget',
+  goName: 'SetBackendTarget',
   summary: 'Switches vendor, cmd and model, and clears the resume token (it belonged to the old backend).',
   params: () => z.strictObject({ name: Name, vendor: z.string(), cmd: z.string(), modelId: z.string(), incarnation: Incarnation }),
   result: () => FoundChanged,
@@ -98,6 +106,7 @@ export const sessionSetBackendTarget = defineMethod({
 
 export const sessionSetArchived = defineMethod({
   method: 'session/setArchived',
+  goName: 'SetArchived',
   summary: 'Archives or resumes a session (row, transcript and journal are kept).',
   params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation }),
   result: () => FoundChanged,
@@ -108,6 +117,7 @@ export const sessionSetArchived = defineMethod({
 
 export const sessionInfos = defineMethod({
   method: 'session/infos',
+  goName: 'Infos',
   summary: 'Every session with its last activity and usage, in one call, from memory (what a session list needs).',
   params: () => z.strictObject({}).default({}),
   result: () => z.object({ sessions: z.array(SessionInfo) }),

@@ -12,6 +12,7 @@ const Epoch = z.string().describe('This run of the server: revisions count from 
 
 export const stateGet = defineMethod({
   method: 'state/get',
+  goName: 'State',
   summary: 'The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true.',
   params: () => z
     .strictObject({
@@ -45,6 +46,7 @@ export const stateSave = defineMethod({
 
 export const stateApplyDefaults = defineMethod({
   method: 'state/applyDefaults',
+  goName: 'ApplyDefaults',
   summary: 'Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json.',
   params: () => z.strictObject({ home: HomeRef.optional(), workspace: z.string().optional(), source: z.string().optional() }),
   result: () => z.object({ state: StateDocument }),
@@ -54,6 +56,7 @@ export const stateApplyDefaults = defineMethod({
 
 export const stateSetHome = defineMethod({
   method: 'state/setHome',
+  goName: 'SetHome',
   summary: 'Sets the home (category or forum) sessions are created under.',
   params: () => z.strictObject({ home: HomeRef }),
   result: () => Changed,
@@ -62,9 +65,11 @@ export const stateSetHome = defineMethod({
   example: { params: { home: { id: '987', type: 'category' } }, result: { changed: true } },
 });
 
+/** A one-string setter; its Go name is the state package's setter of that field (`SetWorkspace`). */
 const setter = <const M extends string, K extends string>(method: M, key: K, summary: string, value: string, changed: boolean) =>
   defineMethod({
     method,
+    goName: `Set${key[0]!.toUpperCase()}${key.slice(1)}`,
     summary,
     params: () => z.strictObject({ [key]: z.string() } as Record<K, z.ZodString>),
     result: () => Changed,
@@ -80,6 +85,7 @@ export const stateSetInstanceID = setter('state/setInstanceID', 'instanceID', 'S
 
 export const stateWorkspaceRoot = defineMethod({
   method: 'state/workspaceRoot',
+  goName: 'WorkspaceRoot',
   summary: 'The workspace, else the legacy repo field, else "".',
   params: () => NoParams,
   result: () => z.object({ workspaceRoot: z.string() }),
@@ -89,6 +95,7 @@ export const stateWorkspaceRoot = defineMethod({
 
 export const stateSourceDir = defineMethod({
   method: 'state/sourceDir',
+  goName: 'SourceDir',
   summary: 'The source checkout, or "".',
   params: () => NoParams,
   result: () => z.object({ sourceDir: z.string() }),
@@ -98,6 +105,7 @@ export const stateSourceDir = defineMethod({
 
 export const stateQualifiedName = defineMethod({
   method: 'state/qualifiedName',
+  goName: 'QualifiedName',
   summary: '<instanceID>__<name>, or the name alone when there is no instance id.',
   params: () => z.strictObject({ name: SessionName }),
   result: () => z.object({ qualifiedName: z.string() }),

@@ -6,6 +6,7 @@ import { TranscriptEntry, TranscriptUsage } from './model.js';
 
 export const transcriptAppend = defineMethod({
   method: 'transcript/append',
+  goName: 'AppendTranscript',
   summary: 'Appends one entry; answered once the line is in the file. The session row must exist unless requireSession is false.',
   params: () => z.strictObject({
     name: Name,
@@ -21,6 +22,7 @@ export const transcriptAppend = defineMethod({
 
 export const transcriptRead = defineMethod({
   method: 'transcript/read',
+  goName: 'ReadPage',
   summary: 'The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq.',
   params: () => z.strictObject({
     name: Name,
@@ -39,6 +41,7 @@ export const transcriptRead = defineMethod({
 
 export const transcriptLast = defineMethod({
   method: 'transcript/last',
+  goName: 'LastTranscriptTimestamp',
   summary: 'The ts of the newest entry, or "" (served from memory after the first call).',
   params: () => z.strictObject({ name: Name }),
   result: () => z.object({ ts: z.string() }),
@@ -48,6 +51,7 @@ export const transcriptLast = defineMethod({
 
 export const transcriptRemove = defineMethod({
   method: 'transcript/remove',
+  goName: 'RemoveTranscript',
   summary: 'Deletes the transcript file; removed is false when there was none.',
   params: () => z.strictObject({ name: Name }),
   result: () => z.object({ removed: z.boolean() }),
@@ -58,6 +62,7 @@ export const transcriptRemove = defineMethod({
 
 export const transcriptUsage = defineMethod({
   method: 'transcript/usage',
+  goName: 'Usage',
   summary: 'Spend and token sums over every entry ever appended, including those compaction removed; O(1).',
   params: () => z.strictObject({ name: Name }),
   result: () => TranscriptUsage,

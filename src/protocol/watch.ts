@@ -29,6 +29,7 @@ const Since = z
 
 export const watchSubscribe = defineMethod({
   method: 'watch/subscribe',
+  goName: 'subscribe',
   summary: 'Subscribes this connection to changes; ends with the connection or watch/unsubscribe.',
   params: () => z.strictObject({
     sessions: z.boolean().optional().describe('session/didChange and state/didChange.'),
@@ -50,6 +51,7 @@ export const watchSubscribe = defineMethod({
 
 export const watchUnsubscribe = defineMethod({
   method: 'watch/unsubscribe',
+  goName: 'unsubscribe',
   summary: 'Ends a subscription of this connection.',
   params: () => z.strictObject({ subscription: z.string() }),
   result: () => z.object({ unsubscribed: z.boolean().describe('false when no such subscription was open') }),

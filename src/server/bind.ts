@@ -5,26 +5,32 @@ import type { MethodName, MethodTable } from '../protocol/table.js';
 import type * as z from 'zod';
 import type { Store } from '../store/store.js';
 import type { Subscribed } from './subscriptions.js';
+import type { WriteHold } from './write-hold.js';
 
 /** What a handler may need beyond the store: the server's lifecycle and its own connection. */
 export interface ServerContext {
   readonly store: Store;
+  /** The server's write hold, which every connection's writes pass (write-hold.ts). */
+  readonly writes: WriteHold;
   initialize(): z.input<MethodTable['initialize']['result']>;
   shutdown(): Promise<void>;
   exit(): void;
   discover(): Record<string, unknown>;
   status(): z.input<MethodTable['status']['result']>;
+  /** Writes a consistent copy of the state dir into `dest` (store/backup.ts), writes held only while it is fixed. */
+  backup(dest: string): Promise<z.input<MethodTable['backup']['result']>>;
   /** Subscribes the calling connection to the change feed (with `since`, what it missed first). */
   subscribe(filter: ParsedParamsOf<MethodTable['watch/subscribe']>): Subscribed;
   unsubscribe(id: string): boolean;
 }
 
-export type Handler<M extends MethodName> = (
+/** One method's own handler: its params, parsed against the contract, in; its result out. */
+export type MethodHandler<M extends MethodName> = (
   params: ParsedParamsOf<MethodTable[M]>,
   ctx: ServerContext,
 ) => Promise<z.input<MethodTable[M]['result']>> | z.input<MethodTable[M]['result']>;
 
-export type Handlers = { [M in MethodName]: Handler<M> };
+export type MethodHandlers = { [M in MethodName]: MethodHandler<M> };
 
 const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.incarnation });
 
@@ -33,14 +39,14 @@ const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.inc
  * state.json. Only reads: a write must be queued in the turn it arrives (the order of a
  * connection's writes), and the store looks right before it writes anyway.
  */
-const fresh = <M extends MethodName>(h: Handler<M>): Handler<M> => async (p, ctx) => {
+const fresh = <M extends MethodName>(h: MethodHandler<M>): MethodHandler<M> => async (p, ctx) => {
   await ctx.store.refresh();
   return h(p, ctx);
 };
 const appendOptions = (p: { incarnation?: string | undefined; requireSession?: boolean | undefined }) =>
   ({ incarnation: p.incarnation, requireSession: p.requireSession });
 
-export const handlers: Handlers = {
+export const handlers: MethodHandlers = {
   initialize: (_p, ctx) => ctx.initialize(),
   shutdown: async (_p, ctx) => {
     await ctx.shutdown();
@@ -54,6 +60,7 @@ export const handlers: Handlers = {
   // Looks at state.json first, as a read does: one changed by hand that cannot be loaded refuses
   // every write, and status must not call the server healthy before anything else looked.
   status: fresh((_p, ctx) => ctx.status()),
+  backup: (p, ctx) => ctx.backup(p.dest),
 
   'state/get': fresh((p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision, epoch: store.epoch })),
   'state/save': (p, { store }) => store.saveState(p.state, p.revision, p.epoch),

@@ -5,7 +5,7 @@
 import type { CancellationToken } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../protocol/errors.js';
-import type { Handler } from './handler.js';
+import type { CallHandler } from './handler.js';
 
 export function cancelled(): ResponseError<unknown> {
   return new ResponseError(ErrorCodes.RequestCancelled, 'request cancelled by $/cancelRequest before it was answered');
@@ -30,7 +30,7 @@ export function cancellable(p: Promise<void>, token: CancellationToken): Promise
 }
 
 /** A read cancelled before or while it ran is answered -32800 instead of its result. */
-export function cancelHandler(next: Handler): Handler {
+export function cancelHandler(next: CallHandler): CallHandler {
   return async (call) => {
     if (call.write) return next(call);
     if (call.token.isCancellationRequested) throw cancelled();

@@ -2,7 +2,7 @@
 // where the contract meets the store.
 import type { MethodName } from '../protocol/table.js';
 import { methods } from '../protocol/table.js';
-import type { Handler, ServerContext } from './bind.js';
+import type { MethodHandler, ServerContext } from './bind.js';
 import { handlers } from './bind.js';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../protocol/errors.js';
@@ -25,6 +25,6 @@ export async function dispatch(method: MethodName, rawParams: unknown, ctx: Serv
   const parsed = methods[method].params.safeParse(rawParams);
   if (!parsed.success) throw invalidParams(parsed.error);
   restoreProtoKeys(rawParams, parsed.data);
-  const handler = handlers[method] as Handler<MethodName>;
+  const handler = handlers[method] as MethodHandler<MethodName>;
   return handler(parsed.data as never, ctx);
 }

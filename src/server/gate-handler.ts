@@ -1,10 +1,10 @@
 // The read gate in the chain: a read starts only when its connection's ReadGate lets it (few
 // reads running, few reply bytes unsent), so a client that stops reading its replies is held back.
 import { cancellable } from './cancel-handler.js';
-import type { Handler } from './handler.js';
+import type { CallHandler } from './handler.js';
 import type { ReadGate } from './read-gate.js';
 
-export function gateHandler(gate: ReadGate, next: Handler): Handler {
+export function gateHandler(gate: ReadGate, next: CallHandler): CallHandler {
   return async (call) => {
     if (call.write) return next(call);
     const entry = gate.enter();

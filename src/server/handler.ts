@@ -1,6 +1,6 @@
 // A request's way through a connection, as a chain of small handlers (the shape of
 // golang.org/x/tools' jsonrpc2 handler chain): `lookup` names the method, then order → gate →
-// cancel → dispatch, each a function that takes the next. connection.ts composes them once per
+// cancel → write hold (write-hold.ts) → dispatch, each a function that takes the next. connection.ts composes them once per
 // connection; each is tested on its own (test/server/*-handler.test.ts).
 import type { Logger } from 'pino';
 import type { CancellationToken } from 'vscode-jsonrpc/node';
@@ -22,10 +22,10 @@ export interface Call {
 }
 
 /** Answers a call: the result, or a thrown error (a ResponseError, or any other, mapped by `answer`). */
-export type Handler = (call: Call) => Promise<unknown>;
+export type CallHandler = (call: Call) => Promise<unknown>;
 
 /** The last handler: the method's own, with its params checked against the contract. */
-export function dispatchHandler(ctx: ServerContext): Handler {
+export function dispatchHandler(ctx: ServerContext): CallHandler {
   return (call) => dispatch(call.method, call.params, ctx);
 }
 
@@ -37,7 +37,7 @@ export type RequestHandler = (method: string, params: unknown, token: Cancellati
  * the JSON-RPC error the client gets (an unexpected one is logged at error, with the method), and
  * times the request at debug.
  */
-export function answer(log: Logger, next: Handler): RequestHandler {
+export function answer(log: Logger, next: CallHandler): RequestHandler {
   return async (method, params, token) => {
     const debug = log.isLevelEnabled('debug');
     const started = debug ? process.hrtime.bigint() : 0n;

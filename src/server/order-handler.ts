@@ -6,7 +6,7 @@
 // cancelled while it waits; a write is never. Plain objects, no promise per request: the hot
 // path (a stream of appends) only adds to and deletes from a set.
 import { cancellable } from './cancel-handler.js';
-import type { Handler } from './handler.js';
+import type { CallHandler } from './handler.js';
 
 /** A request in flight; `waiters` are told when it is answered. */
 interface Op {
@@ -25,7 +25,7 @@ function allOf(ops: ReadonlySet<Op>): Promise<void> {
 }
 
 /** One connection's ordering: make one per connection, so connections never wait for each other. */
-export function orderHandler(next: Handler): Handler {
+export function orderHandler(next: CallHandler): CallHandler {
   const openWrites = new Set<Op>();
   const openReads = new Set<Op>();
   return async (call) => {

@@ -10,12 +10,15 @@ import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';
 import type { MethodDef } from '../protocol/define.js';
 import { methodList } from '../protocol/table.js';
 import type { TranscriptEntry } from '../protocol/model.js';
+import type { BackupResult } from '../store/backup.js';
+import { backupStore } from '../store/backup.js';
 import { isPathComponent } from '../store/paths.js';
 import type { Store } from '../store/store.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
 import type { SubscriptionLimits } from './subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
+import { WriteHold } from './write-hold.js';
 
 export interface ServerOptions {
   readonly version: string;
@@ -72,6 +75,10 @@ export class StateServer {
   private readonly startedAt = Date.now();
   private readonly shared: Omit<ServerContext, 'subscribe' | 'unsubscribe'>;
   readonly subscriptions: Subscriptions;
+  /** Every connection's writes pass it: a backup holds them while it fixes the copy. */
+  readonly writes = new WriteHold();
+  /** Backups run one after another. */
+  private backups: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly store: Store,
@@ -94,6 +101,7 @@ export class StateServer {
     });
     this.shared = {
       store,
+      writes: this.writes,
       initialize: () => ({
         serverInfo: { name: 'herrscher-state', version: options.version },
         protocolVersion: PROTOCOL_VERSION,
@@ -104,6 +112,7 @@ export class StateServer {
         },
       }),
       status: () => this.status(),
+      backup: (dest) => this.backup(dest),
       shutdown: () => this.shutdown(),
       exit: () => options.onExit(this.shuttingDown ? 0 : 1),
       discover: () => (this.discovery ??= openRpcDocument(options.version)),
@@ -171,6 +180,13 @@ export class StateServer {
       // A server that refuses writes is not healthy, whatever its storage says.
       healthy: health.healthy && this.shuttingDown === undefined,
     };
+  }
+
+  /** A consistent copy of the state dir in `dest`, at the revision it answers (store/backup.ts). */
+  backup(dest: string): Promise<BackupResult> {
+    const run = this.backups.then(() => backupStore(this.store, dest, (fn) => this.writes.quiet(fn)));
+    this.backups = run.catch(() => undefined);
+    return run;
   }
 
   /** Finishes every pending write, then refuses writes (-32030). Idempotent. */

@@ -32,6 +32,7 @@ import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
 import { replayWal, walRelIn, WriteAheadLog } from './wal.js';
 import { adoptSharedSideFiles } from './side-files.js';
+import type { BackupSource } from './backup.js';
 import { zeroUsage } from './usage.js';
 
 export interface StoreOptions {
@@ -173,6 +174,11 @@ export class Store {
   /** Increases with every committed state change (the change feed's `revision`). */
   get revision(): number {
     return this.revisionCount;
+  }
+
+  /** What a backup fixes of this store (backup.ts): call it while no write is in flight. */
+  backupSource(): BackupSource {
+    return { dir: this.dir, statePath: this.statePath, side: this.side, revision: this.revisionCount, epoch: this.epoch, marks: new Map(this.marks.entries()) };
   }
 
   /** Registers listeners for committed changes; returns the function that removes them. */

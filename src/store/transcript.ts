@@ -471,6 +471,7 @@ export class Transcript {
       const fh = await this.io.open(tmp, 'wx', 0o600);
       try {
         await this.io.write(fh, Buffer.concat(newest.lines));
+        // On disk before the rename is: else a power loss after it can leave the transcript short or empty.
         await this.io.datasync(fh);
         ino = await this.io.inode(fh);
       } finally {

@@ -4,7 +4,7 @@
 // fdatasyncs are bound by how many the disk does concurrently). The Go-format files themselves
 // are written without a sync; after a crash, `replayWal` puts back any record they lack.
 //
-// A record: `<crc32 hex> <json>\n`, json = {f: file relative to the state dir, i: its inode,
+// A record: a sealed line (sealed-line.ts) of {f: file relative to the state dir, i: its inode,
 // o: its size before the append, d: the bytes appended}. Replay is idempotent: a record whose
 // bytes are already at `o` is skipped, a file replaced since (another inode) or gone is left alone.
 // The log is emptied (a checkpoint: every file written since is fdatasync'ed first) when it grows
@@ -12,11 +12,11 @@
 import { constants as fsConstants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
 import { CommitQueue } from './commit-queue.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
 import { isPathComponent } from './paths.js';
+import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 
@@ -54,23 +54,23 @@ export const SYNCS_AT_ONCE = 16;
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 30_000;
 
-const encodeRecord = (r: WalRecord): Buffer => {
-  const json = JSON.stringify(r);
-  return Buffer.from(`${crc32(json).toString(16).padStart(8, '0')} ${json}\n`);
-};
+const encodeRecord = (r: WalRecord): Buffer => Buffer.from(sealLine(JSON.stringify(r)));
 
 /** A log's records, and the complete lines that are not records (damaged: skipped, never guessed at). */
 export interface WalScan {
   records: WalRecord[];
   /** 1-based line numbers of the damaged lines, and why each is. */
   damaged: { line: number; why: string }[];
+  /** The first line of a newer format than this build reads (the scan stops there; replay refuses to go on). */
+  newer?: { line: number; version: number };
 }
 
 /**
- * Every record of a log's bytes. A complete line whose checksum fails or whose record is not of
- * the shape this server writes is damaged: it is skipped and reported, and the records after it
- * are still read (one bad sector must not drop every acknowledged append behind it). Bytes after
- * the last newline are a torn write of a batch never acknowledged: ignored.
+ * Every record of a log's bytes (sealed lines: sealed-line.ts). A complete line whose checksum
+ * fails or whose record is not of the shape this server writes is damaged: it is skipped and
+ * reported, and the records after it are still read (one bad sector must not drop every
+ * acknowledged append behind it). Bytes after the last newline are a torn write of a batch never
+ * acknowledged: ignored. A line of a newer format ends the scan (`newer`).
  */
 export function scanWal(buf: Buffer): WalScan {
   const out: WalScan = { records: [], damaged: [] };
@@ -80,21 +80,18 @@ export function scanWal(buf: Buffer): WalScan {
     const text = buf.toString('utf8', start, end);
     start = end + 1;
     line++;
-    const json = text.slice(9);
-    if (text[8] !== ' ' || crc32(json).toString(16).padStart(8, '0') !== text.slice(0, 8)) {
-      out.damaged.push({ line, why: 'checksum mismatch' });
+    const got = unsealLine(text);
+    if ('newer' in got) {
+      out.newer = { line, version: got.newer };
+      return out;
+    }
+    if ('damaged' in got) {
+      out.damaged.push({ line, why: got.damaged });
       continue;
     }
-    let v: unknown;
-    try {
-      v = JSON.parse(json);
-    } catch {
-      out.damaged.push({ line, why: 'not JSON' });
-      continue;
-    }
-    const why = recordProblem(v);
+    const why = recordProblem(got.value);
     if (why) out.damaged.push({ line, why });
-    else out.records.push(v as WalRecord);
+    else out.records.push(got.value as WalRecord);
   }
   return out;
 }
@@ -353,7 +350,9 @@ export async function replayWal(
   }
   const files = new Map<string, ReplayFile>();
   const seqs = new Map<string, number>();
-  const { records, damaged } = scanWal(buf);
+  const { records, damaged, newer } = scanWal(buf);
+  // Before anything is touched: a build must not replay what it cannot read, nor empty it.
+  if (newer) throw new NewerFormatError(rel, newer.version, `line ${newer.line}`);
   if (damaged.length) {
     const lines = damaged.slice(0, 10).map((d) => `line ${d.line} (${d.why})`).join(', ');
     log.error(`wal: ${damaged.length} damaged record(s) in ${rel} skipped: ${lines}${damaged.length > 10 ? ', …' : ''}; ` +

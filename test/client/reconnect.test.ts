@@ -2,13 +2,9 @@
 // new server and a subscriber's handlers keep receiving under the same subscription id, caught
 // up with `since`; the subscriber sees every acknowledged append exactly once, in order.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import type { ConnectionState } from '../../src/client/index.js';
 import { ConnectionClosedError, connect } from '../../src/client/index.js';
-import { SESSION_NAME_PATTERN } from '../../src/protocol/session-name.js';
 import { entry, TIMEOUT } from '../helpers/feed.js';
 import type { Ctx } from '../helpers/server.js';
 import { startServer } from '../helpers/server.js';
@@ -120,12 +116,6 @@ test('reconnect with maxAttempts gives up when no server comes back: waiting cal
   await lost;
   await assert.rejects(client.sessionList(), (err: unknown) => err instanceof ConnectionClosedError && /did not come back/.test(err.message));
   assert.ok(client.closed instanceof Error);
-});
-
-test('the Go and Python clients\' copies of the session name rule are the contract\'s (TypeScript imports it)', () => {
-  const root = fileURLToPath(new URL('../../', import.meta.url));
-  assert.ok(readFileSync(path.join(root, 'clients/go/watch.go'), 'utf8').includes(`regexp.MustCompile(\`${SESSION_NAME_PATTERN.source}\`)`), 'Go');
-  assert.ok(readFileSync(path.join(root, 'clients/python/herrscher_state.py'), 'utf8').includes(`re.compile(r"${SESSION_NAME_PATTERN.source}")`), 'Python');
 });
 
 // What a subscriber had not seen a notification of when the server went: a session it named that

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { ErrorCodes, ErrorDescriptions } from '../../src/protocol/errors.js';
 import { openRpcDocument } from '../../src/protocol/openrpc.js';
-import { generateGo, goName } from '../../scripts/go-client-gen.js';
+import { generateGo } from '../../scripts/go-client-gen.js';
+import { goName } from '../../scripts/contract-names.js';
 import { REPO } from '../helpers/cli.js';
 
 const generated = () => generateGo({ doc: openRpcDocument('0.0.0'), errorCodes: ErrorCodes, errorDescriptions: ErrorDescriptions });

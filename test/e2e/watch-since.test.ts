@@ -117,6 +117,22 @@ test('since across a restart: the transcript entries appended while the subscrib
     ['run1 8', 'run1 9', ...range(0, 4).map((i) => `run2 ${i}`), 'live']);
 });
 
+test('since: a transcript removed and started again while the subscriber was away is sent whole (its seqs began again at 0)', { timeout: TIMEOUT }, async (t) => {
+  const server = await startServer(t);
+  const writer = await server.client('lsp');
+  await writer.sessionAdd({ session: { name: 'a' } });
+  for (let i = 0; i < 6; i++) await writer.transcriptAppend({ name: 'a', entry: entry(`first ${i}`) });
+  await writer.transcriptRemove({ name: 'a' });
+  for (let i = 0; i < 2; i++) assert.equal((await writer.transcriptAppend({ name: 'a', entry: entry(`again ${i}`) })).seq, i);
+  const back = await server.client('ndjson');
+  const inbox = new Inbox(back, ['transcript/didAppend']);
+  // It saw the first file up to seq 5: past the whole of the new one.
+  await back.watchSubscribe({ transcripts: ['a'], since: { transcripts: { a: 5 } } });
+  const { seq } = await writer.transcriptAppend({ name: 'a', entry: entry('live') });
+  await inbox.waitFor((n) => n.params.seq === seq && (n.params.entry as { text: string }).text === 'live');
+  assert.deepEqual(inbox.of('transcript/didAppend').map((p) => `${String(p.seq)} ${(p.entry as { text: string }).text}`), ['0 again 0', '1 again 1', '2 live']);
+});
+
 test('since: a revision older than the kept history gets state/resync; one within it is replayed', () => {
   const sent: { method: string; params: Record<string, unknown> }[] = [];
   const sink: NotificationSink = { notify: (method, params) => void sent.push({ method, params: params as Record<string, unknown> }), unsentBytes: () => 0, unsentFrames: () => 0, isClosed: false };

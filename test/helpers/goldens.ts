@@ -1,14 +1,14 @@
-// The Go goldens (test/fixtures/go-goldens.json, or a newer recording when one is present) and what a replay
-// needs: appendMany expanded, incarnations normalised, the Go-format files of a state dir read.
+// The Go goldens (test/fixtures/go-goldens.json, recorded from Herrscher's Go package; `npm run
+// references` compares it with its source) and what a replay needs: appendMany expanded,
+// incarnations normalised, the Go-format files of a state dir read.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const shared = path.resolve(here, '../../../shared/conformance/go-goldens.json');
-const copy = path.resolve(here, '../fixtures/go-goldens.json');
+const committed = path.resolve(here, '../fixtures/go-goldens.json');
 
 export interface GoldenOp {
   method: string;
@@ -30,7 +30,7 @@ export interface Golden {
 }
 
 export function loadGoldens(): Golden[] {
-  return JSON.parse(readFileSync(existsSync(shared) ? shared : copy, 'utf8')) as Golden[];
+  return JSON.parse(readFileSync(committed, 'utf8')) as Golden[];
 }
 
 const INC = /inc_[A-Z2-7]{26}/g;

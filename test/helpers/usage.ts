@@ -1,25 +1,34 @@
 // The usage oracle the usage and seq tests share: sums computed here from the entries a test
-// appended (float64 cost added in append order, as Go adds it; integers exact), independently of
-// the store's own bookkeeping.
+// appended (float64 cost added in append order, as Go adds it; integers summed exactly as bigints
+// and shown as a number when the total is a safe integer), independently of the store's own
+// bookkeeping and of its addition (src/store/usage.ts).
 import assert from 'node:assert/strict';
-import type { TranscriptEntry } from '../../src/protocol/model.js';
+import type { GoInteger, TranscriptEntry } from '../../src/protocol/model.js';
 import type { Usage } from '../../src/store/usage.js';
-import { addInteger } from '../../src/store/usage.js';
+
+const INTEGER_FIELDS = ['tokens_in', 'tokens_out', 'cache_read', 'cache_create', 'dur_ms'] as const;
+
+/** A total as the protocol shows it: a number while it is a safe integer, else a bigint. */
+const shown = (total: bigint): GoInteger => (total >= BigInt(Number.MIN_SAFE_INTEGER) && total <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(total) : total);
 
 export function sumOf(entries: readonly TranscriptEntry[]): Usage {
-  const u: Usage = { entries: 0, cost: 0, tokens_in: 0, tokens_out: 0, cache_read: 0, cache_create: 0, dur_ms: 0, firstTs: '', lastTs: '' };
+  const totals = Object.fromEntries(INTEGER_FIELDS.map((f) => [f, 0n])) as Record<(typeof INTEGER_FIELDS)[number], bigint>;
+  let cost = 0;
   for (const e of entries) {
-    if (u.entries === 0) u.firstTs = e.ts;
-    u.entries++;
-    u.cost += e.cost ?? 0;
-    u.tokens_in = addInteger(u.tokens_in, e.tokens_in);
-    u.tokens_out = addInteger(u.tokens_out, e.tokens_out);
-    u.cache_read = addInteger(u.cache_read, e.cache_read);
-    u.cache_create = addInteger(u.cache_create, e.cache_create);
-    u.dur_ms = addInteger(u.dur_ms, e.dur_ms);
-    u.lastTs = e.ts;
+    cost += e.cost ?? 0;
+    for (const f of INTEGER_FIELDS) totals[f] += BigInt(e[f] ?? 0);
   }
-  return u;
+  return {
+    entries: entries.length,
+    cost,
+    tokens_in: shown(totals.tokens_in),
+    tokens_out: shown(totals.tokens_out),
+    cache_read: shown(totals.cache_read),
+    cache_create: shown(totals.cache_create),
+    dur_ms: shown(totals.dur_ms),
+    firstTs: entries[0]?.ts ?? '',
+    lastTs: entries.at(-1)?.ts ?? '',
+  };
 }
 
 /** Equal sums, the cost included: float64 addition in append order, as Go adds the same entries. */

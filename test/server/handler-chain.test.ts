@@ -7,7 +7,7 @@ import { CancellationToken, CancellationTokenSource, ResponseError } from 'vscod
 import { ErrorCodes } from '../../src/protocol/errors.js';
 import { cancelHandler } from '../../src/server/cancel-handler.js';
 import { gateHandler } from '../../src/server/gate-handler.js';
-import type { Call, Handler } from '../../src/server/handler.js';
+import type { Call, CallHandler } from '../../src/server/handler.js';
 import { answer } from '../../src/server/handler.js';
 import { orderHandler } from '../../src/server/order-handler.js';
 import { MAX_RUNNING_READS, ReadGate } from '../../src/server/read-gate.js';
@@ -19,7 +19,7 @@ const write = (): Call => ({ method: 'session/add', params: {}, token: Cancellat
 /** A `next` whose calls stay pending until released, in the order they arrived. */
 function held() {
   const started: { call: Call; release: (v?: unknown) => void; fail: (e: Error) => void }[] = [];
-  const next: Handler = (call) => new Promise((resolve, reject) => started.push({ call, release: resolve, fail: reject }));
+  const next: CallHandler = (call) => new Promise((resolve, reject) => started.push({ call, release: resolve, fail: reject }));
   return { next, started };
 }
 

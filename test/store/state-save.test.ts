@@ -100,6 +100,22 @@ test('a stale revision is a conflict carrying the current one, and changes neith
   assert.deepEqual(snapshot(store.statePath), before);
 });
 
+test('a revision ahead of the current one (never given out) is a conflict too, and changes neither memory nor disk', async (t) => {
+  const store = await openIn(tempDir());
+  t.after(() => store.close());
+  await store.addSession(newSession('a', { incarnation: INC_B }));
+  const before = snapshot(store.statePath);
+  const memory = store.getPersistedState();
+  const doc: StateDocument = { home: { id: 'h', type: 'category' }, sessions: [] };
+  await assert.rejects(() => store.saveState(doc, store.revision + 1), (err: unknown) => {
+    storeError('conflict', ['revision 1, not 2'])(err);
+    assert.deepEqual((err as { data?: unknown }).data, { revision: 1 });
+    return true;
+  });
+  assert.equal(store.getPersistedState(), memory);
+  assert.deepEqual(snapshot(store.statePath), before);
+});
+
 test('a save waits for mutations in flight and is refused when they moved the revision', async (t) => {
   const store = await openIn(tempDir());
   t.after(() => store.close());

@@ -90,7 +90,7 @@ type State struct {
 	mu   sync.Mutex
 	path string
 	// srv is the connection to the server of path (nil until the first call needs it).
-	srv *server
+	srv *connection
 	// base is the served document the exported fields were last built from; what differs
 	// from it in the fields is this value's own edit, persisted at its next save.
 	base document
