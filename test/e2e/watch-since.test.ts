@@ -133,18 +133,22 @@ test('since: a transcript removed and started again while the subscriber was awa
   assert.deepEqual(inbox.of('transcript/didAppend').map((p) => `${String(p.seq)} ${(p.entry as { text: string }).text}`), ['0 again 0', '1 again 1', '2 live']);
 });
 
-test('since: appends committed while the file is read are sent once, from the file or from the held feed, in order', async () => {
+test('since: appends committed while the file is read are sent once, from the file, in order', async () => {
   const sent: number[] = [];
   const sink: NotificationSink = { notify: (_m, params) => void sent.push((params as { seq: number }).seq), unsentBytes: () => 0, unsentFrames: () => 0, isClosed: false };
   const entries = (from: number, to: number) => range(from, to).map((i) => entry(`e${i}`));
   let release!: (r: { firstSeq: number; entries: ReturnType<typeof entry>[]; end: number }) => void;
   let reading!: () => void;
   const readBegan = new Promise<void>((resolve) => (reading = resolve));
+  // The file: seqs 0..4 when the first read begins; 5 and 6 are committed while it runs.
+  let fileEnd = 5;
+  const reads: [string, number][] = [];
   const feed = new Subscriptions({}, {
     revision: 0,
     document: () => ({ home: { id: '', type: '' }, sessions: [] }) as unknown as StateDocument,
     entriesFrom: (name, from) => {
-      assert.deepEqual([name, from], ['a', 2]);
+      reads.push([name, from]);
+      if (reads.length > 1) return Promise.resolve({ firstSeq: from, entries: entries(from, fileEnd - 1), end: fileEnd });
       reading();
       return new Promise((resolve) => (release = resolve));
     },
@@ -152,12 +156,16 @@ test('since: appends committed while the file is read are sent once, from the fi
   });
   feed.subscribe(sink, { transcripts: ['a'], since: { transcripts: { a: 1 } } });
   await readBegan;
-  // The seam: seq 5 is committed before the read ends (the file has it), seq 6 after (it has not).
+  // The seam: seq 5 is committed before the first read ends (its page has it), seq 6 after (its
+  // page has not): the next page has it, and neither is sent live as well.
+  fileEnd = 6;
   feed.transcriptAppended('a', 5, entry('e5'));
+  fileEnd = 7;
   feed.transcriptAppended('a', 6, entry('e6'));
   assert.deepEqual(sent, [], 'live appends wait for the catch-up');
   release({ firstSeq: 2, entries: entries(2, 5), end: 6 });
   await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(reads, [['a', 2], ['a', 6], ['a', 7]], 'a page from where the last ended, until the file has no more');
   feed.transcriptAppended('a', 7, entry('e7'));
   assert.deepEqual(sent, range(2, 7));
 });
