@@ -104,3 +104,41 @@ test('a page whose file keeps being replaced under the read is read inside the f
   assert.deepEqual(page, { entries: [{ ts: 't2', role: 'user', text: 'm2' }, { ts: 't3', role: 'user', text: 'm3' }], firstSeq: 2 });
   assert.ok(lie <= 0, 'the optimistic attempts were all spent');
 });
+
+test('paging forward from a cursor across appends and a compaction: every page is the seqs it says, oldest first, with no gap past what compaction dropped', async (t) => {
+  const { Store } = await import('../../src/store/store.js');
+  const { statePathIn } = await import('../helpers/temp-dir.js');
+  const { newSession } = await import('../helpers/store.js');
+  const store = await Store.open(statePathIn(tempDir()), { durability: 'write' });
+  t.after(() => store.close());
+  await store.addSession(newSession('s'));
+  let next = 0;
+  const append = async (): Promise<void> => {
+    const seq = await store.appendTranscript('s', { ts: 't', role: 'user', text: `${next}:`.padEnd(300 * 1024, 'x') });
+    assert.equal(seq, next++);
+  };
+  for (let i = 0; i < 4; i++) await append();
+  const bounds = { limit: 2, maxBytes: 1 << 30 };
+  const seqsOf = (page: { firstSeq: number; entries: { text: string }[] }): number[] =>
+    page.entries.map((e, i) => {
+      assert.ok(e.text.startsWith(`${page.firstSeq + i}:`), `entry ${page.firstSeq + i} is the one its seq says`);
+      return page.firstSeq + i;
+    });
+  const first = await store.readTranscriptFrom('s', 0, bounds);
+  assert.deepEqual(seqsOf(first), [0, 1]);
+  // Appended until a compaction replaced the file under the cursor (past 4 MiB: it keeps ~2 MiB).
+  while (store.counters.compactions === 0) await append();
+  const pages: number[][] = [];
+  let page = await store.readTranscriptFrom('s', first.cursor!.seq, bounds, first.cursor);
+  assert.ok(page.firstSeq > 2, 'the oldest were compacted away: the page starts past them');
+  for (;;) {
+    const got = seqsOf(page);
+    if (got.length === 0) break;
+    pages.push(got);
+    page = await store.readTranscriptFrom('s', page.cursor!.seq, bounds, page.cursor);
+  }
+  const all = pages.flat();
+  assert.deepEqual(all, Array.from({ length: next - all[0]! }, (_, i) => all[0]! + i), 'contiguous to the newest');
+  assert.ok(pages.every((p) => p.length <= 2));
+  assert.equal(page.end, next);
+});
