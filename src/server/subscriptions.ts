@@ -364,11 +364,19 @@ export class Subscriptions {
         let emptyAt: number | undefined;
         for (;;) {
           if (!open()) return;
-          await this.drained(s);
-          const page = await this.inTurn(s.sink, () => (open() ? this.readPage(s, name, c.next, cursor) : Promise.resolve(undefined)));
+          // Waiting for the connection, reading and sending are one turn of the connection: its
+          // other subscriptions' pages wait, so it is sent one page at a time.
+          const from = c.next;
+          const page = await this.inTurn(s.sink, async () => {
+            await this.drained(s);
+            if (!open()) return undefined;
+            const p = await this.readPage(s, name, from, cursor);
+            if (p) this.sendPage(s, name, p, !open() || (first && p.end <= seen));
+            return p;
+          });
           if (!page || !open()) return;
           // A file whose next seq is at or below what the subscriber saw was removed and began
-          // again (seq restarts at 0): all of it is new to the subscriber.
+          // again (seq restarts at 0): all of it is new to the subscriber (nothing was sent).
           if (first && page.end <= seen) {
             first = false;
             c.next = 0;
@@ -377,7 +385,6 @@ export class Subscriptions {
           }
           first = false;
           if (page.entries.length > 0) {
-            this.sendPage(s, name, page);
             c.next = page.firstSeq + page.entries.length;
             cursor = page.cursor;
             continue;
@@ -452,10 +459,10 @@ export class Subscriptions {
     }
   }
 
-  /** Hands a page's entries to the connection (each checked against the bounds, as live ones are). */
-  private sendPage(s: Subscription, name: string, page: FeedPage): void {
+  /** Hands a page's entries to the connection (each checked against the bounds, as live ones are); `drop`: none, the page is let go. */
+  private sendPage(s: Subscription, name: string, page: FeedPage, drop = false): void {
     try {
-      for (let i = 0; i < page.entries.length; i++) {
+      for (let i = 0; i < page.entries.length && !drop; i++) {
         if (this.subs.get(s.id) !== s) return;
         this.deliver(s, { method: 'transcript/didAppend', params: { subscription: s.id, name, seq: page.firstSeq + i, entry: page.entries[i]! } }, this.crowded());
       }
