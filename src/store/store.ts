@@ -17,9 +17,6 @@ import type { BackupSource } from './backup.js';
 import type { StoreEvents } from './change-feed.js';
 import { ChangeFeed } from './change-feed.js';
 import type { StorageHealth } from './health.js';
-import type { HighWater } from './high-water.js';
-import type { Io } from './io.js';
-import type { HeldLock } from './lock.js';
 import { assertPathComponent, assertSessionName, isPathComponent } from './paths.js';
 import { purgeWithRow } from './session-purge.js';
 import { SessionFiles } from './session-files.js';
@@ -27,16 +24,13 @@ import type { Defaults, Doc } from './state-document.js';
 import * as docs from './state-document.js';
 import { saveDocument } from './state-save.js';
 import type { Durability } from './state-store.js';
-import type { StateStore } from './state-store.js';
 import { StoreError } from './store-error.js';
-import type { StoreLog } from './store-log.js';
 import type { StoreOptions, StoreParts } from './store-open.js';
 import { openStore } from './store-open.js';
 import type { Page } from './transcript.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
 import { zeroUsage } from './usage.js';
-import type { WriteAheadLog } from './wal.js';
 import type { AppendOptions, Guard } from './write-order.js';
 import { WriteOrder } from './write-order.js';
 
@@ -62,30 +56,17 @@ export class Store {
   readonly durability: Durability;
   /** Storage health for `status`: fed by every error the store logs and by checkpoints. */
   readonly health: StorageHealth;
-  private readonly state: StateStore;
-  private readonly lock: HeldLock | undefined;
-  private readonly log: StoreLog;
-  private readonly wal: WriteAheadLog | undefined;
-  private readonly marks: HighWater;
-  /** This state file's side folder, relative to dir (paths.ts, sideOf). */
-  private readonly side: string;
 
-  private constructor(parts: StoreParts) {
+  /** What store-open.ts opened: the state, the locks, the log, the marks and the side folder. */
+  private constructor(private readonly parts: StoreParts) {
     this.statePath = parts.statePath;
     this.dir = parts.dir;
     this.durability = parts.durability;
     this.health = parts.health;
-    this.state = parts.state;
-    this.lock = parts.lock;
-    this.log = parts.log;
-    this.wal = parts.wal;
-    this.marks = parts.marks;
-    this.side = parts.side;
-    const io: Io = parts.io;
     this.order = new WriteOrder(parts.state, parts.health);
     this.files = new SessionFiles({
-      io, dir: parts.dir, side: parts.side, durability: parts.durability, log: parts.log, wal: parts.wal, marks: parts.marks,
-      feed: this.feed, hasRow: (name) => docs.findSession(this.state.pendingDocument, name) !== undefined, cachedNames: parts.cachedNames,
+      io: parts.io, dir: parts.dir, side: parts.side, durability: parts.durability, log: parts.log, wal: parts.wal, marks: parts.marks,
+      feed: this.feed, hasRow: (name) => docs.findSession(this.parts.state.pendingDocument, name) !== undefined, cachedNames: parts.cachedNames,
     });
     parts.state.onCommit((before, after) => {
       this.revisionCount++;
@@ -100,7 +81,7 @@ export class Store {
 
   /** Bytes in the write-ahead log not yet checkpointed (0 with durability `write`, which has none). */
   get walBytes(): number {
-    return this.wal?.bytes ?? 0;
+    return this.parts.wal?.bytes ?? 0;
   }
 
   /** Names with a cached Transcript and Participants object now (the bound in docs/limits.md). */
@@ -115,7 +96,7 @@ export class Store {
 
   /** What a backup fixes of this store (backup.ts): call it while no write is in flight. */
   backupSource(): BackupSource {
-    return { dir: this.dir, statePath: this.statePath, side: this.side, revision: this.revisionCount, epoch: this.epoch, marks: new Map(this.marks.entries()) };
+    return { dir: this.dir, statePath: this.statePath, side: this.parts.side, revision: this.revisionCount, epoch: this.epoch, marks: new Map(this.parts.marks.entries()) };
   }
 
   /** Registers listeners for committed changes; returns the function that removes them. */
@@ -133,22 +114,22 @@ export class Store {
       await this.flush();
       await this.files.close();
       // Every file synced and the log emptied: a clean stop leaves nothing to replay (a failure is logged).
-      await this.wal?.close();
+      await this.parts.wal?.close();
       try {
-        await this.marks.save();
+        await this.parts.marks.save();
       } catch (err) {
-        this.log.error('the seq high-water marks could not be written at close', err);
+        this.parts.log.error('the seq high-water marks could not be written at close', err);
       }
-      this.lock?.release();
+      this.parts.lock?.release();
     })();
     return this.closing;
   }
 
   /** Resolves when every write accepted so far is done (shutdown drains with it). */
   async flush(): Promise<void> {
-    await this.state.settled();
+    await this.parts.state.settled();
     await this.files.settled();
-    await this.wal?.settled();
+    await this.parts.wal?.settled();
   }
 
   /** Stops accepting writes (shutdown), keeping reads. */
@@ -160,7 +141,7 @@ export class Store {
 
   /** The committed document with config defaults overlaid (never persisted, unlike Go). */
   getState(): Doc {
-    return docs.withDefaults(this.state.document, this.defaults);
+    return docs.withDefaults(this.parts.state.document, this.defaults);
   }
 
   /**
@@ -170,7 +151,7 @@ export class Store {
    * logged and the last document kept (writes are then refused until it is fixed).
    */
   refresh(): Promise<void> {
-    return this.closing ? Promise.resolve() : this.state.refresh();
+    return this.closing ? Promise.resolve() : this.parts.state.refresh();
   }
 
   /**
@@ -180,9 +161,9 @@ export class Store {
    * must hear why, as Go's would.
    */
   getPersistedState(): Doc {
-    const failure = this.state.loadFailure;
+    const failure = this.parts.state.loadFailure;
     if (failure) throw failure;
-    return this.state.document;
+    return this.parts.state.document;
   }
 
   /**
@@ -190,7 +171,7 @@ export class Store {
    * conflict carrying the current one (state-save.ts).
    */
   saveState(doc: Doc, revision: number, epoch?: string): Promise<{ revision: number; changed: boolean }> {
-    return saveDocument(this.state, this.order, () => ({ revision: this.revisionCount, epoch: this.epoch }), doc, revision, epoch);
+    return saveDocument(this.parts.state, this.order, () => ({ revision: this.revisionCount, epoch: this.epoch }), doc, revision, epoch);
   }
 
   /** Go's ApplyDefaults as a read-time overlay: fills only what the file leaves empty. */
@@ -236,7 +217,7 @@ export class Store {
 
   /** `<instanceID>__<name>`, or the name alone without an instance id (Go's QualifiedName). */
   qualifiedName(name: string): string {
-    const id = this.state.document.instanceID ?? '';
+    const id = this.parts.state.document.instanceID ?? '';
     return id === '' ? name : `${id}__${name}`;
   }
 
@@ -262,11 +243,11 @@ export class Store {
   }
 
   findSession(name: string): Session | null {
-    return docs.findSession(this.state.document, name) ?? null;
+    return docs.findSession(this.parts.state.document, name) ?? null;
   }
 
   listSessions(): Session[] {
-    return this.state.document.sessions ?? [];
+    return this.parts.state.document.sessions ?? [];
   }
 
   setResumeToken(name: string, resumeToken: string, guard: Guard = {}): Promise<{ found: boolean; changed: boolean }> {
