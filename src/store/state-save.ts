@@ -7,6 +7,7 @@ import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
 import type { StateStore } from './state-store.js';
 import { StoreError } from './store-error.js';
 import type { WriteOrder } from './write-order.js';
+import type { WriterKey } from './writer-sequences.js';
 
 /** Where the state stands: the revision of this run, and the run. */
 export interface RevisionNow {
@@ -19,12 +20,15 @@ export interface RevisionNow {
  * given). Compared once no other state mutation is in flight: one accepted but not yet
  * committed would give the state a revision the caller has not seen. Resolves with the save's
  * own revision (unchanged when nothing changed). When there is no file, it is written even if
- * nothing changed, as Go's Save writes it.
+ * nothing changed, as Go's Save writes it. With a `writer` key already applied, answered as it was.
  */
 export async function saveDocument(
-  state: StateStore, order: WriteOrder, now: () => RevisionNow, doc: Doc, revision: number, epoch?: string,
+  state: StateStore, order: WriteOrder, now: () => RevisionNow, doc: Doc, revision: number, epoch?: string, writer?: WriterKey,
 ): Promise<{ revision: number; changed: boolean }> {
   order.assertOpen();
+  // Sent again once applied: answered as it was, before the revision (its own commit moved it) is compared.
+  const prior = await state.priorAnswer(writer);
+  if (prior) return { revision: now().revision, changed: (prior.answer as { changed: boolean }).changed };
   // A file changed by hand since the caller read it is a newer revision: the save is refused.
   await state.refresh();
   while (state.pendingDocument !== state.document) {
@@ -53,6 +57,6 @@ export async function saveDocument(
     }
     return docs.replaceDocument(d, doc);
     // As Go's Save, a save writes the file even when nothing changed if there is none (NewState + Save).
-  }, { writeIfMissing: true }));
+  }, { writeIfMissing: true, key: writer }));
   return { revision: now().revision, changed };
 }

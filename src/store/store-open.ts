@@ -24,6 +24,7 @@ import type { StoreLog } from './store-log.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
 import { walRelIn, WriteAheadLog } from './wal.js';
+import { WRITERS_FILE } from './writer-sequences.js';
 
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
@@ -98,7 +99,7 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
     await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
     // Before anything reads a transcript: put back what a crash kept from the files.
     const marks = await recover(io, paths.dir, paths.side, log);
-    const state = await StateStore.load(io, paths.statePath, durability, log);
+    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE));
     const id = state.document.instanceID ?? '';
     if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
       // Written by another writer (Go checks nothing): served all the same, on the socket without it.

@@ -27,12 +27,13 @@ import type { Durability } from './state-store.js';
 import { StoreError } from './store-error.js';
 import type { StoreOptions, StoreParts } from './store-open.js';
 import { openStore } from './store-open.js';
-import type { Page } from './transcript.js';
+import type { ForwardCursor, ForwardPage, Page } from './transcript.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
 import { zeroUsage } from './usage.js';
 import type { AppendOptions, Guard } from './write-order.js';
 import { WriteOrder } from './write-order.js';
+import type { WriterKey } from './writer-sequences.js';
 
 export type { StoreEvents } from './change-feed.js';
 export type { StoreOptions } from './store-open.js';
@@ -170,8 +171,8 @@ export class Store {
    * Go's Save of a whole in-memory document, if the state is still at `revision`; else a
    * conflict carrying the current one (state-save.ts).
    */
-  saveState(doc: Doc, revision: number, epoch?: string): Promise<{ revision: number; changed: boolean }> {
-    return saveDocument(this.parts.state, this.order, () => ({ revision: this.revisionCount, epoch: this.epoch }), doc, revision, epoch);
+  saveState(doc: Doc, revision: number, epoch?: string, writer?: WriterKey): Promise<{ revision: number; changed: boolean }> {
+    return saveDocument(this.parts.state, this.order, () => ({ revision: this.revisionCount, epoch: this.epoch }), doc, revision, epoch, writer);
   }
 
   /** Go's ApplyDefaults as a read-time overlay: fills only what the file leaves empty. */
@@ -224,9 +225,9 @@ export class Store {
   // ---- sessions --------------------------------------------------------------------------
 
   /** Adds a session (Herrscher's name rule enforced) with its id and a fresh incarnation. */
-  async addSession(session: NewSession): Promise<Session> {
+  async addSession(session: NewSession, writer?: WriterKey): Promise<Session> {
     assertSessionName(session.name);
-    return (await this.order.changingRow(session.name, this.order.mutate((d) => docs.addSession(d, session)))).session;
+    return (await this.order.changingRow(session.name, this.order.mutate((d) => docs.addSession(d, session), { key: writer }))).session;
   }
 
   /**
@@ -301,6 +302,11 @@ export class Store {
     return this.files.withTranscript(name, (t) => t.page(opts));
   }
 
+  /** Entries of `name` from seq `from` on, a bounded page at a time (Transcript.pageFrom). */
+  async readTranscriptFrom(name: string, from: number, bounds: { limit: number; maxBytes: number }, cursor?: ForwardCursor): Promise<ForwardPage> {
+    return this.files.withTranscript(name, (t) => t.pageFrom(from, bounds, cursor));
+  }
+
   /** Usage over every entry ever appended under `name`, compacted ones included. */
   async transcriptUsage(name: string): Promise<Usage> {
     return this.files.withTranscript(name, (t) => t.usage());
@@ -345,6 +351,6 @@ export class Store {
     return this.order.mutate((d) => {
       docs.checkIncarnation(d, name, guard.incarnation);
       return docs.patchSession(d, name, patch);
-    });
+    }, { key: guard.writer });
   }
 }

@@ -9,10 +9,13 @@ import type { Doc } from './state-document.js';
 import * as docs from './state-document.js';
 import type { StateStore } from './state-store.js';
 import { StoreError } from './store-error.js';
+import type { WriterKey } from './writer-sequences.js';
 
 /** The guard every session-scoped mutation accepts: refuse unless the row is this lifetime. */
 export interface Guard {
   incarnation?: string;
+  /** The write's idempotency key: one already applied is answered as it was (writer-sequences.ts). */
+  writer?: WriterKey | undefined;
 }
 
 /** What an append accepts beyond the guard. */
@@ -49,7 +52,7 @@ export class WriteOrder {
   }
 
   /** A state mutation, refused once writes are; async so a refusal rejects, and the body still enqueues synchronously. */
-  async mutate<R>(apply: (d: Doc) => docs.Outcome<R>, opts: { writeIfMissing?: boolean } = {}): Promise<R> {
+  async mutate<R>(apply: (d: Doc) => docs.Outcome<R>, opts: { writeIfMissing?: boolean; key?: WriterKey | undefined } = {}): Promise<R> {
     this.assertOpen();
     return this.noted(this.state.mutate(apply, opts));
   }
