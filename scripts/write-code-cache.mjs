@@ -1,5 +1,5 @@
 // Writes dist/src/cli-main.code-cache, the V8 code cache the bin (src/cli.ts) starts the CLI
-// bundle from: the CRC-32 of dist/src/cli-main.js (4 bytes, big-endian), then V8's data. Run by the build after the
+// bundle from, in the bin's format (its writeCodeCache). Run by the build after the
 // bundle. The cache is made the way a host starts the server, once: `serve --stdio` is run through
 // the bin and answers `initialize`, then, as the process exits, V8 serializes every function
 // compiled so far (a cache made right after compiling would hold only the outer code: V8 compiles
@@ -20,13 +20,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
-import { crc32 } from 'node:zlib';
 // tsc's output, built before this runs: V8's defaults for the flags serve sets on itself.
 import { V8_DEFAULT_FLAGS as V8_DEFAULTS } from '../dist/src/commands/heap-settings.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = path.join(root, 'dist/src/cli.js');
-const BUNDLE = path.join(root, 'dist/src/cli-main.js');
 const CACHE = path.join(root, 'dist/src/cli-main.code-cache');
 /** The signal that makes the serving run write the cache, and the line it says so with. */
 const CACHE_NOW = 'SIGUSR2';
@@ -42,10 +40,7 @@ if (process.argv[2] === '--child') {
   // up to its first reply, not the stop's code (compiled at the stop, when it runs).
   process.on(CACHE_NOW, () => {
     for (const flag of V8_DEFAULTS) v8.setFlagsFromString(flag);
-    const bundle = readFileSync(BUNDLE);
-    const checksum = Buffer.alloc(4);
-    checksum.writeUInt32BE(crc32(bundle));
-    writeFileSync(out, Buffer.concat([checksum, start.script.createCachedData()]));
+    start.writeCodeCache(out);
     process.stderr.write(`${CACHE_WRITTEN}\n`);
   });
 } else {

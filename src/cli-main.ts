@@ -5,20 +5,26 @@
 // (`await import('./serve.js')`), which the bundle evaluates only then: `--help` and the client
 // commands never build the server, the store, pino or the protocol's zod schemas (a third of a
 // start's CPU beyond node's own).
+import { backupCommand } from './commands/backup-command.js';
 import { callCommand } from './commands/call-command.js';
+import { codeCacheDamaged } from './commands/code-cache.js';
 import type { Command } from './commands/command.js';
 import { EXIT, UsageError } from './commands/command.js';
 import { parseCommandLine } from './commands/command-line.js';
 import { commandHelp, globalHelp } from './commands/help.js';
+import { restoreCommand } from './commands/restore-command.js';
 import { serveCommand } from './commands/serve-command.js';
 import { sessionsCommand } from './commands/sessions-command.js';
 import { socketCommand } from './commands/socket-command.js';
 import { statusCommand } from './commands/status-command.js';
 import { suggest } from './commands/suggest.js';
 import { tailCommand } from './commands/tail-command.js';
+import { verifyCommand } from './commands/verify-command.js';
 import { version } from './commands/version.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, callCommand, tailCommand, sessionsCommand, statusCommand, socketCommand];
+const COMMANDS: readonly Command[] = [
+  serveCommand, callCommand, tailCommand, sessionsCommand, statusCommand, socketCommand, backupCommand, verifyCommand, restoreCommand,
+];
 
 function usageError(message: string, cmd?: Command): number {
   const prefix = cmd ? `herrscher-state ${cmd.name}` : 'herrscher-state';
@@ -41,6 +47,8 @@ function endWhenTheReaderLeaves(): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // Compiled from source this time (V8 never saw the damaged data): written again at exit.
+  if (codeCacheDamaged()) (await import('./commands/code-cache-rewrite.js')).rewriteCodeCacheAtExit();
   const [first, ...rest] = argv;
   if (first !== 'serve') endWhenTheReaderLeaves();
   if (first === undefined) {

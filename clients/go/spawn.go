@@ -115,7 +115,8 @@ func Spawn(ctx context.Context, statePath string, o SpawnOptions) (*Client, erro
 func exitError(err error) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return fmt.Errorf("herrscher-state: the server exited with %v", ee.ProcessState)
+		// Wrapped, so a caller can read the exit code (errors.As an *exec.ExitError).
+		return fmt.Errorf("herrscher-state: the server exited: %w", ee)
 	}
 	return err
 }

@@ -195,6 +195,17 @@ type WatchSince struct {
 	Transcripts map[string]int `json:"transcripts,omitempty"`
 }
 
+// WriterKey: Idempotency key: a write sent again with the writer and seq of one already applied is
+// answered as that one was and not applied again, even across a crash or restart of the server
+// (docs/durability.md); a state/save so recognised is answered before its revision is compared.
+// Without it the write is applied as sent.
+type WriterKey struct {
+	// The writer: random, one per client that sends writes again (8-64 letters, digits, "_" or "-").
+	ID string `json:"id"`
+	// This write's number for that writer: 1, then +1 per write (a write sent again keeps its number).
+	Seq int `json:"seq"`
+}
+
 // InitializeClientInfo is a part of a message.
 type InitializeClientInfo struct {
 	Name    string `json:"name"`
@@ -263,6 +274,22 @@ type StatusResultLastStorageError struct {
 	Code string `json:"code,omitempty"`
 	// When it happened (ISO 8601, UTC).
 	At string `json:"at"`
+}
+
+// BackupResult is a part of a message.
+type BackupResult struct {
+	// The backup folder, absolute.
+	Dest string `json:"dest"`
+	// The state revision the copy holds (the change feed's revision, of `epoch`).
+	Revision int `json:"revision"`
+	// The server run the revision belongs to.
+	Epoch string `json:"epoch"`
+	// When the copy was fixed (ISO 8601, UTC).
+	CreatedAt string `json:"createdAt"`
+	// Files in the backup, the manifest not counted.
+	Files int `json:"files"`
+	// Their bytes.
+	Bytes int `json:"bytes"`
 }
 
 // StateResult is a part of a message.

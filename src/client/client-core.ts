@@ -7,6 +7,7 @@ import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 import { backoffDelay, reconnectDefaults } from './reconnect-options.js';
 import { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
 import type { Link } from './link.js';
+import type { CallOptions } from './call-options.js';
 import { SESSION_NAME_PATTERN } from '../protocol/session-name.js';
 
 type Params = Record<string, unknown>;
@@ -35,10 +36,7 @@ export interface CoreOptions {
   afterClose?: () => Promise<void>;
 }
 
-export interface CallOptions {
-  /** This call's timeout in ms (default: the client's callTimeoutMs, else none). */
-  timeoutMs?: number;
-}
+export type { CallOptions } from './call-options.js';
 
 
 export class ClientCore {

@@ -8,6 +8,7 @@ export const methodNames = [
   'exit',
   'rpc.discover',
   'status',
+  'backup',
   'state/get',
   'state/save',
   'state/applyDefaults',

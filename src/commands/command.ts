@@ -49,5 +49,9 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-/** Exit codes every command shares. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+/**
+ * Exit codes every command shares. `locked`: `serve` found the state's lock held by another
+ * process (a lost race for it, or a server already running); a program that starts servers tells
+ * this case from every other failure by the code, never by the words (clients/go/state).
+ */
+export const EXIT = { ok: 0, failed: 1, usage: 2, locked: 3 } as const;

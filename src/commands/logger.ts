@@ -19,6 +19,12 @@ export interface Logging {
    * that can wait (at most END_WAIT_MS, then what is left is flushed synchronously).
    */
   end(): Promise<void>;
+  /**
+   * Opens --log-file again at its path (after logrotate renamed it): lines not yet written go to
+   * the new file, none is lost. Resolves with why it failed (the lines then go on to the old
+   * file), or undefined; with no file (stderr) there is nothing to reopen: `false`.
+   */
+  reopen(): Promise<Error | undefined | false>;
 }
 
 /** How long an exit waits for the log's last writes (a stalled stderr must not keep the process). */
@@ -57,10 +63,30 @@ export function createLogging(level: LogLevel, file?: string, format: LogFormat 
       }
     }
   };
+  const reopen = (): Promise<Error | undefined | false> =>
+    new Promise((resolve) => {
+      if (file === undefined) return resolve(false);
+      const settle = (err: Error | undefined): void => {
+        dest.off('ready', onReady);
+        dest.off('error', onError);
+        resolve(err);
+      };
+      const onReady = (): void => settle(undefined);
+      // Without a listener, a failed open (the folder gone or not writable) would be thrown.
+      const onError = (err: Error): void => settle(err);
+      dest.on('ready', onReady);
+      dest.on('error', onError);
+      try {
+        dest.reopen();
+      } catch (err) {
+        settle(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
   return {
     log,
     toFile: file !== undefined,
     flush,
+    reopen,
     // Not flushSync alone: with an asynchronous write in flight it writes the later lines first,
     // and the earlier ones land after them, or never once the process has exited.
     end: () =>

@@ -2,10 +2,14 @@
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
 import { defaultSocketPath } from '../transport/socket.js';
 import { defineCommand, UsageError } from './command.js';
+import { parentPidAtStart, watchParent } from './parent-watch.js';
 import type { LogFormat, LogLevel } from './log-options.js';
 import { LOG_FORMATS, LOG_LEVELS } from './log-options.js';
 import { defaultStatePath } from './state-path.js';
 import { version } from './version.js';
+
+/** How often --exit-with-parent looks whether the parent is still there (and once at the start). */
+const PARENT_POLL_MS = 500;
 
 export const serveCommand = defineCommand({
   name: 'serve',
@@ -54,6 +58,11 @@ export const serveCommand = defineCommand({
       type: 'boolean',
       help: 'stop in order once the process that started it is gone, even if it died\nwithout a signal to pass on (`npm start` uses it)',
     },
+    'parent-pid': {
+      type: 'string',
+      value: 'PID',
+      help: 'the parent --exit-with-parent watches (implies it): the host passes its own pid,\nso a host that dies before the server has started is noticed too',
+    },
     'exit-when-idle': {
       type: 'string',
       value: 'MS',
@@ -83,6 +92,12 @@ export const serveCommand = defineCommand({
     if (idleMs !== undefined && (!Number.isSafeInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1)) {
       throw new UsageError(`--exit-when-idle must be a whole number of milliseconds from 1 to 2147483647, got ${JSON.stringify(v['exit-when-idle'])}`);
     }
+    const parentPid = v['parent-pid'] === undefined ? undefined : Number(v['parent-pid']);
+    if (parentPid !== undefined && (!Number.isSafeInteger(parentPid) || parentPid < 1)) {
+      throw new UsageError(`--parent-pid must be a process id (a whole number >= 1), got ${JSON.stringify(v['parent-pid'])}`);
+    }
+    // Started before serve.js loads (the server, the store, pino): the parent is checked at once.
+    const parent = v['exit-with-parent'] || parentPid !== undefined ? watchParent(parentPid ?? parentPidAtStart(), PARENT_POLL_MS) : undefined;
     const format = v['log-format'] as LogFormat;
     if (!LOG_FORMATS.includes(format)) throw new UsageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(format)}`);
     const { serve } = await import('./serve.js');
@@ -98,7 +113,7 @@ export const serveCommand = defineCommand({
       logFile: v['log-file'],
       logFormat: format,
       announce: v.announce ?? false,
-      exitWithParent: v['exit-with-parent'] ?? false,
+      ...(parent ? { parent } : {}),
       ...(idleMs !== undefined ? { exitWhenIdleMs: idleMs } : {}),
       version: version(),
     });

@@ -11,10 +11,12 @@ import { assertFolderSafe, SocketError } from '../transport/socket.js';
 import { createStdioTransport } from '../transport/stdio.js';
 import { codeCacheUse } from './code-cache.js';
 import type { LogFormat, LogLevel } from './log-options.js';
+import type { Logging } from './logger.js';
 import { createLogging } from './logger.js';
 import { afterFirstReply } from './after-first-reply.js';
 import { heapSettingsFor } from './heap-settings.js';
 import { exitOnStartFailure } from './start-failure.js';
+import type { ParentWatch } from './parent-watch.js';
 
 export interface ServeOptions {
   state: string;
@@ -31,14 +33,12 @@ export interface ServeOptions {
   logFormat?: LogFormat;
   announce: boolean;
   /** Stop once the parent process is gone (npm forwards SIGINT/SIGTERM but dies of SIGHUP alone). */
-  exitWithParent?: boolean;
+  parent?: ParentWatch;
   /** Stop once no connection has been open and no request in flight for this many ms. */
   exitWhenIdleMs?: number;
   version: string;
 }
 
-/** How often --exit-with-parent looks whether the parent is still there. */
-const PARENT_POLL_MS = 500;
 /** How long the heap settings wait for the first reply on stdio before they are applied anyway. */
 const HEAP_SETTINGS_LATEST_MS = 100;
 
@@ -47,6 +47,13 @@ export async function serve(o: ServeOptions): Promise<void> {
   const heap = heapSettingsFor(process.execArgv);
   const logging = createLogging(o.logLevel, o.logFile, o.logFormat);
   const { log } = logging;
+  reopenLogOn('SIGUSR2', logging, o.logFile);
+  if (o.parent?.gone) {
+    // Gone before the store was opened: nothing to serve it, and the lock is never taken.
+    log.info({ why: 'parent process gone' }, 'not serving: the parent process is gone already');
+    await logging.end();
+    process.exit(0);
+  }
   // A socket that cannot be served is said before the state dir is created or locked. A socket
   // in the state dir itself (`npm start`'s) is checked when it listens: opening the store makes
   // that folder, so on a first start it does not exist yet.
@@ -89,13 +96,8 @@ export async function serve(o: ServeOptions): Promise<void> {
     log.warn({ signal }, `${signal} ignored: already stopping, to finish the accepted writes (SIGKILL ends the process now)`);
   };
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, onSignal);
-  if (o.exitWithParent) {
-    // Node has no parent-death signal: an orphan is re-parented, so a changed ppid means the parent died.
-    const parent = process.ppid;
-    setInterval(() => {
-      if (process.ppid !== parent) stop('parent process gone');
-    }, PARENT_POLL_MS).unref();
-  }
+  // Gone during the start: stopped now, in order, like any later stop.
+  o.parent?.onGone(() => stop('parent process gone'));
 
   // The socket to serve: --socket, $HERRSCHER_STATE_SOCKET, else the default (also with --stdio).
   const wanted = o.noSocket ? undefined : serveSocket({ socket: o.socket, instanceId: service.store.getState().instanceID });
@@ -144,4 +146,19 @@ function announce(statePath: string, socket: string | undefined, stdio: boolean)
     `herrscher-state: serving ${statePath}${socket ? ` on ${socket}` : ''}${stdio ? ' and stdio' : ''}\n` +
       (socket ? `try: node ${cli} call session/list --socket ${rel(socket)}\n` : ''),
   );
+}
+
+/**
+ * `signal` opens --log-file again, for log rotation (logrotate renames the file, then signals):
+ * "log reopened" is the new file's first line. SIGHUP keeps its meaning (stop) and SIGUSR1 is
+ * node's debugger. Listened to from the start, since the signal's default is to end the process.
+ */
+function reopenLogOn(signal: NodeJS.Signals, logging: Logging, file: string | undefined): void {
+  process.on(signal, () => {
+    void logging.reopen().then((err) => {
+      if (err === false) logging.log.info({ signal }, `${signal}: no --log-file to reopen (the log goes to stderr)`);
+      else if (err) logging.log.error({ err, signal, file }, 'reopening the log file failed: the log goes on to the file that was open');
+      else logging.log.info({ signal, file }, 'log reopened');
+    });
+  });
 }

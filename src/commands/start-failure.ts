@@ -4,6 +4,7 @@
 import { StoreError } from '../store/store-error.js';
 import { SocketError } from '../transport/socket.js';
 import type { Logging } from './logger.js';
+import { EXIT } from './command.js';
 
 /** What to do about a store that cannot be opened, by what went wrong. */
 function storeHint(err: StoreError, state: string): string {
@@ -34,12 +35,12 @@ export function startFailureLine(what: 'state' | 'socket', target: string, err: 
   return `cannot listen on ${target}: ${message}; ${hint}`;
 }
 
-/** Reports a failed start (one stderr line, the stack at debug) and exits 1. */
+/** Reports a failed start (one stderr line, the stack at debug) and exits: EXIT.locked when another process holds the state's lock, else 1. */
 export function exitOnStartFailure(logging: Logging, what: 'state' | 'socket', target: string, err: unknown): never {
   const line = startFailureLine(what, target, err);
   logging.log.debug({ err }, line);
   if (logging.toFile) logging.log.fatal({ code: (err as { code?: unknown }).code }, line);
   logging.flush();
   process.stderr.write(`herrscher-state: ${line}\n`);
-  process.exit(1);
+  process.exit(err instanceof StoreError && err.kind === 'locked' ? EXIT.locked : EXIT.failed);
 }

@@ -59,16 +59,8 @@ export function defineMethod<const M extends string, P extends z.ZodType, R exte
 /** A method's params as its handler gets them: parsed against the contract, defaults filled in. */
 export type ParsedParamsOf<M extends MethodDef> = z.output<M['params']>;
 
-/** The typed client's function name for a method: `session/add` → `sessionAdd`. */
-export type FunctionName<S extends string> = S extends `${infer A}/${infer B}`
-  ? `${A}${Capitalize<FunctionName<B>>}`
-  : S extends `${infer A}.${infer B}`
-    ? `${A}${Capitalize<FunctionName<B>>}`
-    : S;
-
-export function functionName<S extends string>(method: S): FunctionName<S> {
-  return method.replace(/[/.](.)/g, (_m, c: string) => c.toUpperCase()) as FunctionName<S>;
-}
+export type { FunctionName } from './function-name.js';
+export { functionName } from './function-name.js';
 
 /** A notification the server sends to subscribers. */
 export interface NotificationDef<P extends z.ZodType = z.ZodType> {

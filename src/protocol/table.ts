@@ -1,4 +1,5 @@
 // Every method, keyed by wire name: the one list the server, the client and schema/ derive from.
+import * as backup from './backup.js';
 import type { MethodDef, NotificationDef } from './define.js';
 import * as lifecycle from './lifecycle.js';
 import * as participants from './participants.js';
@@ -9,7 +10,7 @@ import * as transcript from './transcript.js';
 import * as watch from './watch.js';
 
 const defs = [
-  lifecycle.initialize, lifecycle.shutdown, lifecycle.exit, lifecycle.rpcDiscover, status.status,
+  lifecycle.initialize, lifecycle.shutdown, lifecycle.exit, lifecycle.rpcDiscover, status.status, backup.backup,
   state.stateGet, state.stateSave, state.stateApplyDefaults, state.stateSetHome, state.stateSetWorkspace, state.stateSetSource,
   state.stateSetStatusMessageID, state.stateSetInstanceID, state.stateWorkspaceRoot, state.stateSourceDir,
   state.stateQualifiedName,
@@ -43,7 +44,7 @@ type DefsIn<Module> = Module extends unknown
 type NotificationsIn<Module> = Module extends unknown
   ? { [K in keyof Module]: Module[K] extends MethodDef ? never : Module[K] extends NotificationDef ? Module[K]['method'] : never }[keyof Module]
   : never;
-type Modules = typeof lifecycle | typeof participants | typeof session | typeof state | typeof transcript | typeof watch;
+type Modules = typeof backup | typeof lifecycle | typeof participants | typeof session | typeof state | typeof transcript | typeof watch;
 type Unlisted<Module> = Exclude<DefsIn<Module>, Defs['method']> | Exclude<NotificationsIn<Module>, (typeof notifications)[number]['method']>;
 type MustBeEmpty<T extends never> = T;
 /** Fails to compile with "Type '"x/y"' does not satisfy the constraint 'never'", naming the method. */

@@ -5,15 +5,20 @@ import type { MethodName, MethodTable } from '../protocol/table.js';
 import type * as z from 'zod';
 import type { Store } from '../store/store.js';
 import type { Subscribed } from './subscriptions.js';
+import type { WriteHold } from './write-hold.js';
 
 /** What a handler may need beyond the store: the server's lifecycle and its own connection. */
 export interface ServerContext {
   readonly store: Store;
+  /** The server's write hold, which every connection's writes pass (write-hold.ts). */
+  readonly writes: WriteHold;
   initialize(): z.input<MethodTable['initialize']['result']>;
   shutdown(): Promise<void>;
   exit(): void;
   discover(): Record<string, unknown>;
   status(): z.input<MethodTable['status']['result']>;
+  /** Writes a consistent copy of the state dir into `dest` (store/backup.ts), writes held only while it is fixed. */
+  backup(dest: string): Promise<z.input<MethodTable['backup']['result']>>;
   /** Subscribes the calling connection to the change feed (with `since`, what it missed first). */
   subscribe(filter: ParsedParamsOf<MethodTable['watch/subscribe']>): Subscribed;
   unsubscribe(id: string): boolean;
@@ -27,7 +32,7 @@ export type MethodHandler<M extends MethodName> = (
 
 export type MethodHandlers = { [M in MethodName]: MethodHandler<M> };
 
-const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.incarnation });
+const guard = (p: { incarnation?: string | undefined; writer?: { id: string; seq: number } | undefined }) => ({ incarnation: p.incarnation, writer: p.writer });
 
 /**
  * A read of the document, made after the store looked whether another process changed
@@ -55,9 +60,10 @@ export const handlers: MethodHandlers = {
   // Looks at state.json first, as a read does: one changed by hand that cannot be loaded refuses
   // every write, and status must not call the server healthy before anything else looked.
   status: fresh((_p, ctx) => ctx.status()),
+  backup: (p, ctx) => ctx.backup(p.dest),
 
   'state/get': fresh((p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision, epoch: store.epoch })),
-  'state/save': (p, { store }) => store.saveState(p.state, p.revision, p.epoch),
+  'state/save': (p, { store }) => store.saveState(p.state, p.revision, p.epoch, p.writer),
   'state/applyDefaults': fresh((p, { store }) => ({ state: store.applyDefaults(p) })),
   'state/setHome': (p, { store }) => store.setHome(p.home),
   'state/setWorkspace': (p, { store }) => store.setWorkspace(p.workspace),
@@ -68,7 +74,7 @@ export const handlers: MethodHandlers = {
   'state/sourceDir': fresh((_p, { store }) => ({ sourceDir: store.sourceDir() })),
   'state/qualifiedName': fresh((p, { store }) => ({ qualifiedName: store.qualifiedName(p.name) })),
 
-  'session/add': async (p, { store }) => ({ session: await store.addSession(p.session) }),
+  'session/add': async (p, { store }) => ({ session: await store.addSession(p.session, p.writer) }),
   'session/remove': (p, { store }) => store.removeSession(p.name, { purge: p.purge, ...guard(p) }),
   'session/find': fresh((p, { store }) => ({ session: store.findSession(p.name) })),
   'session/list': fresh((_p, { store }) => ({ sessions: store.listSessions() })),

@@ -1,5 +1,5 @@
 // One client: a vscode-jsonrpc connection whose every request goes through the handler chain
-// (handler.ts): answer → order → gate → cancel → dispatch. This file counts what is owed to the
+// (handler.ts): answer → order → gate → cancel → write hold → dispatch. This file counts what is owed to the
 // client (idle()), sends its notifications and tells who listens when it closes.
 import type { Logger } from 'pino';
 import type { Message, MessageConnection, MessageReader, MessageWriter, ResponseMessage } from 'vscode-jsonrpc/node';
@@ -71,7 +71,7 @@ export class ServerConnection implements NotificationSink {
       dispose: () => writer.dispose(),
     };
     this.connection = createMessageConnection(countingReader, countingWriter, rpcLogger(log));
-    this.connection.onRequest(answer(log, orderHandler(gateHandler(new ReadGate(this.flow), cancelHandler(dispatchHandler(ctx))))));
+    this.connection.onRequest(answer(log, orderHandler(gateHandler(new ReadGate(this.flow), cancelHandler(ctx.writes.handler(dispatchHandler(ctx)))))));
     this.connection.onNotification((method) => {
       if (method === 'exit') ctx.exit();
       else log.debug({ method }, 'notification ignored');

@@ -2,8 +2,8 @@
 // golang.org/x/tools' jsonrpc2 handler chain): `answer` takes the request from vscode-jsonrpc,
 // refuses an unknown method and maps what the chain throws to the JSON-RPC error;
 // `dispatchHandler` runs the method's own handler. connection.ts composes them once per
-// connection as answer → order → gate → cancel → dispatch (order-, gate- and cancel-handler.ts
-// between); test/server/handler-chain.test.ts tests each link on its own.
+// connection as answer → order → gate → cancel → write hold → dispatch (order-, gate-, cancel-
+// handler.ts and write-hold.ts between); test/server/handler-chain.test.ts tests each link on its own.
 import type { Logger } from 'pino';
 import type { CancellationToken } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';

@@ -9,13 +9,16 @@ import { openRpcDocument } from '../protocol/openrpc.js';
 import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';
 import type { MethodDef } from '../protocol/define.js';
 import { methodList } from '../protocol/table.js';
-import type { TranscriptEntry } from '../protocol/model.js';
+import type { BackupResult } from '../store/backup.js';
+import { backupStore } from '../store/backup.js';
 import { isPathComponent } from '../store/paths.js';
 import type { Store } from '../store/store.js';
+import type { ForwardCursor } from '../store/transcript.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
-import type { SubscriptionLimits } from './subscriptions.js';
+import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
+import { WriteHold } from './write-hold.js';
 
 export interface ServerOptions {
   readonly version: string;
@@ -39,19 +42,12 @@ export interface ServerOptions {
   readonly presence?: { enter(): void; leave(): void };
 }
 
-/** The entries of `name` from seq `from` on, as far as its file still has them, and the next seq. */
-async function entriesFrom(store: Store, name: string, from: number): Promise<{ firstSeq: number; entries: TranscriptEntry[]; end: number }> {
+/** A page of the entries of `name` from seq `from` on, as far as its file still has them, and the next seq. */
+async function entriesFrom(store: Store, name: string, from: number, bounds: { limit: number; maxBytes: number }, cursor: unknown): Promise<FeedPage> {
   // A name that cannot be a file (a legacy row's) has no transcript to catch up on.
   if (!isPathComponent(name)) return { firstSeq: from, entries: [], end: from };
-  const newest = await store.readTranscriptPage(name, { limit: 1 });
-  const end = newest.firstSeq + newest.entries.length;
-  if (end <= from) {
-    // Nothing after `from`, or the transcript began again: all of it, for the caller to decide.
-    const all = from > end ? await store.readTranscriptPage(name, { limit: 0, before: end }) : { firstSeq: end, entries: [] };
-    return { ...all, end };
-  }
-  const page = await store.readTranscriptPage(name, { limit: end - from, before: end });
-  return { ...page, end };
+  // The cursor is one this function returned for the page before (the feed passes it back untouched).
+  return store.readTranscriptFrom(name, from, bounds, cursor as ForwardCursor | undefined);
 }
 
 /** The names of the params a method accepts: its params object's keys, through optional/default. */
@@ -72,6 +68,10 @@ export class StateServer {
   private readonly startedAt = Date.now();
   private readonly shared: Omit<ServerContext, 'subscribe' | 'unsubscribe'>;
   readonly subscriptions: Subscriptions;
+  /** Every connection's writes pass it: a backup holds them while it fixes the copy. */
+  readonly writes = new WriteHold();
+  /** Backups run one after another. */
+  private backups: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly store: Store,
@@ -84,7 +84,7 @@ export class StateServer {
       },
       epoch: store.epoch,
       document: () => store.getState(),
-      entriesFrom: (name, from) => entriesFrom(store, name, from),
+      entriesFrom: (name, from, bounds, cursor) => entriesFrom(store, name, from, bounds, cursor),
       error: (message, err) => log.error({ err }, message),
     });
     store.watch({
@@ -94,6 +94,7 @@ export class StateServer {
     });
     this.shared = {
       store,
+      writes: this.writes,
       initialize: () => ({
         serverInfo: { name: 'herrscher-state', version: options.version },
         protocolVersion: PROTOCOL_VERSION,
@@ -104,6 +105,7 @@ export class StateServer {
         },
       }),
       status: () => this.status(),
+      backup: (dest) => this.backup(dest),
       shutdown: () => this.shutdown(),
       exit: () => options.onExit(this.shuttingDown ? 0 : 1),
       discover: () => (this.discovery ??= openRpcDocument(options.version)),
@@ -171,6 +173,13 @@ export class StateServer {
       // A server that refuses writes is not healthy, whatever its storage says.
       healthy: health.healthy && this.shuttingDown === undefined,
     };
+  }
+
+  /** A consistent copy of the state dir in `dest`, at the revision it answers (store/backup.ts). */
+  backup(dest: string): Promise<BackupResult> {
+    const run = this.backups.then(() => backupStore(this.store, dest, (fn) => this.writes.quiet(fn)));
+    this.backups = run.catch(() => undefined);
+    return run;
   }
 
   /** Finishes every pending write, then refuses writes (-32030). Idempotent. */

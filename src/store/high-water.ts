@@ -7,17 +7,15 @@
 // every compaction and removal, and at close; the log's records carry the seq after them, so a
 // replay raises the mark past every append acknowledged since the last write of this file.
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
+import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 
 /** The marks of `state.json`; another state file's are in its own side folder (paths.ts, sideOf). */
 export const HIGH_WATER_REL = '.herrscher-state/high-water.json';
 export const highWaterRelIn = (side: string): string => `${side}/high-water.json`;
-
-const checksum = (json: string): string => crc32(json).toString(16).padStart(8, '0');
 
 export class HighWater {
   private dirty = false;
@@ -31,7 +29,10 @@ export class HighWater {
     private readonly marks: Map<string, number>,
   ) {}
 
-  /** Reads the marks; a missing file has none, a damaged one is logged at error and read as none. */
+  /**
+   * Reads the marks; a missing file has none, a damaged one is logged at error and read as none,
+   * one of a newer format stops the start (NewerFormatError).
+   */
   static async load(io: Io, dir: string, log: StoreLog, rel = HIGH_WATER_REL): Promise<HighWater> {
     const file = path.join(dir, rel);
     const marks = new Map<string, number>();
@@ -42,7 +43,7 @@ export class HighWater {
       if (!isErrno(err, 'ENOENT')) throw ioError('read', rel, err);
     }
     if (text !== undefined) {
-      const parsed = parse(text);
+      const parsed = parse(text, rel);
       if (parsed) for (const [k, v] of Object.entries(parsed)) marks.set(k, v);
       else log.error(`${rel} is damaged (checksum or syntax); the seq high-water marks it held are lost, the transcripts' side files still number them`);
     }
@@ -85,7 +86,7 @@ export class HighWater {
     const json = JSON.stringify(Object.fromEntries(this.marks));
     try {
       await this.io.mkdir(path.dirname(this.file), 0o700);
-      await this.io.writeAtomic(this.file, `${checksum(json)} ${json}\n`, { mode: 0o600, sync: true });
+      await this.io.writeAtomic(this.file, sealLine(json), { mode: 0o600, sync: true });
       // The rename too must survive a power loss: an old marks file after a checkpoint emptied
       // the log would let a seq go back.
       await this.io.syncDir(path.dirname(this.file));
@@ -96,16 +97,14 @@ export class HighWater {
   }
 }
 
-function parse(text: string): Record<string, number> | undefined {
-  const json = text.slice(9).trimEnd();
-  if (text[8] !== ' ' || checksum(json) !== text.slice(0, 8)) return undefined;
-  try {
-    const v = JSON.parse(json) as unknown;
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-    const out: Record<string, number> = {};
-    for (const [k, n] of Object.entries(v)) if (Number.isSafeInteger(n) && (n as number) >= 0) out[k] = n as number;
-    return out;
-  } catch {
-    return undefined; // a checksum that matches text that does not parse: damaged all the same
-  }
+/** The marks a file's text holds (a sealed line: sealed-line.ts), or undefined when it is damaged. */
+function parse(text: string, rel: string): Record<string, number> | undefined {
+  const got = unsealLine(text.trimEnd());
+  if ('newer' in got) throw new NewerFormatError(rel, got.newer);
+  if ('damaged' in got) return undefined;
+  const v = got.value;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const out: Record<string, number> = {};
+  for (const [k, n] of Object.entries(v)) if (Number.isSafeInteger(n) && (n as number) >= 0) out[k] = n as number;
+  return out;
 }

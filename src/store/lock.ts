@@ -55,7 +55,6 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
     const holder = fs.readFileSync(fd, 'utf8').trim();
     fs.closeSync(fd);
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
-      // clients/go/state tells a lost race for the lock by these words (lockHeldWords).
       throw new StoreError(
         'locked',
         `another process is already serving ${statePath}${holder ? ` (pid ${holder})` : ''}; ` +

@@ -1,6 +1,6 @@
 // What a transcript file cannot say about itself once compaction has cut it: the seq of its first
 // line and the usage of the entries it dropped. Written only at compaction (rarely), outside Go's
-// layout (Go never reads it), in two copies, each checksummed:
+// layout (Go never reads it), in two copies, each a sealed line (sealed-line.ts):
 //   .herrscher-state/transcripts/<name>.json        (the meta)
 //   .herrscher-state/transcripts/<name>.json.copy   (the same bytes, written after the meta)
 // so one damaged or missing copy loses nothing: the other is used and the damaged one rewritten.
@@ -10,9 +10,10 @@
 // for the new file (keeping the old one's as `prev`) before renaming it into place, so after a
 // crash between the two, whichever file is there still finds its own numbers.
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
+import { HEAD_BYTES, headFits, headOf } from './file-head.js';
+import { looksSealed, NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import { ioError } from './store-error.js';
 import type { UsageSum } from './usage.js';
 import { sumFromJson, sumToJson } from './usage.js';
@@ -39,24 +40,11 @@ export interface TranscriptMeta extends Generation {
 export const metaRel = (name: string, side = '.herrscher-state'): string => `${side}/transcripts/${name}.json`;
 const COPY_SUFFIX = '.copy';
 
-const checksum = (data: string | Buffer): string => crc32(data).toString(16).padStart(8, '0');
+// The head's definition is file-head.ts'; importers of the meta find it here too.
+export { HEAD_BYTES, headOf };
 
-/** How many of a file's first bytes a generation's `head` covers at most. */
-export const HEAD_BYTES = 4096;
-
-/** The `head` of a file whose first bytes are `prefix` (at most HEAD_BYTES of it are used). */
-export function headOf(prefix: Buffer): string {
-  const n = Math.min(prefix.length, HEAD_BYTES);
-  return `${n}:${checksum(prefix.subarray(0, n))}`;
-}
-
-/** Whether a file whose first bytes are `prefix` (HEAD_BYTES, or the whole file) is the one `head` describes. */
-function headFits(head: string | undefined, prefix: Buffer): boolean {
-  if (head === undefined) return true; // first format: the inode is all it says
-  const m = /^(\d+):([0-9a-f]{8})$/.exec(head);
-  const n = Number(m?.[1]);
-  return m !== null && n <= prefix.length && checksum(prefix.subarray(0, n)) === m[2];
-}
+/** Whether a file whose first bytes are `prefix` is the one a generation's `head` describes (none: the first format, the inode is all it says). */
+const fitsHead = (head: string | undefined, prefix: Buffer): boolean => head === undefined || headFits(head, prefix);
 
 /** What the copies of a meta said: the generation for the file, and what was wrong with each copy. */
 export interface MetaLookup {
@@ -90,7 +78,7 @@ export async function findGeneration(io: Io, file: string, rel: string, ino: num
       continue;
     }
     out.any = true;
-    const meta = decodeMeta(text);
+    const meta = decodeMeta(text, r);
     const gen = meta && generationFor(meta, ino, prefix);
     if (!gen) {
       out.damaged.push(r);
@@ -102,25 +90,31 @@ export async function findGeneration(io: Io, file: string, rel: string, ino: num
 }
 
 function generationFor(meta: TranscriptMeta, ino: number, prefix: Buffer): Generation | undefined {
-  const fits = (g: Generation | undefined): boolean => g !== undefined && g.ino === ino && headFits(g.head, prefix);
+  const fits = (g: Generation | undefined): boolean => g !== undefined && g.ino === ino && fitsHead(g.head, prefix);
   if (fits(meta)) return meta;
   if (fits(meta.prev)) return meta.prev;
   return undefined;
 }
 
-/** A meta's text: `<crc32 of json> <json>` (v2), or the bare JSON of the first format (v1). */
-function decodeMeta(text: string): TranscriptMeta | undefined {
-  let json = text.trimEnd();
-  if (/^[0-9a-f]{8} /.test(json)) {
-    const body = json.slice(9);
-    if (checksum(body) !== json.slice(0, 8)) return undefined;
-    json = body;
-  }
+/**
+ * A meta's text: a sealed line (sealed-line.ts), or the bare JSON of the metas' first format.
+ * Damaged: undefined (the caller reports it and uses the other copy). Newer than this build
+ * reads: NewerFormatError, so a copy is never rebuilt over it nor the file renumbered.
+ */
+function decodeMeta(text: string, rel: string): TranscriptMeta | undefined {
+  const line = text.trimEnd();
   let v: unknown;
-  try {
-    v = JSON.parse(json);
-  } catch {
-    return undefined; // damaged: the caller reports it and uses the other copy
+  if (looksSealed(line)) {
+    const got = unsealLine(line);
+    if ('newer' in got) throw new NewerFormatError(rel, got.newer);
+    if ('damaged' in got) return undefined;
+    v = got.value;
+  } else {
+    try {
+      v = JSON.parse(line);
+    } catch {
+      return undefined;
+    }
   }
   return asMeta(v);
 }
@@ -149,7 +143,7 @@ function encodeGeneration(g: Generation): Record<string, unknown> {
 /** Writes the meta and then its copy, each atomically and synced. */
 export async function writeMeta(io: Io, file: string, rel: string, meta: TranscriptMeta): Promise<void> {
   const json = JSON.stringify({ ...encodeGeneration(meta), ...(meta.prev ? { prev: encodeGeneration(meta.prev) } : {}) });
-  const text = `${checksum(json)} ${json}\n`;
+  const text = sealLine(json);
   for (const [f, r] of [[file, rel], [file + COPY_SUFFIX, rel + COPY_SUFFIX]] as const) {
     try {
       await io.mkdir(path.dirname(f), 0o700);
@@ -222,14 +216,11 @@ export async function readSummary(
     }
     throw ioError('read', rel, err);
   }
-  const json = text.trimEnd();
-  if (!/^[0-9a-f]{8} /.test(json) || checksum(json.slice(9)) !== json.slice(0, 8)) return undefined;
-  let v: Record<string, unknown>;
-  try {
-    v = JSON.parse(json.slice(9)) as Record<string, unknown>;
-  } catch {
-    return undefined; // checksum fits but not JSON: not ours, scan
-  }
+  // Damaged, or of a newer format than this build reads: only a shortcut, so the file is scanned
+  // (and the next clean stop writes one this build reads).
+  const got = unsealLine(text.trimEnd());
+  if (!('value' in got)) return undefined;
+  const v = got.value as Record<string, unknown>;
   const ints = ['ino', 'size', 'count', 'firstSeq'] as const;
   if (!v || typeof v !== 'object' || !ints.every((k) => Number.isSafeInteger(v[k]))) return undefined;
   if (typeof v.head !== 'string' || typeof v.lastTs !== 'string') return undefined;
@@ -249,7 +240,7 @@ export async function writeSummary(io: Io, file: string, rel: string, s: Summary
   const json = JSON.stringify({ ...s, dropped: sumToJson(s.dropped), total: sumToJson(s.total) });
   try {
     await io.mkdir(path.dirname(file), 0o700);
-    await io.writeAtomic(file, `${checksum(json)} ${json}\n`, { mode: 0o600, sync: false });
+    await io.writeAtomic(file, sealLine(json), { mode: 0o600, sync: false });
   } catch (err) {
     throw ioError('write', rel, err);
   }

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
 import path from 'node:path';
 import test from 'node:test';
 import type { Ctx } from '../helpers/cli.js';
@@ -68,6 +69,42 @@ test('without a cache file the CLI compiles its bundle and serves', { timeout: T
 
 test('the copy with the cache as built uses it: the cases above differ only in what they name', { timeout: TIMEOUT }, async (t) => {
   assert.deepEqual(await start(t, { cli: copyOfBuild('as built') }), { server: 'herrscher-state', codeCache: 'accepted' });
+});
+
+/** 4 KiB of zeros in the middle of V8's data (past the 8-byte header of two CRC-32s), as a bad disk block would leave it. */
+function damagePayload(cli: string): string {
+  const cache = path.join(path.dirname(cli), 'cli-main.code-cache');
+  const bytes = readFileSync(cache);
+  assert.ok(bytes.length > 8 + 64 * 1024 + 4096);
+  bytes.fill(0, 8 + 64 * 1024, 8 + 64 * 1024 + 4096);
+  writeFileSync(cache, bytes);
+  return cache;
+}
+
+/** Whether the cache's V8 data matches its checksum (read independently of the bin). */
+const intact = (cache: string): boolean => {
+  const bytes = readFileSync(cache);
+  return bytes.length > 8 && bytes.readUInt32BE(4) === crc32(bytes.subarray(8));
+};
+
+test('a cache whose V8 data is damaged is not handed to V8: --version works, and the cache is written again for the next start', { timeout: TIMEOUT }, async (t) => {
+  const cli = copyOfBuild('as built');
+  const cache = damagePayload(cli);
+  assert.equal(intact(cache), false);
+  const got = spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: undefined } });
+  assert.deepEqual({ status: got.status, signal: got.signal, stderr: got.stderr }, { status: 0, signal: null, stderr: '' });
+  const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+  assert.equal(got.stdout, `${pkg.version}\n`);
+  assert.equal(intact(cache), true, 'written again at exit');
+  assert.deepEqual(await start(t, { cli }), { server: 'herrscher-state', codeCache: 'accepted' });
+});
+
+test('serve with a damaged cache compiles its bundle, serves, says `damaged`, and the next start uses the cache it wrote', { timeout: TIMEOUT }, async (t) => {
+  const cli = copyOfBuild('as built');
+  const cache = damagePayload(cli);
+  assert.deepEqual(await start(t, { cli }), { server: 'herrscher-state', codeCache: 'damaged' });
+  assert.equal(intact(cache), true, 'written again at exit');
+  assert.deepEqual(await start(t, { cli }), { server: 'herrscher-state', codeCache: 'accepted' });
 });
 
 test('a missing bundle is one line naming it and the build, exit 1', { timeout: TIMEOUT }, async () => {

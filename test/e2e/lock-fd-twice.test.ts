@@ -1,5 +1,5 @@
 // One server per state file, also through a handed-over lock: a host that passes the same locked
-// descriptor to two `serve --lock-fd 3` gets the second refused (exit 1, naming --lock-fd), since
+// descriptor to two `serve --lock-fd 3` gets the second refused (exit 3, the lock's code, naming --lock-fd), since
 // flock cannot tell apart two processes sharing one open file description. The first serves on.
 import assert from 'node:assert/strict';
 import { spawn as spawnChild } from 'node:child_process';
@@ -34,7 +34,7 @@ async function until(what: string, ok: () => boolean, timeoutMs = 15_000): Promi
   }
 }
 
-test('two serve --lock-fd 3 on the same locked descriptor: the second exits 1 naming --lock-fd; the first keeps serving', { timeout: TIMEOUT }, async (t) => {
+test('two serve --lock-fd 3 on the same locked descriptor: the second exits 3 naming --lock-fd; the first keeps serving', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const state = statePathIn(dir);
   const fd = openSync(path.join(dir, '.state.json.lock'), 'w', 0o600);
@@ -49,7 +49,7 @@ test('two serve --lock-fd 3 on the same locked descriptor: the second exits 1 na
   t.after(() => second.child.kill('SIGKILL'));
   second.child.stdin?.write('{"jsonrpc":"2.0","id":1,"method":"session/add","params":{"session":{"name":"second"}}}\n');
   second.child.stdin?.end();
-  assert.equal(await second.exited, 1, second.stderr());
+  assert.equal(await second.exited, 3, second.stderr());
   assert.match(second.stderr(), /another server is already serving .*--lock-fd 3 refused/);
 
   first.child.stdin?.write('{"jsonrpc":"2.0","id":2,"method":"session/add","params":{"session":{"name":"first"}}}\n');

@@ -96,14 +96,14 @@ test('a Python host holding the flock spawns the server with --lock-fd: host and
   assert.deepEqual(await next.exited, { code: 0, signal: null });
 });
 
-test('without --lock-fd, a held lock is refused with exit 1 and the message names --lock-fd', { timeout: TIMEOUT }, async (t) => {
+test('without --lock-fd, a held lock is refused with exit 3 (the lock code) and the message names --lock-fd', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const fd = openSync(lockOf(dir), 'w', 0o600);
   t.after(() => closeSync(fd));
   assert.ok(tryFlock(fd));
   const server = runCli(t, ['serve', '--stdio', '--no-socket', '--state', statePathIn(dir)], { env: env() });
   server.child.stdin?.end();
-  assert.deepEqual(await server.exited, { code: 1, signal: null });
+  assert.deepEqual(await server.exited, { code: 3, signal: null });
   assert.match(server.stderr(), /already serving .*--lock-fd/);
 });
 

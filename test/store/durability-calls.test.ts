@@ -21,7 +21,8 @@ type Call =
   | { op: 'writeAtomic'; file: string; sync: boolean }
   | { op: 'syncDir'; file: string }
   | { op: 'write' | 'datasync'; file: string }
-  | { op: 'answered'; file: string };
+  | { op: 'answered'; file: string }
+  | { op: 'rename'; file: string; to: string };
 
 /** An Io that records every replace, folder fsync, write and fdatasync, by real path. */
 function recordingIo() {
@@ -48,6 +49,10 @@ function recordingIo() {
     datasync: async (fh) => {
       await fh.datasync();
       calls.push({ op: 'datasync', file: names.get(fh) ?? '?' });
+    },
+    rename: async (from, to) => {
+      await nodeIo.rename(from, to);
+      calls.push({ op: 'rename', file: from, to });
     },
   });
   return { io, calls };
@@ -139,6 +144,22 @@ test('write: no fsync for state.json, its folder, or the appends', { timeout: 12
     from = i + 1;
   }
 });
+
+for (const mode of ['sync', 'write'] as const) {
+  test(`${mode}: a compaction's temp file is fdatasynced after its last write, before it is renamed over the transcript`, { timeout: 120_000 }, async () => {
+    const { dir, calls } = await exercise(mode);
+    const tmp = path.join(dir, 'transcripts/s.jsonl.compact');
+    const renamed = calls.findIndex((c) => c.op === 'rename' && c.file === tmp);
+    assert.ok(renamed > 0, 'the compaction renamed its temp file into place');
+    assert.equal((calls[renamed] as { to: string }).to, path.join(dir, 'transcripts/s.jsonl'));
+    const before = calls.slice(0, renamed);
+    const lastWrite = before.findLastIndex((c) => c.op === 'write' && c.file === tmp);
+    assert.ok(lastWrite >= 0, 'the temp file was written');
+    // Else a power loss after the rename can leave the transcript empty or short (the rename
+    // reaches the disk before the data).
+    assert.ok(before.slice(lastWrite).some((c) => c.op === 'datasync' && c.file === tmp), 'fdatasync of the temp file between its last write and the rename');
+  });
+}
 
 test('the real replace fsyncs its temp file before the rename with sync:true, and not with sync:false', async (t) => {
   const dir = tempDir();

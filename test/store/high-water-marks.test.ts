@@ -12,9 +12,10 @@ import { nodeIo, withIo } from '../../src/store/io.js';
 import { storeLog } from '../../src/store/store-log.js';
 import { errno } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { sealLine } from '../../src/store/sealed-line.js';
 
 const file = (dir: string): string => path.join(dir, HIGH_WATER_REL);
-const framed = (json: string): string => `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`;
+const framed = (json: string): string => sealLine(json);
 
 function recordingIo(dir: string): { io: Io; calls: string[] } {
   const calls: string[] = [];

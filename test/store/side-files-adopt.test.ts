@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { crc32 } from 'node:zlib';
 import { HIGH_WATER_REL, HighWater, highWaterRelIn } from '../../src/store/high-water.js';
 import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
@@ -18,15 +17,13 @@ import { storeLog } from '../../src/store/store-log.js';
 import { WAL_REL } from '../../src/store/wal.js';
 import { countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { sealLine } from '../../src/store/sealed-line.js';
 
 const SIDE = sideOf('b.json');
 const MARKER = path.join(SIDE, 'adopted-shared-side-files');
 const nameOf = (rel: string): string => path.basename(rel, '.jsonl');
 
-function walLine(r: object): string {
-  const json = JSON.stringify(r);
-  return `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`;
-}
+const walLine = (r: object): string => sealLine(JSON.stringify(r));
 
 /**
  * A dir as an older version left it for b.json: shared marks (s: 7), shared metas (s.json and its

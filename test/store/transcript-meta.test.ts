@@ -17,6 +17,7 @@ import { zeroSum } from '../../src/store/usage.js';
 import type { UsageSum } from '../../src/store/usage.js';
 import { countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { sealLine } from '../../src/store/sealed-line.js';
 
 const hex8 = (data: string | Buffer): string => crc32(data).toString(16).padStart(8, '0');
 const sum = (entries: number, extra: Partial<UsageSum> = {}): UsageSum => ({ ...zeroSum(), entries, cost: entries / 4, tokens_in: entries * 3, firstTs: 'a', lastTs: 'b', ...extra });
@@ -29,11 +30,8 @@ function metaFile(): string {
   return path.join(dir, REL);
 }
 
-/** A meta's text as the store writes it: `<crc32> <json>\n`. */
-const framed = (v: unknown): string => {
-  const json = JSON.stringify(v);
-  return `${hex8(json)} ${json}\n`;
-};
+/** A meta's text as the store writes it: a sealed line. */
+const framed = (v: unknown): string => sealLine(JSON.stringify(v));
 
 const gen = (ino: number, prefix: Buffer | undefined, firstSeq: number, dropped = sum(firstSeq)): Generation =>
   ({ ino, ...(prefix ? { head: headOf(prefix) } : {}), firstSeq, dropped });
@@ -81,7 +79,7 @@ test('writeMeta writes the meta then its copy, the same checksummed bytes, each 
   const text = readFileSync(file, 'utf8');
   assert.equal(readFileSync(`${file}.copy`, 'utf8'), text);
   const json = text.slice(9, -1);
-  assert.equal(text, `${hex8(json)} ${json}\n`);
+  assert.equal(text, sealLine(json));
   const parsed = JSON.parse(json) as Record<string, unknown>;
   assert.deepEqual(Object.keys(parsed), ['ino', 'head', 'firstSeq', 'dropped', 'prev']);
   assert.equal((parsed.dropped as Record<string, unknown>).tokens_out, (2n ** 60n).toString());

@@ -8,12 +8,12 @@ import { appendFileSync, copyFileSync, readFileSync, renameSync, truncateSync, u
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { crc32 } from 'node:zlib';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Store } from '../../src/store/store.js';
 import { HEAD_BYTES } from '../../src/store/transcript-meta.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { sealLine } from '../../src/store/sealed-line.js';
 
 const ENTRIES = 400;
 
@@ -128,7 +128,7 @@ const stale: [string, (f: { file: string; summary: string }) => void, number][] 
     const v = JSON.parse(text.slice(9)) as { size: number };
     v.size += 1;
     const json = JSON.stringify(v);
-    writeFileSync(summary, `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`);
+    writeFileSync(summary, sealLine(json));
   }, ENTRIES],
 ];
 

@@ -5,16 +5,15 @@ import assert from 'node:assert/strict';
 import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { crc32 } from 'node:zlib';
 import { StorageHealth } from '../../src/store/health.js';
 import { Store } from '../../src/store/store.js';
 import { WAL_REL } from '../../src/store/wal.js';
 import { newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { sealLine } from '../../src/store/sealed-line.js';
 
 const entry = (i: number) => ({ ts: `t${i}`, role: 'user', text: `entry ${i}` });
 const line = (i: number) => `${JSON.stringify(entry(i))}\n`;
-const sealed = (json: string): string => `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`;
 
 /** 20 acknowledged appends, then a "crash" (no close): the log keeps every record. */
 async function crashedWith20(dir: string): Promise<{ ino: number }> {
@@ -71,7 +70,7 @@ for (const [what, forge] of [
     await crashedWith20(dir);
     const file = path.join(dir, 'transcripts/s.jsonl');
     const before = readFileSync(file);
-    replaceLine(dir, 5, (orig) => sealed(JSON.stringify(forge(JSON.parse(orig.slice(9)) as Record<string, unknown>))).trimEnd());
+    replaceLine(dir, 5, (orig) => sealLine(JSON.stringify(forge(JSON.parse(orig.slice(9)) as Record<string, unknown>))).trimEnd());
     const { store, errors } = await reopen(dir);
     t.after(() => store.close());
     assert.deepEqual(readFileSync(file), before, 'the file is as the 20 appends left it');

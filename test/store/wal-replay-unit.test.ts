@@ -13,9 +13,10 @@ import { storeLog } from '../../src/store/store-log.js';
 import { parseWal, replayWal, scanWal, WAL_REL, walRelIn } from '../../src/store/wal.js';
 import { closeFailsIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { sealLine } from '../../src/store/sealed-line.js';
 
 const hex8 = (s: string): string => crc32(s).toString(16).padStart(8, '0');
-const framed = (json: string): string => `${hex8(json)} ${json}\n`;
+const framed = (json: string): string => sealLine(json);
 const rec = (r: object): string => framed(JSON.stringify(r));
 
 test('scanWal: each kind of damaged line is skipped with its reason and line number; the records around it are read', () => {

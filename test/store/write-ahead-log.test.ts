@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { crc32 } from 'node:zlib';
 import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { storeLog } from '../../src/store/store-log.js';
@@ -15,6 +14,7 @@ import type { WalRecord } from '../../src/store/wal.js';
 import { scanWal, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
 import { closeFailsIo, countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { sealLine } from '../../src/store/sealed-line.js';
 
 interface Opened {
   dir: string;
@@ -73,13 +73,13 @@ async function awaitAlive<T>(p: Promise<T>): Promise<T> {
 
 const r = (f: string, o: number, d: string, s?: number): WalRecord => ({ f, i: 1, o, d, ...(s === undefined ? {} : { s }) });
 
-test('a record is written as "<zero-padded crc32> <json>\\n"; bytes counts what is in the log', async (t) => {
+test('a record is written as one sealed line of its JSON; bytes counts what is in the log', async (t) => {
   const o = await open();
   t.after(() => o.wal.close());
   await o.wal.record(r('transcripts/a.jsonl', 0, 'x\n', 3));
   const text = readFileSync(o.file, 'utf8');
   const json = JSON.stringify(r('transcripts/a.jsonl', 0, 'x\n', 3));
-  assert.equal(text, `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`);
+  assert.equal(text, sealLine(json));
   assert.equal(o.wal.bytes, Buffer.byteLength(text));
   await o.wal.record(r('participants/a.log', 0, 'é\n'));
   assert.equal(o.wal.bytes, statSync(o.file).size);
@@ -277,7 +277,7 @@ test('a close empties the log; when it cannot, the records stay for the next sta
 test('settled() waits for the records queued; a log exactly at its bound is not checkpointed', async (t) => {
   const one = r('transcripts/a.jsonl', 0, 'a\n');
   const json = JSON.stringify(one);
-  const o = await open(nodeIo, { checkpointBytes: Buffer.byteLength(`${crc32(json).toString(16).padStart(8, '0')} ${json}\n`) });
+  const o = await open(nodeIo, { checkpointBytes: Buffer.byteLength(sealLine(json)) });
   t.after(() => o.wal.close());
   void o.wal.record(one);
   await o.wal.settled();

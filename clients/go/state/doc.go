@@ -17,10 +17,12 @@
 // Mutators change the document as Go's do and save it whole (state/save), with
 // compare-and-set on the revision it was built on. Direct edits of the exported fields are
 // saved with the next save of that value, as in Go. A save that meets another writer's
-// commit is rebuilt on the newer document and retried: each top-level field edited here
-// replaces the served one, the rest is taken from the server, and the session list, when
-// edited in place here, replaces the served list whole. So a daemon and an operator command
-// no longer undo each other's changes (Go's package loses one of them).
+// commit is rebuilt on the newer document and retried. Unsaved edits merge three ways with
+// what others committed since this State's revision: top-level fields one by one, session
+// rows by name and field by field; where both sides changed the same field, this State's
+// value is saved (as Go's Save writes its memory) and the conflict is logged (log.Print). So a
+// daemon and an operator command no longer undo each other's changes (Go's package loses one
+// of them).
 //
 // ApplyDefaults seeds only the fields of the State it is called on; no save writes the
 // seeded values, and no other State or process sees them.
@@ -52,6 +54,13 @@
 // servers the package starts; unset, the server's default (sync) applies. Sockets of
 // started servers live in the per-user socket folder, named by a hash of the state path.
 //
+// Every call is bounded: finding or starting the server, the request and its answer take at
+// most $HERRSCHER_STATE_CALL_TIMEOUT_MS milliseconds (default 35000), after which the call
+// returns an error (errors.Is context.DeadlineExceeded) and the State stays usable. No mutex
+// is held while the server is started, dialled or waited for, so readers answer from the
+// replica while a write is in flight. A call the server refuses because it is stopping
+// (-32030: nothing taken) is carried to the next server within the same deadline.
+//
 // # Where it differs from Go's package
 //
 //   - A transcript or journal path outside any state dir's layout is no served file: the
@@ -62,7 +71,7 @@
 //     skips). User ids are trimmed by the server before they are stored and compared.
 //   - A NaN or infinite cost is refused before anything is sent: no empty file is created.
 //   - Reads that cannot reach the server answer from the State's last copy (they have no
-//     error to return); the transcript and journal readers answer as for a missing file.
+//     error to return); the transcript and journal readers read the file themselves, as Go's do.
 //     Either way the reason goes to the standard logger (log.Print), once a minute at most
 //     per reason.
 //   - Errors of LoadState and of saves are the server's (or of starting it), not Go's raw

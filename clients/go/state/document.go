@@ -85,33 +85,3 @@ func (s *State) show(d document) {
 		s.Source = o.source
 	}
 }
-
-// merge is a three-way merge: what local changed since base wins, everything else comes
-// from remote (another process's writes). Sessions merge as one field: a slice edited in
-// place here replaces the served one whole, as Go's Save would write it. The result shares
-// remote's rows (the caller's own copy) and copies local's.
-func merge(base, local, remote document) document {
-	out := remote
-	if local.Home != base.Home {
-		out.Home = local.Home
-	}
-	if local.Repo != base.Repo {
-		out.Repo = local.Repo
-	}
-	if local.Workspace != base.Workspace {
-		out.Workspace = local.Workspace
-	}
-	if local.Source != base.Source {
-		out.Source = local.Source
-	}
-	if local.StatusMessageID != base.StatusMessageID {
-		out.StatusMessageID = local.StatusMessageID
-	}
-	if local.InstanceID != base.InstanceID {
-		out.InstanceID = local.InstanceID
-	}
-	if !sameSessions(local.Sessions, base.Sessions) {
-		out.Sessions = copySessions(local.Sessions)
-	}
-	return out
-}

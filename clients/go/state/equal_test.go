@@ -4,6 +4,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
 // changedField returns v with field i set to a value its zero value is not equal to.
@@ -85,6 +87,27 @@ func TestSameSessionAgreesWithDeepEqual(t *testing.T) {
 			if got, want := sameDocument(&docs[i], &docs[j]), reflect.DeepEqual(docs[i], docs[j]); got != want {
 				t.Errorf("documents %d and %d: sameDocument %v, DeepEqual %v", i, j, got, want)
 			}
+		}
+	}
+}
+
+// The wire row and Session are one shape: the conversion in fromWire compiles only while their
+// fields match, and here their JSON names must too; every field comes across.
+func TestFromWireIsTheSameRow(t *testing.T) {
+	ours, wire := reflect.TypeOf(Session{}), reflect.TypeOf(stateclient.Session{})
+	if ours.NumField() != wire.NumField() {
+		t.Fatalf("Session has %d fields, the wire row %d", ours.NumField(), wire.NumField())
+	}
+	for i := 0; i < ours.NumField(); i++ {
+		a, b := ours.Field(i), wire.Field(i)
+		if a.Name != b.Name || a.Tag.Get("json") != b.Tag.Get("json") {
+			t.Errorf("field %d: %s %q here, %s %q on the wire", i, a.Name, a.Tag.Get("json"), b.Name, b.Tag.Get("json"))
+		}
+		var w stateclient.Session
+		changedField(t, reflect.ValueOf(&w).Elem(), i)
+		got := reflect.ValueOf(fromWire(w)).Field(i).Interface()
+		if !reflect.DeepEqual(got, reflect.ValueOf(w).Field(i).Interface()) {
+			t.Errorf("fromWire drops %s: %v", a.Name, got)
 		}
 	}
 }

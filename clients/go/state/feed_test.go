@@ -81,7 +81,7 @@ func queuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound(t *testing.T
 	if err := st.AddSession(Session{Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	srv := serverFor(st.path)
+	srv := connectionFor(st.path)
 	srv.mu.Lock()
 	c, rev := srv.client, srv.remoteRev
 	srv.mu.Unlock()

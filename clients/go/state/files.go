@@ -32,6 +32,13 @@ type readParams struct {
 	Limit int    `json:"limit,omitempty"`
 }
 
+// callWithin runs one call of a file function on cn within the call's deadline.
+func callWithin(cn *connection, kind callKind, f func(ctx context.Context, c *stateclient.Client) error) error {
+	ctx, cancel := callContext()
+	defer cancel()
+	return cn.call(ctx, kind, f)
+}
+
 // AppendTranscript appends one JSON-line entry; a missing parent is created. When the file
 // crosses 4 MiB it is compacted to its newest entries, so the transcript stays bounded.
 func AppendTranscript(path string, e TranscriptEntry) error {
@@ -46,7 +53,7 @@ func AppendTranscript(path string, e TranscriptEntry) error {
 		_, err := json.Marshal(e)
 		return err // Go's own error (its only float), and nothing is sent
 	}
-	return srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	return callWithin(srv, writeCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/append", appendTranscriptParams{Name: name, Entry: e}, nil)
 	})
 }
@@ -67,12 +74,12 @@ func ReadTranscript(path string, limit int) []TranscriptEntry {
 	if limit < 0 {
 		limit = 0
 	}
-	err := srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	err := callWithin(srv, readCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/read", readParams{Name: name, Limit: limit}, &page)
 	})
 	if err != nil {
-		readFailed("ReadTranscript", path, "answered as for a missing file", err)
-		return nil
+		readFailed("ReadTranscript", path, "read the file itself, as Go's package does", err)
+		return readTranscriptFile(path, limit)
 	}
 	if len(page.Entries) == 0 {
 		return nil
@@ -93,11 +100,11 @@ func ReadTranscriptLast(path string) string {
 	var r struct {
 		Ts string `json:"ts"`
 	}
-	if err := srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	if err := callWithin(srv, readCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/last", nameParams{Name: name}, &r)
 	}); err != nil {
-		readFailed("ReadTranscriptLast", path, "answered as for a missing file", err)
-		return ""
+		readFailed("ReadTranscriptLast", path, "read the file itself, as Go's package does", err)
+		return readTranscriptLastFile(path)
 	}
 	return r.Ts
 }
@@ -111,7 +118,7 @@ func RemoveTranscript(path string) error {
 	if !ok {
 		return removeFile(path)
 	}
-	return srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	return callWithin(srv, writeCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "transcript/remove", nameParams{Name: name}, nil)
 	})
 }
@@ -134,7 +141,7 @@ func AppendParticipant(path, userID string) (added bool, err error) {
 	var r struct {
 		Added bool `json:"added"`
 	}
-	err = srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	err = callWithin(srv, writeCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "participants/append", appendParticipantParams{Name: name, UserID: userID}, &r)
 	})
 	return r.Added && err == nil, err
@@ -153,11 +160,11 @@ func ReadParticipants(path string) []string {
 	var r struct {
 		UserIDs []string `json:"userIds"`
 	}
-	if err := srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	if err := callWithin(srv, readCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "participants/read", nameParams{Name: name}, &r)
 	}); err != nil {
-		readFailed("ReadParticipants", path, "answered as for a missing file", err)
-		return nil
+		readFailed("ReadParticipants", path, "read the file itself, as Go's package does", err)
+		return readParticipantsFile(path)
 	}
 	if len(r.UserIDs) == 0 {
 		return nil
@@ -174,7 +181,7 @@ func RemoveParticipantJournal(path string) error {
 	if !ok {
 		return removeFile(path)
 	}
-	return srv.call(func(ctx context.Context, c *stateclient.Client) error {
+	return callWithin(srv, writeCall, func(ctx context.Context, c *stateclient.Client) error {
 		return c.Call(ctx, "participants/remove", nameParams{Name: name}, nil)
 	})
 }

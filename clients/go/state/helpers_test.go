@@ -15,6 +15,10 @@ import (
 // dist/src/cli.js (`npm run build` makes it). The servers the package starts get a socket
 // folder of the tests' own, so no test reaches a real server.
 func TestMain(m *testing.M) {
+	if step := os.Getenv(otherProcessEnv); step != "" {
+		// This binary run as the other process of a test (otherProcess): one step, then exit.
+		os.Exit(runOtherProcess(step))
+	}
 	cli := os.Getenv("HERRSCHER_STATE_CLI")
 	if cli == "" {
 		cli, _ = filepath.Abs("../../../dist/src/cli.js")

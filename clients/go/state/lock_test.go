@@ -24,7 +24,7 @@ func TestLoadStateUnderTheCallersLock(t *testing.T) {
 	if _, ok := mustLoad(t, path).FindSession("a"); !ok {
 		t.Fatal("not found")
 	}
-	srv := serverFor(path)
+	srv := connectionFor(path)
 	srv.mu.Lock()
 	owned := srv.owned
 	srv.mu.Unlock()
@@ -71,7 +71,7 @@ func TestASharedServerReleasesTheLockOnceIdle(t *testing.T) {
 	if err := st.SetWorkspace("/ws"); err != nil {
 		t.Fatal(err)
 	}
-	srv := serverFor(path)
+	srv := connectionFor(path)
 	srv.mu.Lock()
 	owned := srv.owned
 	srv.mu.Unlock()

@@ -23,7 +23,7 @@ func ParticipantsPath(dir, name string) string {
 // served maps a transcript or journal path to the server of its state dir and the session
 // name: path must be <dir>/<sub>/<name><ext>. ok is false for a path of no state dir's
 // layout (the package then does what Go's does, on that file itself).
-func served(path, sub, ext string) (srv *server, name string, ok bool) {
+func served(path, sub, ext string) (cn *connection, name string, ok bool) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, "", false
@@ -33,7 +33,34 @@ func served(path, sub, ext string) (srv *server, name string, ok bool) {
 	if filepath.Base(parent) != sub || !strings.HasSuffix(base, ext) || len(base) == len(ext) {
 		return nil, "", false
 	}
-	return serverFor(stateFileIn(filepath.Dir(parent))), strings.TrimSuffix(base, ext), true
+	statePath, ok := servedStateIn(filepath.Dir(parent))
+	if !ok {
+		return nil, "", false
+	}
+	return connectionFor(statePath), strings.TrimSuffix(base, ext), true
+}
+
+// servedStateIn is the state file of dir when dir is a state dir: one this process already
+// uses, one a live server recorded itself for, one whose lock this process holds, or an
+// existing state.json. A folder that is none of these (transcripts written by a test or a
+// tool, with no state beside them) is not one: the package reads and writes its files as Go's
+// does, and adds nothing to it (no side folder, no lock file, no server).
+func servedStateIn(dir string) (string, bool) {
+	p := stateFileIn(dir)
+	if knownStateIn(dir) != "" {
+		return p, true
+	}
+	if rec, err := stateclient.ReadServerRecord(p); err == nil && rec != nil {
+		return p, true
+	}
+	if f := heldLockFile(lockPathOf(p)); f != nil {
+		f.Close()
+		return p, true
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return p, true
+	}
+	return "", false
 }
 
 // stateFileIn is the state file whose dir is dir: one this process already uses, else one

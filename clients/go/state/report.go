@@ -8,7 +8,7 @@ import (
 
 // Readers (FindSession, SnapshotSessions, the fields' sync, ReadTranscript, ReadTranscriptLast,
 // ReadParticipants) have no error to return, as in Go's package. When the server cannot answer
-// one, the reader answers from the State's last copy, or as for a missing file, and the reason
+// one, the reader answers from the State's last copy, or reads the file itself as Go's does, and the reason
 // goes to the standard logger (Herrscher's log), so such an answer is never silent. A reason is
 // logged once a minute at most, as a reader may be called in a loop.
 

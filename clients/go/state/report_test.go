@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"log"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,6 +45,10 @@ func captureLog(t *testing.T) *lockedBuffer {
 func TestReadersThatCannotReachTheServerSayWhyInTheLog(t *testing.T) {
 	dir := stateDir(t)
 	t.Setenv("HERRSCHER_STATE_BIN", filepath.Join(dir, "no-such-herrscher-state"))
+	// A state dir (its state.json exists), so its transcripts and journals are served.
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	logged := captureLog(t)
 	tp := TranscriptPath(dir, "s1")
 	pp := ParticipantsPath(dir, "s1")
@@ -112,6 +117,10 @@ func TestSetBackendTargetWithoutTheServerKeepsTheChangeAndSaysWhy(t *testing.T) 
 	closeUnder(dir)
 	eventually(t, "the server stopped", func() bool { return lockFree(lockPathOf(path)) })
 	t.Setenv("HERRSCHER_STATE_BIN", filepath.Join(dir, "no-such-herrscher-state"))
+	// A state dir (its state.json exists), so its transcripts and journals are served.
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	logged := captureLog(t)
 
 	if !st.SetBackendTarget("s1", "codex", "new", "m1") {

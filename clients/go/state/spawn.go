@@ -69,9 +69,18 @@ func lockPathOf(statePath string) string {
 // for another reason than a lost race for the lock.
 const maxStartExits = 3
 
-// lockHeldWords is how `serve` says it lost the state's lock to another process
-// (src/store/lock.ts); TestALostLockRaceIsRecognised keeps the two in step.
-const lockHeldWords = "another process is already serving"
+// lockHeldExit is the exit code of a `serve` that found the state's lock held by another
+// process (EXIT.locked, src/commands/command.ts): a lost race for the lock, told from every
+// other failure by the code, not by the words. TestALostLockRaceIsRecognised keeps the two in
+// step.
+const lockHeldExit = 3
+
+// lostLockRace: err says that a server this package started exited because another process
+// holds the state's lock.
+func lostLockRace(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == lockHeldExit
+}
 
 // findOrStart connects to the live server of statePath, or starts one: under this
 // process's own lock when it holds it (owned), else a shared socket server that exits once
@@ -102,12 +111,12 @@ func findOrStart(ctx context.Context, statePath string) (*stateclient.Client, bo
 		if !retry {
 			return nil, false, err
 		}
-		// A start that lost the lock to another process's server finds that server at the
+		// A start that lost the lock to another process's server (its exit code says so) finds that server at the
 		// next look (one starting, or stopping for idleness, may hold the lock without a record
 		// for a while on a loaded machine: looked for until ctx ends, as before); one that exits
 		// again and again for another reason cannot start at all (a state file it cannot open):
 		// its own words say why, and starting it until the bound only burns CPU.
-		if !strings.Contains(err.Error(), lockHeldWords) {
+		if !lostLockRace(err) {
 			if exits++; exits >= maxStartExits {
 				return nil, false, fmt.Errorf("state: no server for %s: %w", statePath, lastErr)
 			}
@@ -191,7 +200,7 @@ func startShared(ctx context.Context, statePath string) (*stateclient.Client, bo
 			// It stopped before accepting: most often another process's server holds the
 			// lock now. Look again; a server that cannot start at all fails the same way
 			// until ctx ends.
-			return nil, true, fmt.Errorf("the server it started exited (%v): %s", err, strings.TrimSpace(early.String()))
+			return nil, true, fmt.Errorf("the server it started exited (%w): %s", err, strings.TrimSpace(early.String()))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			return nil, false, ctx.Err()

@@ -27,16 +27,16 @@ func NewState(path string) *State {
 // gets its ids and incarnations there, persisted as Go's LoadState persists them.
 func LoadState(path string) (*State, error) {
 	s := NewState(path)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.path == "" {
 		return nil, errNoPath
 	}
 	// A load reads what the server holds now, not this process's copy: the server notices
 	// an outside edit of the file as it answers.
-	s.srv = serverFor(s.path)
+	s.srv = connectionFor(s.path)
 	s.srv.reload()
-	if err := s.syncLocked(); err != nil {
+	ctx, cancel := callContext()
+	defer cancel()
+	if err := s.sync(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -44,42 +44,66 @@ func LoadState(path string) (*State, error) {
 
 var errNoPath = errors.New("state: no state file path")
 
-// syncLocked brings the exported fields up to the served document, keeping this value's
-// own unsaved edits (a three-way merge against the document they were made on).
-func (s *State) syncLocked() error {
+// sync brings the exported fields up to the served document, keeping this value's own
+// unsaved edits (a three-way merge against the document they were made on). s.mu is taken
+// only around the memory work, never while the server is asked.
+func (s *State) sync(ctx context.Context) error {
+	s.mu.Lock()
 	if s.path == "" {
+		s.mu.Unlock()
 		return errNoPath
 	}
 	if s.srv == nil {
-		s.srv = serverFor(s.path)
+		s.srv = connectionFor(s.path)
 	}
-	r, same, err := s.srv.current(s.baseVersion)
+	cn, known := s.srv, s.baseVersion
+	s.mu.Unlock()
+	r, same, err := cn.current(ctx, known)
 	if err != nil {
 		return err
 	}
-	s.baseRev, s.baseEpoch = r.rev, r.epoch
+	s.mu.Lock()
+	s.adoptLocked(r, same)
+	s.mu.Unlock()
+	return nil
+}
+
+// adoptLocked takes a replica into the fields (s.mu held). A replica older than the one the
+// fields were last built from (a concurrent sync got a newer one first) changes nothing;
+// baseVersion 0 (just saved) takes any.
+func (s *State) adoptLocked(r replica, same bool) {
 	if same {
-		return nil
+		if r.version == s.baseVersion {
+			s.baseRev, s.baseRun, s.baseEpoch = r.rev, r.run, r.epoch
+		}
+		return
+	}
+	if s.baseVersion != 0 && r.version < s.baseVersion {
+		return
 	}
 	// r.doc is this call's own copy: it becomes base, and show copies what the fields get.
-	cur := merge(s.base, s.fieldsView(), r.doc)
-	s.base, s.baseVersion = r.doc, r.version
+	cur, conflicts := merge(s.base, s.fieldsView(), r.doc)
+	reportConflicts(s.path, conflicts)
+	s.base, s.baseVersion, s.baseRev, s.baseRun, s.baseEpoch = r.doc, r.version, r.rev, r.run, r.epoch
 	s.show(cur)
-	return nil
 }
 
 // read syncs for a reader: a reader has no error to return, so when the server cannot be
 // reached it answers from the fields as they are, and says why in the log (report.go). A State
 // made without a path (a literal) has no server to ask: its fields are all there is.
 func (s *State) read() {
-	if err := s.syncLocked(); err != nil && err != errNoPath {
+	ctx, cancel := callContext()
+	defer cancel()
+	if err := s.sync(ctx); err != nil && !errors.Is(err, errNoPath) {
 		readFailed("reading", s.path, "answered from this State's last copy", err)
 	}
 }
 
 type saveParams struct {
-	State    document `json:"state"`
-	Revision int      `json:"revision"`
+	State    document               `json:"state"`
+	Revision int                    `json:"revision"`
+	Run      string                 `json:"epoch,omitempty"`
+	Writer   *stateclient.WriterKey `json:"writer,omitempty"`
 }
 
 type saveResult struct {
@@ -93,43 +117,52 @@ const maxSaveAttempts = 50
 // mutate applies op to the current document as Go's mutators do to memory, and saves the
 // result when op says so, with compare-and-set on the revision it was built on: a save that
 // lost a race is rebuilt on the newer document and tried again, so two processes' changes
-// both land (Go's package would lose one).
+// both land (Go's package would lose one). The whole of it runs within one deadline.
 func (s *State) mutate(op func(d *document) (save bool, err error)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, cancel := callContext()
+	defer cancel()
+	return s.mutateWithin(ctx, op)
+}
+
+func (s *State) mutateWithin(ctx context.Context, op func(d *document) (save bool, err error)) error {
 	for attempt := 0; attempt < maxSaveAttempts; attempt++ {
-		if err := s.syncLocked(); err != nil {
+		if err := s.sync(ctx); err != nil {
 			return err
 		}
+		s.mu.Lock()
 		next := s.fields()
+		cn, rev, run, epoch := s.srv, s.baseRev, s.baseRun, s.baseEpoch
 		save, err := op(&next)
+		s.mu.Unlock()
 		if err != nil || !save {
 			return err
 		}
 		var r saveResult
-		epoch := s.baseEpoch
-		err = s.srv.callOn(epoch, func(ctx context.Context, c *stateclient.Client) error {
-			return c.Call(ctx, "state/save", saveParams{State: next, Revision: s.baseRev}, &r)
+		params := saveParams{State: next, Revision: rev, Run: run, Writer: cn.nextKey()}
+		err = cn.callOn(ctx, epoch, func(ctx context.Context, c *stateclient.Client) error {
+			return c.Call(ctx, "state/save", params, &r)
 		})
 		if errors.Is(err, errStale) {
 			continue
 		}
 		if errors.Is(err, stateclient.ErrConflict) {
-			s.srv.conflicted(epoch)
+			cn.conflicted(epoch)
 			continue
 		}
+		s.mu.Lock()
 		if err != nil {
 			// As Go's save: the change stays in memory (and is saved with the next save).
 			s.show(next)
+			s.mu.Unlock()
 			return err
 		}
-		fill := needsFill(next)
-		s.srv.saved(epoch, next, r.Revision, fill)
+		cn.saved(epoch, next, r.Revision, needsFill(next))
 		// Nothing of this save counts as an edit of this value any more; reading back at once
 		// puts what the server filled in (incarnations) in the fields.
 		s.base, s.baseVersion = next.clone(), 0
 		s.show(next)
-		_ = s.syncLocked()
+		s.mu.Unlock()
+		_ = s.sync(ctx)
 		return nil
 	}
 	return fmt.Errorf("state: save %s: other writers kept changing it (%d attempts)", s.path, maxSaveAttempts)
@@ -173,9 +206,9 @@ func (s *State) ApplyDefaults(home *HomeRef, workspace, source string) {
 
 // FindSession returns the session with name (and whether it exists).
 func (s *State) FindSession(name string) (Session, bool) {
+	s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.read()
 	for _, sess := range s.Sessions {
 		if sess.Name == name {
 			return sess, true
@@ -186,17 +219,17 @@ func (s *State) FindSession(name string) (Session, bool) {
 
 // SnapshotSessions returns a copy of the current sessions.
 func (s *State) SnapshotSessions() []Session {
+	s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.read()
 	return append([]Session(nil), s.Sessions...)
 }
 
 // WorkspaceRoot returns the configured workspace, else the legacy Repo, else "".
 func (s *State) WorkspaceRoot() string {
+	s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.read()
 	if s.Workspace != "" {
 		return s.Workspace
 	}
@@ -205,9 +238,9 @@ func (s *State) WorkspaceRoot() string {
 
 // SourceDir returns the configured herrscher source checkout, else "".
 func (s *State) SourceDir() string {
+	s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.read()
 	return s.Source
 }
 
@@ -215,9 +248,9 @@ func (s *State) SourceDir() string {
 // title): "<InstanceID>__<name>". In legacy mode (empty InstanceID) it returns the bare
 // logical name.
 func (s *State) QualifiedName(name string) string {
+	s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.read()
 	if s.InstanceID == "" {
 		return name
 	}
@@ -297,59 +330,67 @@ func rowIndex(rows []Session, name string) int {
 // setRow is a session setter: set changes the row and says whether Go would save. With no
 // unsaved edit in this value, the server's own row method makes the change (one row, not the
 // whole document: the per-turn calls stay cheap, and another writer's change to other rows
-// can never conflict with it); with edits, the whole document is saved, as Go does.
-func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx context.Context, c *stateclient.Client) error) error {
-	s.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
+// can never conflict with it); with edits, the whole document is saved, as Go does. A
+// connection that changed under it is tried again, a bounded number of times within the
+// call's deadline.
+func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error) error {
+	ctx, cancel := callContext()
+	defer cancel()
+	for attempt := 0; attempt < maxSaveAttempts; attempt++ {
+		if err := s.sync(ctx); err != nil {
+			// The server could not be asked: as Go's save, the change stays in this State (saved
+			// with its next save) and the caller hears why.
+			s.keepRow(name, set)
+			return err
+		}
+		s.mu.Lock()
+		cur := s.fieldsView()
+		if !sameDocument(&cur, &s.base) {
 			s.mu.Unlock()
+			return s.mutateWithin(ctx, func(d *document) (bool, error) {
+				r := row(d, name)
+				return r != nil && set(r), nil
+			})
 		}
-	}()
-	if err := s.syncLocked(); err != nil {
-		// The server could not be asked: as Go's save, the change stays in this State (saved
-		// with its next save) and the caller hears why.
-		if i := rowIndex(s.Sessions, name); i >= 0 {
-			rows := copySessions(s.Sessions)
-			if set(&rows[i]) {
-				s.Sessions = rows
-			}
+		i := rowIndex(cur.Sessions, name)
+		if i < 0 {
+			s.mu.Unlock()
+			return nil
 		}
-		return err
-	}
-	cur := s.fieldsView()
-	if !sameDocument(&cur, &s.base) {
+		changed := copySession(cur.Sessions[i])
+		if !set(&changed) {
+			s.mu.Unlock()
+			return nil
+		}
+		cn, epoch := s.srv, s.baseEpoch
 		s.mu.Unlock()
-		locked = false
-		return s.mutate(func(d *document) (bool, error) {
-			r := row(d, name)
-			return r != nil && set(r), nil
-		})
+		key := cn.nextKey()
+		err := cn.callOn(ctx, epoch, func(ctx context.Context, c *stateclient.Client) error { return call(ctx, c, key) })
+		if errors.Is(err, errStale) {
+			continue
+		}
+		if err != nil {
+			// As Go's save: the change stays in memory (and is saved with the next save).
+			s.keepRow(name, set)
+			return err
+		}
+		cn.changed(epoch, name, set)
+		return s.sync(ctx)
 	}
-	i := rowIndex(cur.Sessions, name)
-	if i < 0 {
-		return nil
-	}
-	changed := copySession(cur.Sessions[i])
-	if !set(&changed) {
-		return nil
-	}
-	epoch := s.baseEpoch
-	err := s.srv.callOn(epoch, call)
-	if errors.Is(err, errStale) {
-		s.mu.Unlock()
-		locked = false
-		return s.setRow(name, set, call)
-	}
-	if err != nil {
-		// As Go's save: the change stays in memory (and is saved with the next save).
+	return fmt.Errorf("state: %s: the connection to its server kept changing (%d attempts)", s.path, maxSaveAttempts)
+}
+
+// keepRow makes a setter's change in this State's fields only, as Go's failed save leaves it
+// in memory.
+func (s *State) keepRow(name string, set func(r *Session) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := rowIndex(s.Sessions, name); i >= 0 {
 		rows := copySessions(s.Sessions)
-		rows[i] = changed
-		s.Sessions = rows
-		return err
+		if set(&rows[i]) {
+			s.Sessions = rows
+		}
 	}
-	s.srv.changed(epoch, name, set)
-	return s.syncLocked()
 }
 
 // SetResumeToken records the backend resume token for the named session, persisting only
@@ -361,8 +402,8 @@ func (s *State) SetResumeToken(name, token string) error {
 		}
 		r.ResumeToken = token
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetResumeToken(ctx, name, token)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetResumeToken(ctx, name, token, stateclient.SetResumeTokenOptions{Writer: key})
 		return err
 	})
 }
@@ -376,8 +417,8 @@ func (s *State) SetPausedReason(name, reason string) error {
 		}
 		r.PausedReason = reason
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetPausedReason(ctx, name, reason)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetPausedReason(ctx, name, reason, stateclient.SetPausedReasonOptions{Writer: key})
 		return err
 	})
 }
@@ -391,8 +432,8 @@ func (s *State) SetArchived(name string, archived bool) error {
 		}
 		r.Archived = archived
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetArchived(ctx, name, archived)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetArchived(ctx, name, archived, stateclient.SetArchivedOptions{Writer: key})
 		return err
 	})
 }
@@ -403,8 +444,8 @@ func (s *State) SetBudget(name string, costCap float64, tokenCap uint64, cohortC
 	return s.setRow(name, func(r *Session) bool {
 		r.CostCap, r.TokenCap, r.CohortCostCap, r.CohortTokenCap, r.PausedReason = costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetBudget(ctx, name, costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetBudget(ctx, name, costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason, stateclient.SetBudgetOptions{Writer: key})
 		return err
 	})
 }
@@ -421,8 +462,8 @@ func (s *State) SetBackendTarget(name, vendor, cmd, modelID string) bool {
 		found = true
 		r.Vendor, r.Cmd, r.ModelID, r.ResumeToken = vendor, cmd, modelID, ""
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetBackendTarget(ctx, name, vendor, cmd, modelID)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetBackendTarget(ctx, name, vendor, cmd, modelID, stateclient.SetBackendTargetOptions{Writer: key})
 		return err
 	})
 	if err != nil && found {

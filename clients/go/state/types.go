@@ -90,7 +90,7 @@ type State struct {
 	mu   sync.Mutex
 	path string
 	// srv is the connection to the server of path (nil until the first call needs it).
-	srv *server
+	srv *connection
 	// base is the served document the exported fields were last built from; what differs
 	// from it in the fields is this value's own edit, persisted at its next save.
 	base document
@@ -98,6 +98,7 @@ type State struct {
 	// server revision a save names, on the connection baseEpoch.
 	baseVersion uint64
 	baseRev     int
+	baseRun     string // the server run baseRev belongs to
 	baseEpoch   int
 	// defaults is the ApplyDefaults overlay: shown in the fields, never saved.
 	defaults overlay

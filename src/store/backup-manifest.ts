@@ -1,0 +1,98 @@
+// The manifest of a backup (`backup-manifest.json` at its root): which revision of which server
+// run the copy holds, what compaction's numbering and the seq high-water marks said (the side
+// files that name files by inode are not copied: a restore writes them anew for its own files),
+// and the size and SHA-256 of every file. Written last, after every file is synced: a backup
+// folder without it is incomplete. Read by verify and restore (one definition of the format).
+import { isPathComponent } from './paths.js';
+
+export const MANIFEST_NAME = 'backup-manifest.json';
+const FORMAT = 'herrscher-state backup';
+/** The manifest format this build writes; it reads this one and every earlier one. */
+export const MANIFEST_VERSION = 1;
+
+export interface ManifestFile {
+  size: number;
+  sha256: string;
+}
+
+/** What compaction left a transcript: the seq of its file's first entry and the usage of the entries it removed. */
+export interface Numbering {
+  firstSeq: number;
+  /** A usage sum as usage.ts's sumToJson stores it. */
+  dropped: Record<string, unknown>;
+}
+
+export interface BackupManifest {
+  format: typeof FORMAT;
+  version: number;
+  /** The state revision the copy holds, of the server run `epoch` (the change feed's). */
+  revision: number;
+  epoch: string;
+  /** When the copy was fixed (ISO 8601, UTC). */
+  createdAt: string;
+  /** The state file copied, absolute. */
+  source: string;
+  /** Per transcript compaction has cut: how its file is numbered. Others start at seq 0. */
+  numbering: Record<string, Numbering>;
+  /** The seq high-water mark of each transcript name (high-water.ts). */
+  seqMarks: Record<string, number>;
+  /** Every file of the backup but the manifest, by path relative to the backup folder. */
+  files: Record<string, ManifestFile>;
+}
+
+/** The files a backup holds: state.json, transcripts/<name>.jsonl, participants/<name>.log. */
+const BACKUP_FILE = /^(?:state\.json|transcripts\/(.+)\.jsonl|participants\/(.+)\.log)$/s;
+
+/** Whether `rel` is a path a backup may hold (a name that is one safe path component: no way out of the folder). */
+export function isBackupFile(rel: string): boolean {
+  const m = BACKUP_FILE.exec(rel);
+  if (!m) return false;
+  const name = m[1] ?? m[2];
+  return name === undefined || isPathComponent(name);
+}
+
+export function encodeManifest(m: Omit<BackupManifest, 'format' | 'version'>): string {
+  const sorted = (o: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const out: BackupManifest = {
+    format: FORMAT, version: MANIFEST_VERSION, revision: m.revision, epoch: m.epoch, createdAt: m.createdAt, source: m.source,
+    numbering: sorted(m.numbering) as BackupManifest['numbering'],
+    seqMarks: sorted(m.seqMarks) as BackupManifest['seqMarks'],
+    files: sorted(m.files) as BackupManifest['files'],
+  };
+  return `${JSON.stringify(out, null, 2)}\n`;
+}
+
+const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The manifest in `text`, or why it is not one this build can use. */
+export function parseManifest(text: string): { manifest: BackupManifest } | { problem: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    return { problem: `not JSON (${(err as Error).message})` };
+  }
+  if (!isObject(v) || v.format !== FORMAT) return { problem: `not a herrscher-state backup manifest (no "format": "${FORMAT}")` };
+  if (!isCount(v.version) || v.version < 1) return { problem: 'its "version" is not a whole number ≥ 1' };
+  if (v.version > MANIFEST_VERSION) {
+    return { problem: `written in manifest version ${v.version} by a newer herrscher-state; this build reads versions up to ${MANIFEST_VERSION}: use the newer build` };
+  }
+  if (!isCount(v.revision) || typeof v.epoch !== 'string' || typeof v.createdAt !== 'string' || typeof v.source !== 'string') {
+    return { problem: 'revision, epoch, createdAt or source is missing or of the wrong type' };
+  }
+  if (!isObject(v.files) || !isObject(v.numbering) || !isObject(v.seqMarks)) return { problem: 'files, numbering or seqMarks is not an object' };
+  for (const [rel, f] of Object.entries(v.files)) {
+    if (!isBackupFile(rel)) return { problem: `lists ${JSON.stringify(rel)}, which is not a file a backup holds` };
+    if (!isObject(f) || !isCount(f.size) || typeof f.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(f.sha256)) {
+      return { problem: `the entry of ${rel} has no size and sha256` };
+    }
+  }
+  for (const [name, n] of Object.entries(v.numbering)) {
+    if (!isPathComponent(name) || !isObject(n) || !isCount(n.firstSeq) || !isObject(n.dropped)) return { problem: `the numbering of ${JSON.stringify(name)} is malformed` };
+  }
+  for (const [name, n] of Object.entries(v.seqMarks)) {
+    if (!isPathComponent(name) || !isCount(n)) return { problem: `the seq mark of ${JSON.stringify(name)} is malformed` };
+  }
+  return { manifest: v as unknown as BackupManifest };
+}

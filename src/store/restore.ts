@@ -1,0 +1,131 @@
+// Restoring a backup (store/backup.ts) as a new state dir: checked first (verify), written into a
+// fresh folder beside the target and renamed into place once every file and folder is synced, so
+// a target is either untouched or holds the whole backup. The side files that name files by
+// inode (metas) are written anew for the restored files, from the numbering the manifest kept,
+// and the seq high-water marks with them: the restored transcripts number their entries as the
+// originals did. docs/operations.md, "Restore".
+import { randomUUID } from 'node:crypto';
+import { constants as C } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { isErrno } from '../common/errno.js';
+import type { BackupManifest } from './backup-manifest.js';
+import { copyPrefix, syncFolder } from './file-copy.js';
+import { HighWater, highWaterRelIn } from './high-water.js';
+import { nodeIo } from './io.js';
+import { lockHolder } from './lock-probe.js';
+import { statePaths } from './paths.js';
+import { ioError, StoreError } from './store-error.js';
+import { storeLog } from './store-log.js';
+import { HEAD_BYTES, headOf, metaRel, writeMeta } from './transcript-meta.js';
+import { sumFromJson } from './usage.js';
+import type { VerifyReport } from './verify.js';
+import { formatProblem, verifyStateDir } from './verify.js';
+
+/** A restore refused before anything was written: why, and the backup's problems when it failed verify. */
+export class RestoreRefused extends Error {
+  override readonly name = 'RestoreRefused';
+  constructor(message: string, readonly report?: VerifyReport) {
+    super(message);
+  }
+}
+
+export interface Restored {
+  statePath: string;
+  revision: number;
+  epoch: string;
+  files: number;
+}
+
+/** Restores the backup in `backupDir` as the state file `statePath` (its folder must not exist, or be empty). */
+export async function restoreBackup(backupDir: string, statePath: string): Promise<Restored> {
+  const report = await verifyStateDir(backupDir);
+  if (!report.backup) throw new RestoreRefused(`${backupDir} is not a backup: it has no backup-manifest.json (an unfinished backup has none)`);
+  if (report.problems.length > 0 || !report.manifest) {
+    throw new RestoreRefused(`the backup in ${backupDir} failed verify (${report.problems.length} problem(s)); nothing was restored:\n`
+      + report.problems.map(formatProblem).join('\n'), report);
+  }
+  const manifest = report.manifest;
+  const paths = statePaths(statePath);
+  await checkTarget(paths.dir, paths.serverLockPath);
+  const parent = path.dirname(paths.dir);
+  await fs.mkdir(parent, { recursive: true, mode: 0o700 });
+  const tmp = path.join(parent, `.${path.basename(paths.dir)}.restore-${randomUUID()}`);
+  await fs.mkdir(tmp, { mode: 0o700 });
+  try {
+    await writeFiles(backupDir, tmp, path.basename(paths.statePath), paths.side, manifest);
+    try {
+      await fs.rename(tmp, paths.dir);
+    } catch (err) {
+      if (isErrno(err, 'ENOTEMPTY') || isErrno(err, 'EEXIST')) {
+        throw new RestoreRefused(`${paths.dir} is no longer empty (something, perhaps a server, started in it meanwhile); nothing was restored`);
+      }
+      throw err;
+    }
+    await syncFolder(parent);
+  } catch (err) {
+    await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    throw err instanceof RestoreRefused || err instanceof StoreError ? err : ioError('restore into', paths.dir, err);
+  }
+  return { statePath: paths.statePath, revision: manifest.revision, epoch: manifest.epoch, files: Object.keys(manifest.files).length };
+}
+
+/** Refuses a target that is not a folder, or holds anything (naming the server when one serves it). */
+async function checkTarget(dir: string, serverLockPath: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return;
+    if (isErrno(err, 'ENOTDIR')) throw new RestoreRefused(`${dir} exists and is not a folder; nothing was restored`);
+    throw err;
+  }
+  if (names.length === 0) return;
+  const holder = lockHolder(serverLockPath);
+  throw new RestoreRefused(holder
+    ? `a server serves ${dir}${holder.pid ? ` (pid ${holder.pid})` : ''}: stop it, and restore into a new or empty folder; nothing was restored`
+    : `${dir} exists and is not empty: restore into a new or empty folder (a restore never overwrites a state dir); nothing was restored`);
+}
+
+async function writeFiles(backupDir: string, tmp: string, stateBase: string, side: string, m: BackupManifest): Promise<void> {
+  const folders = new Set<string>();
+  for (const [rel, want] of Object.entries(m.files)) {
+    const to = rel === 'state.json' ? stateBase : rel;
+    const folder = path.dirname(to);
+    if (folder !== '.' && !folders.has(folder)) {
+      await fs.mkdir(path.join(tmp, folder), { mode: 0o700 });
+      folders.add(folder);
+    }
+    const got = await copyPrefix(path.join(backupDir, rel), path.join(tmp, to));
+    if (got.size !== want.size || got.sha256 !== want.sha256) throw new RestoreRefused(`${rel} changed in the backup while it was restored; nothing was restored`);
+  }
+  const log = storeLog({ error: (message) => {
+    throw new Error(message);
+  } });
+  for (const [name, n] of Object.entries(m.numbering)) {
+    const rel = `transcripts/${name}.jsonl`;
+    if (!Object.prototype.hasOwnProperty.call(m.files, rel)) continue;
+    const dropped = sumFromJson(n.dropped);
+    if (!dropped) throw new RestoreRefused(`the manifest's numbering of ${JSON.stringify(name)} holds no usage sum; nothing was restored`);
+    const fh = await fs.open(path.join(tmp, rel), C.O_RDONLY);
+    let ino: number;
+    const prefix = Buffer.alloc(HEAD_BYTES);
+    let got: number;
+    try {
+      ino = (await fh.stat()).ino;
+      got = (await fh.read(prefix, 0, HEAD_BYTES, 0)).bytesRead;
+    } finally {
+      await fh.close();
+    }
+    const meta = metaRel(name, side);
+    await writeMeta(nodeIo, path.join(tmp, meta), meta, { ino, head: headOf(prefix.subarray(0, got)), firstSeq: n.firstSeq, dropped });
+  }
+  const marks = await HighWater.load(nodeIo, tmp, log, highWaterRelIn(side));
+  for (const [name, next] of Object.entries(m.seqMarks)) marks.raise(name, next);
+  await marks.save();
+  for (const folder of folders) await syncFolder(path.join(tmp, folder));
+  await syncFolder(path.join(tmp, side)).catch((err: unknown) => {
+    if (!isErrno(err, 'ENOENT')) throw err; // no side file to write: none made
+  });
+  await syncFolder(tmp);
+}
