@@ -127,6 +127,7 @@ type stateSaveParams struct {
 	State    StateDocument `json:"state"`
 	Revision int           `json:"revision"`
 	Epoch    string        `json:"epoch,omitempty"`
+	Writer   *WriterKey    `json:"writer,omitempty"`
 }
 
 // StateSaveOptions holds the optional params of StateSave; the zero value sends none.
@@ -134,7 +135,8 @@ type StateSaveOptions struct {
 	// The epoch of that revision (state/get, watch/subscribe). Given and not the current one: -32050,
 	// as a stale revision (a revision of an earlier run can equal one of this run). Omitted: the
 	// revision alone is compared.
-	Epoch string `json:"epoch,omitempty"`
+	Epoch  string     `json:"epoch,omitempty"`
+	Writer *WriterKey `json:"writer,omitempty"`
 }
 
 // StateSave replaces the whole document as Go's Save writes it (row order, every field, unknown
@@ -148,6 +150,7 @@ func (c *Client) StateSave(ctx context.Context, state StateDocument, revision in
 	p.Revision = revision
 	for _, o := range opts {
 		p.Epoch = o.Epoch
+		p.Writer = o.Writer
 	}
 	var r StateSaveResult
 	err := c.call(ctx, "state/save", &p, &r)
@@ -330,7 +333,13 @@ func (c *Client) QualifiedName(ctx context.Context, name string) (string, error)
 }
 
 type addSessionParams struct {
-	Session Session `json:"session"`
+	Session Session    `json:"session"`
+	Writer  *WriterKey `json:"writer,omitempty"`
+}
+
+// AddSessionOptions holds the optional params of AddSession; the zero value sends none.
+type AddSessionOptions struct {
+	Writer *WriterKey `json:"writer,omitempty"`
 }
 
 type addSessionResult struct {
@@ -342,9 +351,12 @@ type addSessionResult struct {
 //
 // Wire method session/add. Errors: ErrInvalidParams, ErrSessionExists, ErrStorageFailure,
 // ErrShuttingDown.
-func (c *Client) AddSession(ctx context.Context, session Session) (Session, error) {
+func (c *Client) AddSession(ctx context.Context, session Session, opts ...AddSessionOptions) (Session, error) {
 	var p addSessionParams
 	p.Session = session
+	for _, o := range opts {
+		p.Writer = o.Writer
+	}
 	var r addSessionResult
 	err := c.call(ctx, "session/add", &p, &r)
 	return r.Session, err
@@ -417,15 +429,17 @@ func (c *Client) SnapshotSessions(ctx context.Context) ([]Session, error) {
 }
 
 type setResumeTokenParams struct {
-	Name        string `json:"name"`
-	ResumeToken string `json:"resumeToken"`
-	Incarnation string `json:"incarnation,omitempty"`
+	Name        string     `json:"name"`
+	ResumeToken string     `json:"resumeToken"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetResumeTokenOptions holds the optional params of SetResumeToken; the zero value sends none.
 type SetResumeTokenOptions struct {
 	// When given, refuse with -32050 unless it is the session's current incarnation.
-	Incarnation string `json:"incarnation,omitempty"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetResumeToken sets the backend resume token.
@@ -438,6 +452,7 @@ func (c *Client) SetResumeToken(ctx context.Context, name string, resumeToken st
 	p.ResumeToken = resumeToken
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
+		p.Writer = o.Writer
 	}
 	var r FoundChanged
 	err := c.call(ctx, "session/setResumeToken", &p, &r)
@@ -445,15 +460,17 @@ func (c *Client) SetResumeToken(ctx context.Context, name string, resumeToken st
 }
 
 type setPausedReasonParams struct {
-	Name         string `json:"name"`
-	PausedReason string `json:"paused_reason"`
-	Incarnation  string `json:"incarnation,omitempty"`
+	Name         string     `json:"name"`
+	PausedReason string     `json:"paused_reason"`
+	Incarnation  string     `json:"incarnation,omitempty"`
+	Writer       *WriterKey `json:"writer,omitempty"`
 }
 
 // SetPausedReasonOptions holds the optional params of SetPausedReason; the zero value sends none.
 type SetPausedReasonOptions struct {
 	// When given, refuse with -32050 unless it is the session's current incarnation.
-	Incarnation string `json:"incarnation,omitempty"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetPausedReason sets why the budget gate paused the session ("" clears it).
@@ -466,6 +483,7 @@ func (c *Client) SetPausedReason(ctx context.Context, name string, pausedReason 
 	p.PausedReason = pausedReason
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
+		p.Writer = o.Writer
 	}
 	var r FoundChanged
 	err := c.call(ctx, "session/setPausedReason", &p, &r)
@@ -473,19 +491,21 @@ func (c *Client) SetPausedReason(ctx context.Context, name string, pausedReason 
 }
 
 type setBudgetParams struct {
-	Name           string  `json:"name"`
-	CostCap        float64 `json:"cost_cap"`
-	TokenCap       uint64  `json:"token_cap"`
-	CohortCostCap  float64 `json:"cohort_cost_cap"`
-	CohortTokenCap uint64  `json:"cohort_token_cap"`
-	PausedReason   string  `json:"paused_reason"`
-	Incarnation    string  `json:"incarnation,omitempty"`
+	Name           string     `json:"name"`
+	CostCap        float64    `json:"cost_cap"`
+	TokenCap       uint64     `json:"token_cap"`
+	CohortCostCap  float64    `json:"cohort_cost_cap"`
+	CohortTokenCap uint64     `json:"cohort_token_cap"`
+	PausedReason   string     `json:"paused_reason"`
+	Incarnation    string     `json:"incarnation,omitempty"`
+	Writer         *WriterKey `json:"writer,omitempty"`
 }
 
 // SetBudgetOptions holds the optional params of SetBudget; the zero value sends none.
 type SetBudgetOptions struct {
 	// When given, refuse with -32050 unless it is the session's current incarnation.
-	Incarnation string `json:"incarnation,omitempty"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetBudget sets the four caps and the paused reason at once (0 means no cap).
@@ -502,6 +522,7 @@ func (c *Client) SetBudget(ctx context.Context, name string, costCap float64, to
 	p.PausedReason = pausedReason
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
+		p.Writer = o.Writer
 	}
 	var r FoundChanged
 	err := c.call(ctx, "session/setBudget", &p, &r)
@@ -509,18 +530,20 @@ func (c *Client) SetBudget(ctx context.Context, name string, costCap float64, to
 }
 
 type setBackendTargetParams struct {
-	Name        string `json:"name"`
-	Vendor      string `json:"vendor"`
-	Cmd         string `json:"cmd"`
-	ModelID     string `json:"modelId"`
-	Incarnation string `json:"incarnation,omitempty"`
+	Name        string     `json:"name"`
+	Vendor      string     `json:"vendor"`
+	Cmd         string     `json:"cmd"`
+	ModelID     string     `json:"modelId"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetBackendTargetOptions holds the optional params of SetBackendTarget; the zero value sends
 // none.
 type SetBackendTargetOptions struct {
 	// When given, refuse with -32050 unless it is the session's current incarnation.
-	Incarnation string `json:"incarnation,omitempty"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetBackendTarget switches vendor, cmd and model, and clears the resume token (it belonged to the
@@ -536,6 +559,7 @@ func (c *Client) SetBackendTarget(ctx context.Context, name string, vendor strin
 	p.ModelID = modelID
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
+		p.Writer = o.Writer
 	}
 	var r FoundChanged
 	err := c.call(ctx, "session/setBackendTarget", &p, &r)
@@ -543,15 +567,17 @@ func (c *Client) SetBackendTarget(ctx context.Context, name string, vendor strin
 }
 
 type setArchivedParams struct {
-	Name        string `json:"name"`
-	Archived    bool   `json:"archived"`
-	Incarnation string `json:"incarnation,omitempty"`
+	Name        string     `json:"name"`
+	Archived    bool       `json:"archived"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetArchivedOptions holds the optional params of SetArchived; the zero value sends none.
 type SetArchivedOptions struct {
 	// When given, refuse with -32050 unless it is the session's current incarnation.
-	Incarnation string `json:"incarnation,omitempty"`
+	Incarnation string     `json:"incarnation,omitempty"`
+	Writer      *WriterKey `json:"writer,omitempty"`
 }
 
 // SetArchived archives or resumes a session (row, transcript and journal are kept).
@@ -564,6 +590,7 @@ func (c *Client) SetArchived(ctx context.Context, name string, archived bool, op
 	p.Archived = archived
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
+		p.Writer = o.Writer
 	}
 	var r FoundChanged
 	err := c.call(ctx, "session/setArchived", &p, &r)

@@ -195,6 +195,17 @@ type WatchSince struct {
 	Transcripts map[string]int `json:"transcripts,omitempty"`
 }
 
+// WriterKey: Idempotency key: a write sent again with the writer and seq of one already applied is
+// answered as that one was and not applied again, even across a crash or restart of the server
+// (docs/durability.md); a state/save so recognised is answered before its revision is compared.
+// Without it the write is applied as sent.
+type WriterKey struct {
+	// The writer: random, one per client that sends writes again (8-64 letters, digits, "_" or "-").
+	ID string `json:"id"`
+	// This write's number for that writer: 1, then +1 per write (a write sent again keeps its number).
+	Seq int `json:"seq"`
+}
+
 // InitializeClientInfo is a part of a message.
 type InitializeClientInfo struct {
 	Name    string `json:"name"`

@@ -768,9 +768,9 @@ class Client:
         """The state document as committed, with config defaults (state/applyDefaults) overlaid unless persisted is true. (state/get)"""
         return self.call("state/get", _timeout=timeout, persisted=persisted)
 
-    def state_save(self, state, revision, epoch=None, timeout=None) -> Any:
+    def state_save(self, state, revision, epoch=None, writer=None, timeout=None) -> Any:
         """Replaces the whole document as Go's Save writes it (row order, every field, unknown fields), if revision is still the current one; else -32050 with data.revision. (state/save)"""
-        return self.call("state/save", _timeout=timeout, state=state, revision=revision, epoch=epoch)
+        return self.call("state/save", _timeout=timeout, state=state, revision=revision, epoch=epoch, writer=writer)
 
     def apply_defaults(self, home=None, workspace=None, source=None, timeout=None) -> Any:
         """Seeds home, workspace and source where the file has none, as an overlay that is never written to state.json. (state/applyDefaults; returns its state)"""
@@ -808,9 +808,9 @@ class Client:
         """<instanceID>__<name>, or the name alone when there is no instance id. (state/qualifiedName; returns its qualifiedName)"""
         return self.call("state/qualifiedName", _timeout=timeout, name=name)["qualifiedName"]
 
-    def add_session(self, session, timeout=None) -> Any:
+    def add_session(self, session, writer=None, timeout=None) -> Any:
         """Adds a session; assigns its id (s_<name>[_N]) when absent and always a fresh incarnation. (session/add; returns its session)"""
-        return self.call("session/add", _timeout=timeout, session=session)["session"]
+        return self.call("session/add", _timeout=timeout, session=session, writer=writer)["session"]
 
     def remove_session(self, name, purge=None, incarnation=None, timeout=None) -> Any:
         """Removes every row with that name; with purge, its transcript and journal too. (session/remove; returns its removed)"""
@@ -824,25 +824,25 @@ class Client:
         """Every session row, in file order. (session/list; returns its sessions)"""
         return self.call("session/list", _timeout=timeout)["sessions"]
 
-    def set_resume_token(self, name, resumeToken, incarnation=None, timeout=None) -> Any:
+    def set_resume_token(self, name, resumeToken, incarnation=None, writer=None, timeout=None) -> Any:
         """Sets the backend resume token. (session/setResumeToken)"""
-        return self.call("session/setResumeToken", _timeout=timeout, name=name, resumeToken=resumeToken, incarnation=incarnation)
+        return self.call("session/setResumeToken", _timeout=timeout, name=name, resumeToken=resumeToken, incarnation=incarnation, writer=writer)
 
-    def set_paused_reason(self, name, paused_reason, incarnation=None, timeout=None) -> Any:
+    def set_paused_reason(self, name, paused_reason, incarnation=None, writer=None, timeout=None) -> Any:
         """Sets why the budget gate paused the session ("" clears it). (session/setPausedReason)"""
-        return self.call("session/setPausedReason", _timeout=timeout, name=name, paused_reason=paused_reason, incarnation=incarnation)
+        return self.call("session/setPausedReason", _timeout=timeout, name=name, paused_reason=paused_reason, incarnation=incarnation, writer=writer)
 
-    def set_budget(self, name, cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason, incarnation=None, timeout=None) -> Any:
+    def set_budget(self, name, cost_cap, token_cap, cohort_cost_cap, cohort_token_cap, paused_reason, incarnation=None, writer=None, timeout=None) -> Any:
         """Sets the four caps and the paused reason at once (0 means no cap). (session/setBudget)"""
-        return self.call("session/setBudget", _timeout=timeout, name=name, cost_cap=cost_cap, token_cap=token_cap, cohort_cost_cap=cohort_cost_cap, cohort_token_cap=cohort_token_cap, paused_reason=paused_reason, incarnation=incarnation)
+        return self.call("session/setBudget", _timeout=timeout, name=name, cost_cap=cost_cap, token_cap=token_cap, cohort_cost_cap=cohort_cost_cap, cohort_token_cap=cohort_token_cap, paused_reason=paused_reason, incarnation=incarnation, writer=writer)
 
-    def set_backend_target(self, name, vendor, cmd, modelId, incarnation=None, timeout=None) -> Any:
+    def set_backend_target(self, name, vendor, cmd, modelId, incarnation=None, writer=None, timeout=None) -> Any:
         """Switches vendor, cmd and model, and clears the resume token (it belonged to the old backend). (session/setBackendTarget)"""
-        return self.call("session/setBackendTarget", _timeout=timeout, name=name, vendor=vendor, cmd=cmd, modelId=modelId, incarnation=incarnation)
+        return self.call("session/setBackendTarget", _timeout=timeout, name=name, vendor=vendor, cmd=cmd, modelId=modelId, incarnation=incarnation, writer=writer)
 
-    def set_archived(self, name, archived, incarnation=None, timeout=None) -> Any:
+    def set_archived(self, name, archived, incarnation=None, writer=None, timeout=None) -> Any:
         """Archives or resumes a session (row, transcript and journal are kept). (session/setArchived)"""
-        return self.call("session/setArchived", _timeout=timeout, name=name, archived=archived, incarnation=incarnation)
+        return self.call("session/setArchived", _timeout=timeout, name=name, archived=archived, incarnation=incarnation, writer=writer)
 
     def infos(self, timeout=None) -> Any:
         """Every session with its last activity and usage, in one call, from memory (what a session list needs). (session/infos; returns its sessions)"""

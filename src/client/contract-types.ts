@@ -197,6 +197,10 @@ export interface MethodParams {
     };
     revision: number;
     epoch?: string | undefined;
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'state/applyDefaults': {
     home?: {
@@ -260,6 +264,10 @@ export interface MethodParams {
       cohort_token_cap?: GoInteger | undefined;
       paused_reason?: string | undefined;
     };
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'session/remove': {
     name: string;
@@ -274,11 +282,19 @@ export interface MethodParams {
     name: string;
     resumeToken: string;
     incarnation?: string | undefined;
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'session/setPausedReason': {
     name: string;
     paused_reason: string;
     incarnation?: string | undefined;
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'session/setBudget': {
     paused_reason: string;
@@ -288,6 +304,10 @@ export interface MethodParams {
     cohort_token_cap: GoInteger;
     name: string;
     incarnation?: string | undefined;
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'session/setBackendTarget': {
     name: string;
@@ -295,11 +315,19 @@ export interface MethodParams {
     cmd: string;
     modelId: string;
     incarnation?: string | undefined;
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'session/setArchived': {
     name: string;
     archived: boolean;
     incarnation?: string | undefined;
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'session/infos': Record<string, never> | undefined;
   'transcript/append': {

@@ -19,6 +19,7 @@ export const EXIT_CODES: readonly { code: number; help: string }[] = [
   { code: 0, help: 'done' },
   { code: 1, help: 'failed: the server answered an error, could not be reached or went away,\nthe state could not be opened, (tail) there is no such session,\nor (status) the server is unhealthy' },
   { code: 2, help: 'the command line is wrong (unknown command or flag, bad value)' },
+  { code: 3, help: '(serve) another process holds the state\'s lock: a server already\nserving it, or Herrscher\'s daemon' },
 ];
 
 function column(left: string, help: string, at = HELP_COLUMN): string {

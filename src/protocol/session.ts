@@ -1,7 +1,7 @@
 // session/*: the rows of state.json. Every mutation takes an optional `incarnation` guard.
 import * as z from 'zod';
 import { defineMethod } from './define.js';
-import { IncarnationGuard as Incarnation, SessionName as Name } from './fields.js';
+import { IncarnationGuard as Incarnation, SessionName as Name, WriterKey as Writer } from './fields.js';
 import { NewSession, Session, SessionInfo } from './model.js';
 
 const FoundChanged = z
@@ -16,7 +16,7 @@ export const sessionAdd = defineMethod({
   method: 'session/add',
   goName: 'AddSession',
   summary: 'Adds a session; assigns its id (s_<name>[_N]) when absent and always a fresh incarnation.',
-  params: () => z.strictObject({ session: NewSession }),
+  params: () => z.strictObject({ session: NewSession, writer: Writer }),
   result: () => z.object({ session: Session }),
   errors: ['SessionExists', 'StorageFailure', 'ShuttingDown'],
   mutates: true,
@@ -62,7 +62,7 @@ export const sessionSetResumeToken = defineMethod({
   method: 'session/setResumeToken',
   goName: 'SetResumeToken',
   summary: 'Sets the backend resume token.',
-  params: () => z.strictObject({ name: Name, resumeToken: z.string(), incarnation: Incarnation }),
+  params: () => z.strictObject({ name: Name, resumeToken: z.string(), incarnation: Incarnation, writer: Writer }),
   result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
@@ -73,7 +73,7 @@ export const sessionSetPausedReason = defineMethod({
   method: 'session/setPausedReason',
   goName: 'SetPausedReason',
   summary: 'Sets why the budget gate paused the session ("" clears it).',
-  params: () => z.strictObject({ name: Name, paused_reason: z.string(), incarnation: Incarnation }),
+  params: () => z.strictObject({ name: Name, paused_reason: z.string(), incarnation: Incarnation, writer: Writer }),
   result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
@@ -86,7 +86,7 @@ export const sessionSetBudget = defineMethod({
   method: 'session/setBudget',
   goName: 'SetBudget',
   summary: 'Sets the four caps and the paused reason at once (0 means no cap).',
-  params: () => z.strictObject({ name: Name, ...budget.shape, paused_reason: z.string(), incarnation: Incarnation }),
+  params: () => z.strictObject({ name: Name, ...budget.shape, paused_reason: z.string(), incarnation: Incarnation, writer: Writer }),
   result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
@@ -97,7 +97,7 @@ export const sessionSetBackendTarget = defineMethod({
   method: 'session/setBackendTarget',
   goName: 'SetBackendTarget',
   summary: 'Switches vendor, cmd and model, and clears the resume token (it belonged to the old backend).',
-  params: () => z.strictObject({ name: Name, vendor: z.string(), cmd: z.string(), modelId: z.string(), incarnation: Incarnation }),
+  params: () => z.strictObject({ name: Name, vendor: z.string(), cmd: z.string(), modelId: z.string(), incarnation: Incarnation, writer: Writer }),
   result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,
@@ -108,7 +108,7 @@ export const sessionSetArchived = defineMethod({
   method: 'session/setArchived',
   goName: 'SetArchived',
   summary: 'Archives or resumes a session (row, transcript and journal are kept).',
-  params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation }),
+  params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation, writer: Writer }),
   result: () => FoundChanged,
   errors: [...mutationErrors],
   mutates: true,

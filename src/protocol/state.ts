@@ -1,7 +1,7 @@
 // state/*: the top-level fields of state.json.
 import * as z from 'zod';
 import { defineMethod } from './define.js';
-import { SessionName } from './fields.js';
+import { SessionName, WriterKey } from './fields.js';
 import { HomeRef, StateDocument } from './model.js';
 
 const Changed = z.object({ changed: z.boolean().describe('false when the value was already set: nothing was written') });
@@ -31,6 +31,7 @@ export const stateSave = defineMethod({
     state: StateDocument.describe('The whole document. A row without an incarnation (or repeating an earlier one) gets a fresh one, as Go\'s Save; ids are written as given.'),
     revision: Revision.describe('The revision the document was read at (state/get, watch/subscribe or the feed).'),
     epoch: Epoch.optional().describe('The epoch of that revision (state/get, watch/subscribe). Given and not the current one: -32050, as a stale revision (a revision of an earlier run can equal one of this run). Omitted: the revision alone is compared.'),
+    writer: WriterKey,
   }),
   result: () => z.object({
     revision: Revision.describe('The revision now: the save\'s own commit, or unchanged when nothing changed.'),

@@ -32,7 +32,7 @@ export type MethodHandler<M extends MethodName> = (
 
 export type MethodHandlers = { [M in MethodName]: MethodHandler<M> };
 
-const guard = (p: { incarnation?: string | undefined }) => ({ incarnation: p.incarnation });
+const guard = (p: { incarnation?: string | undefined; writer?: { id: string; seq: number } | undefined }) => ({ incarnation: p.incarnation, writer: p.writer });
 
 /**
  * A read of the document, made after the store looked whether another process changed
@@ -63,7 +63,7 @@ export const handlers: MethodHandlers = {
   backup: (p, ctx) => ctx.backup(p.dest),
 
   'state/get': fresh((p, { store }) => ({ state: p.persisted ? store.getPersistedState() : store.getState(), revision: store.revision, epoch: store.epoch })),
-  'state/save': (p, { store }) => store.saveState(p.state, p.revision, p.epoch),
+  'state/save': (p, { store }) => store.saveState(p.state, p.revision, p.epoch, p.writer),
   'state/applyDefaults': fresh((p, { store }) => ({ state: store.applyDefaults(p) })),
   'state/setHome': (p, { store }) => store.setHome(p.home),
   'state/setWorkspace': (p, { store }) => store.setWorkspace(p.workspace),
@@ -74,7 +74,7 @@ export const handlers: MethodHandlers = {
   'state/sourceDir': fresh((_p, { store }) => ({ sourceDir: store.sourceDir() })),
   'state/qualifiedName': fresh((p, { store }) => ({ qualifiedName: store.qualifiedName(p.name) })),
 
-  'session/add': async (p, { store }) => ({ session: await store.addSession(p.session) }),
+  'session/add': async (p, { store }) => ({ session: await store.addSession(p.session, p.writer) }),
   'session/remove': (p, { store }) => store.removeSession(p.name, { purge: p.purge, ...guard(p) }),
   'session/find': fresh((p, { store }) => ({ session: store.findSession(p.name) })),
   'session/list': fresh((_p, { store }) => ({ sessions: store.listSessions() })),

@@ -15,9 +15,11 @@ import type { Doc, Outcome } from './state-document.js';
 import { backfill, emptyDocument, fromDecoded } from './state-document.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
+import type { FileStamp, KeyedAnswer, WriterKey } from './writer-sequences.js';
+import { WriterSequences } from './writer-sequences.js';
 
 /** What tells one state.json from another without reading it: null when there is none. */
-type Stamp = { ino: number; size: number; mtimeMs: number } | null;
+type Stamp = FileStamp;
 
 const sameStamp = (a: Stamp, b: Stamp): boolean =>
   a === b || (a !== null && b !== null && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs);
@@ -50,6 +52,8 @@ interface Pending {
   refused?: unknown;
   /** Written even unchanged when there is no file (a whole-document save, as Go's Save). */
   writeIfMissing?: boolean;
+  /** The write's idempotency key, recorded with its commit (writer-sequences.ts). */
+  key?: WriterKey | undefined;
 }
 
 /** Called after each commit with the documents before and after it, in commit order. */
@@ -73,12 +77,19 @@ export class StateStore {
   private readonly file: string;
   private readonly durability: Durability;
   private readonly log: StoreLog | undefined;
+  /** The idempotency keys of the document's writes, when the store keeps them. */
+  private readonly writers: WriterSequences | undefined;
 
-  private constructor({ io, file, durability, log }: { io: Io; file: string; durability: Durability; log: StoreLog | undefined }, doc: Doc, stamp: Stamp) {
+  private constructor(
+    { io, file, durability, log, writers }: { io: Io; file: string; durability: Durability; log: StoreLog | undefined; writers: WriterSequences | undefined },
+    doc: Doc,
+    stamp: Stamp,
+  ) {
     this.io = io;
     this.file = file;
     this.durability = durability;
     this.log = log;
+    this.writers = writers;
     this.committed = doc;
     this.head = doc;
     this.stamp = stamp;
@@ -89,10 +100,12 @@ export class StateStore {
    * one is an error naming the file and leaves it untouched; ids are backfilled in memory and
    * incarnations backfilled and persisted at once.
    */
-  static async load(io: Io, file: string, durability: Durability, log?: StoreLog): Promise<StateStore> {
+  static async load(io: Io, file: string, durability: Durability, log?: StoreLog, writersFile?: string): Promise<StateStore> {
     const { doc, stamp } = await readDocument(io, file);
+    // Before anything is written: the keys' table is judged against the file as the crash left it.
+    const writers = writersFile === undefined ? undefined : await WriterSequences.load(io, writersFile, stamp, durability === 'sync');
     const filled = backfill(doc);
-    const store = new StateStore({ io, file, durability, log }, filled.doc, stamp);
+    const store = new StateStore({ io, file, durability, log, writers }, filled.doc, stamp);
     if (filled.persist) {
       try {
         await store.persist(filled.doc);
@@ -170,7 +183,26 @@ export class StateStore {
    * decided again if a mutation before it fails (refused against the head, a session/add behind
    * one whose write failed was answered "exists", where one at a time it was added).
    */
-  mutate<R>(apply: (doc: Doc) => Outcome<R>, { writeIfMissing = false }: { writeIfMissing?: boolean } = {}): Promise<R> {
+  mutate<R>(apply: (doc: Doc) => Outcome<R>, opts: { writeIfMissing?: boolean; key?: WriterKey | undefined } = {}): Promise<R> {
+    const { key } = opts;
+    if (key === undefined || this.writers === undefined) return this.mutateOnce(apply, opts);
+    const answered = this.writers.answered(key);
+    if (answered) return Promise.resolve(answered.answer as R);
+    return (this.writers.pending(key) as Promise<R> | undefined) ?? this.writers.track(key, this.mutateOnce(apply, opts));
+  }
+
+  /**
+   * The answer of the write with `key` when it was already applied (in the file, or accepted and
+   * waited for here), else undefined: a write sent again is answered as the first was.
+   */
+  async priorAnswer(key: WriterKey | undefined): Promise<{ answer: unknown } | undefined> {
+    if (key === undefined || this.writers === undefined) return undefined;
+    const pending = this.writers.pending(key);
+    if (pending) return { answer: await pending };
+    return this.writers.answered(key);
+  }
+
+  private mutateOnce<R>(apply: (doc: Doc) => Outcome<R>, { writeIfMissing = false, key }: { writeIfMissing?: boolean; key?: WriterKey | undefined }): Promise<R> {
     let out: Outcome<R>;
     try {
       out = apply(this.head);
@@ -181,7 +213,7 @@ export class StateStore {
     }
     const changed = out.doc !== this.head;
     if (!changed && this.queue.idle && !(writeIfMissing && this.missing())) return Promise.resolve(out.result);
-    const p: Pending = { apply, result: out.result, changed, writeIfMissing };
+    const p: Pending = { apply, result: out.result, changed, writeIfMissing, key };
     this.head = out.doc;
     return this.queue.push(p).then(() => p.result as R);
   }
@@ -220,7 +252,7 @@ export class StateStore {
           snapshot = this.head;
           this.applyAll(this.queue.waiting());
         }
-        if (write()) await this.persist(snapshot);
+        if (write()) await this.persistWithKeys(snapshot, batch);
       }
     } catch (err) {
       // Nothing of this batch is in the file: the mutations queued behind it are re-applied onto
@@ -254,6 +286,16 @@ export class StateStore {
         p.changed = false;
       }
     }
+  }
+
+  /** Writes `doc`, after the table of the keys its batch applies (writer-sequences.ts: durable with it). */
+  private async persistWithKeys(doc: Doc, batch: Pending[]): Promise<void> {
+    const keyed: KeyedAnswer[] = [];
+    for (const p of batch) if (p.key && p.changed && p.refused === undefined) keyed.push({ key: p.key, answer: p.result });
+    const writers = keyed.length > 0 || this.writers?.needsWrite ? this.writers : undefined;
+    await writers?.prepare(keyed, this.stamp);
+    await this.persist(doc);
+    writers?.committed(keyed);
   }
 
   private async persist(doc: Doc): Promise<void> {

@@ -25,13 +25,15 @@ import { StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
-import type { Page, SeqMark } from './transcript.js';
+import type { ForwardCursor, ForwardPage, Page, SeqMark } from './transcript.js';
 import { Transcript } from './transcript.js';
 import { metaRel } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
 import { replayWal, walRelIn, WriteAheadLog } from './wal.js';
 import { adoptSharedSideFiles } from './side-files.js';
+import type { WriterKey } from './writer-sequences.js';
+import { WRITERS_FILE } from './writer-sequences.js';
 import type { BackupSource } from './backup.js';
 import { zeroUsage } from './usage.js';
 
@@ -74,6 +76,8 @@ export interface StoreEvents {
 /** The guard every session-scoped mutation accepts: refuse unless the row is this lifetime. */
 export interface Guard {
   incarnation?: string;
+  /** The write's idempotency key: one already applied is answered as it was (writer-sequences.ts). */
+  writer?: WriterKey | undefined;
 }
 
 /** What an append accepts beyond the guard. */
@@ -219,7 +223,7 @@ export class Store {
         for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
         await marks.save();
       }, { rel: walRelIn(paths.side) });
-      const state = await StateStore.load(io, paths.statePath, durability, log);
+      const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE));
       const id = state.document.instanceID ?? '';
       if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
         // Written by another writer (Go checks nothing): served all the same, on the socket without it.
@@ -313,8 +317,11 @@ export class Store {
    * has not seen. Resolves with the save's own revision (unchanged when nothing changed). When
    * there is no file, it is written even if nothing changed, as Go's Save writes it.
    */
-  async saveState(doc: Doc, revision: number, epoch?: string): Promise<{ revision: number; changed: boolean }> {
+  async saveState(doc: Doc, revision: number, epoch?: string, writer?: WriterKey): Promise<{ revision: number; changed: boolean }> {
     this.assertOpen();
+    // Sent again once applied: answered as it was, before the revision (its own commit moved it) is compared.
+    const prior = await this.state.priorAnswer(writer);
+    if (prior) return { revision: this.revisionCount, changed: (prior.answer as { changed: boolean }).changed };
     // A file changed by hand since the caller read it is a newer revision: the save is refused.
     await this.state.refresh();
     while (this.state.pendingDocument !== this.state.document) {
@@ -341,7 +348,7 @@ export class Store {
       }
       return docs.replaceDocument(d, doc);
       // As Go's Save, a save writes the file even when nothing changed if there is none (NewState + Save).
-    }, { writeIfMissing: true }).finally(() => this.savesInFlight--);
+    }, { writeIfMissing: true, key: writer }).finally(() => this.savesInFlight--);
     return { revision: this.revisionCount, changed };
   }
 
@@ -395,9 +402,9 @@ export class Store {
   // ---- sessions --------------------------------------------------------------------------
 
   /** Adds a session (Herrscher's name rule enforced) with its id and a fresh incarnation. */
-  async addSession(session: NewSession): Promise<Session> {
+  async addSession(session: NewSession, writer?: WriterKey): Promise<Session> {
     assertSessionName(session.name);
-    return (await this.changingRow(session.name, this.mutate((d) => docs.addSession(d, session)))).session;
+    return (await this.changingRow(session.name, this.mutate((d) => docs.addSession(d, session), { key: writer }))).session;
   }
 
   /**
@@ -493,6 +500,11 @@ export class Store {
     return this.withTranscript(name, (t) => t.page(opts));
   }
 
+  /** Entries of `name` from seq `from` on, a bounded page at a time (Transcript.pageFrom). */
+  async readTranscriptFrom(name: string, from: number, bounds: { limit: number; maxBytes: number }, cursor?: ForwardCursor): Promise<ForwardPage> {
+    return this.withTranscript(name, (t) => t.pageFrom(from, bounds, cursor));
+  }
+
   /** Usage over every entry ever appended under `name`, compacted ones included. */
   async transcriptUsage(name: string): Promise<Usage> {
     return this.withTranscript(name, (t) => t.usage());
@@ -534,7 +546,7 @@ export class Store {
   // ---- internals -------------------------------------------------------------------------
 
   // async so a refusal (closed, bad name) rejects, never throws; the body still enqueues synchronously.
-  private async mutate<R>(apply: (d: Doc) => docs.Outcome<R>, opts: { writeIfMissing?: boolean } = {}): Promise<R> {
+  private async mutate<R>(apply: (d: Doc) => docs.Outcome<R>, opts: { writeIfMissing?: boolean; key?: WriterKey | undefined } = {}): Promise<R> {
     this.assertOpen();
     return this.noted(this.state.mutate(apply, opts));
   }
@@ -568,7 +580,7 @@ export class Store {
     return this.mutate((d) => {
       docs.checkIncarnation(d, name, guard.incarnation);
       return docs.patchSession(d, name, patch);
-    });
+    }, { key: guard.writer });
   }
 
   private assertOpen(): void {

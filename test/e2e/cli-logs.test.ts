@@ -65,7 +65,7 @@ test('a state dir another server holds gets one line saying to stop it or pass a
   // start is the subject, so it is spawned.
   const first = await startServer(t);
   const got = await runToEnd(['serve', '--state', first.state, '--socket', path.join(first.dir, 'b.sock')]);
-  assert.equal(got.code, 1);
+  assert.equal(got.code, 3, 'the lock-held code, which a program starting servers keys on');
   assert.equal(got.stderr.split('\n').filter(Boolean).length, 1, got.stderr);
   assert.match(got.stderr, new RegExp(`\\(pid ${process.pid}\\);.*stop that process, or pass another --state\\n$`));
   await closeClean(first);

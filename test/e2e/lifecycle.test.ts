@@ -224,13 +224,13 @@ test('a socket path longer than a unix socket allows is refused with a clear mes
   assert.equal(existsSync(socket), false);
 });
 
-test('a second server on the same state exits 1 naming the first one\'s pid', { timeout: TIMEOUT }, async (t) => {
+test('a second server on the same state exits 3 naming the first one\'s pid', { timeout: TIMEOUT }, async (t) => {
   // The first server is this test process (it holds the lock once open); the second is spawned.
   const first = await startServer(t);
   const { dir } = first;
   const rpc = await first.raw('ndjson');
   const second = runCli(t, ['serve', '--socket', path.join(dir, 'second.sock'), '--state', first.state]);
-  assert.deepEqual(await second.exited, { code: 1, signal: null });
+  assert.deepEqual(await second.exited, { code: 3, signal: null });
   assert.match(second.stderr(), new RegExp(`\\bpid ${process.pid}\\b`));
   assert.equal(existsSync(path.join(dir, 'second.sock')), false, 'the refused server made no socket');
   assert.deepEqual(await rpc.call('state/setWorkspace', { workspace: '/w' }), { changed: true }, 'the first server still serves');

@@ -34,7 +34,7 @@ func TestEveryReadShowsAnotherProcessesChange(t *testing.T) {
 	defer other.Close()
 	barrier := func() {
 		t.Helper()
-		if err := serverFor(st.path).call(func(ctx context.Context, c *stateclient.Client) error {
+		if err := connectionFor(st.path).call(ctx, readCall, func(ctx context.Context, c *stateclient.Client) error {
 			_, err := c.Status(ctx)
 			return err
 		}); err != nil {

@@ -2,8 +2,11 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -19,6 +22,11 @@ import (
 // dial or a wait for an answer, so a read of the replica never waits behind a write in flight.
 type connection struct {
 	statePath string
+	// writerID and writeSeq make the idempotency key of each document write (state/save, the
+	// session setters): a write sent again after its connection ended without an answer keeps
+	// its key, and the server answers it as it did if it was applied (never twice).
+	writerID string
+	writeSeq uint64
 
 	mu     sync.Mutex
 	client *stateclient.Client
@@ -35,6 +43,7 @@ type connection struct {
 	// announced yet. version counts every change of remote (States compare it).
 	remote    document
 	remoteRev int
+	remoteRun string
 	version   uint64
 	// applying is the revision whose feed events are being applied (one commit announces
 	// several); stale: the feed announced what it cannot describe, read state/get again.
@@ -87,7 +96,7 @@ func connectionFor(statePath string) *connection {
 	defer serversMu.Unlock()
 	cn := servers[statePath]
 	if cn == nil {
-		cn = &connection{statePath: statePath}
+		cn = &connection{statePath: statePath, writerID: newWriterID()}
 		servers[statePath] = cn
 	}
 	return cn
@@ -449,12 +458,15 @@ type getParams struct {
 type getResult struct {
 	State    document `json:"state"`
 	Revision int      `json:"revision"`
+	// Run is the server run's epoch: a save names it, so a save sent again to another run
+	// of the server cannot match a revision of that run by chance.
+	Run string `json:"epoch"`
 }
 
 // installLocked makes a document read from the server (state/get) the replica, then applies
 // the events that came after it (mu held).
 func (cn *connection) installLocked(r getResult) {
-	cn.remote, cn.remoteRev, cn.applying, cn.readRev = r.State, r.Revision, 0, r.Revision
+	cn.remote, cn.remoteRev, cn.applying, cn.readRev, cn.remoteRun = r.State, r.Revision, 0, r.Revision, r.Run
 	cn.loaded, cn.stale = true, false
 	cn.version++
 	cn.drainLocked()
@@ -463,8 +475,9 @@ func (cn *connection) installLocked(r getResult) {
 // replica is what current gives a State.
 type replica struct {
 	doc     document
-	rev     int // the server revision a save must name
-	epoch   int // the connection rev belongs to
+	rev     int    // the server revision a save must name
+	run     string // the server run rev belongs to (state/get's epoch)
+	epoch   int    // the connection rev belongs to
 	version uint64
 }
 
@@ -516,7 +529,7 @@ func (cn *connection) current(ctx context.Context, knownVersion uint64) (r repli
 
 // replicaLocked is the replica for a State that has knownVersion (mu held).
 func (cn *connection) replicaLocked(knownVersion uint64) (replica, bool) {
-	r := replica{rev: cn.remoteRev, epoch: cn.epoch, version: cn.version}
+	r := replica{rev: cn.remoteRev, run: cn.remoteRun, epoch: cn.epoch, version: cn.version}
 	same := cn.version == knownVersion
 	if !same {
 		r.doc = cn.remote.clone()
@@ -524,30 +537,57 @@ func (cn *connection) replicaLocked(knownVersion uint64) (replica, bool) {
 	return r, same
 }
 
-// callOn runs a write f on the connection of epoch within ctx; errStale when that connection
-// is gone (a revision of another server process means nothing to the new one), or when the
-// server said it is stopping (nothing was taken: the caller builds the write again for the
-// next server). A write whose connection ended without an answer is not sent again: it may
-// have been applied.
+// newWriterID is a random writer id for the idempotency keys (16 bytes, hex).
+func newWriterID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// No randomness: a time-based id still tells this process's writes from another's.
+		return fmt.Sprintf("t%x-%x", time.Now().UnixNano(), os.Getpid())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// nextKey is the idempotency key of one new write.
+func (cn *connection) nextKey() *stateclient.WriterKey {
+	return &stateclient.WriterKey{ID: cn.writerID, Seq: int(atomic.AddUint64(&cn.writeSeq, 1))}
+}
+
+// callOn runs a keyed write f (its key chosen by the caller, the same for every sending) on the
+// connection of epoch within ctx; errStale when that connection is gone before it was sent (a
+// revision of another server process means nothing to the new one), or when the server said it
+// is stopping (nothing was taken: the caller builds the write again, with a new key). A write
+// whose connection ended without an answer is sent again with the same key on the next
+// connection, within the same deadline: the server answers it as it did if it was applied.
 func (cn *connection) callOn(ctx context.Context, epoch int, f func(ctx context.Context, c *stateclient.Client) error) error {
-	l, err := cn.use(ctx)
-	if err != nil {
-		return err
-	}
-	if l.epoch != epoch {
+	var err error
+	for sent := 0; sent < maxResends; sent++ {
+		var l lease
+		l, err = cn.use(ctx)
+		if err != nil {
+			return err
+		}
+		if sent == 0 && l.epoch != epoch {
+			l.release()
+			return errStale
+		}
+		if h := writeSentHook; h != nil {
+			h()
+		}
+		err = f(ctx, l.client)
 		l.release()
-		return errStale
-	}
-	if h := writeSentHook; h != nil {
-		h()
-	}
-	err = f(ctx, l.client)
-	l.release()
-	if errors.Is(err, stateclient.ErrShuttingDown) && cn.resend(ctx, writeCall, l.client, err) {
-		return errStale
-	}
-	if errors.Is(err, stateclient.ErrClosed) {
+		if errors.Is(err, stateclient.ErrShuttingDown) && cn.resend(ctx, writeCall, l.client, err) {
+			return errStale
+		}
+		if !errors.Is(err, stateclient.ErrClosed) {
+			if sent > 0 && err == nil {
+				cn.reload() // answered by another connection: read the document again
+			}
+			return bounded(ctx, cn.statePath, err)
+		}
 		cn.dropped(l.client)
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	return bounded(ctx, cn.statePath, err)
 }

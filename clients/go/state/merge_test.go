@@ -30,6 +30,9 @@ func otherProcess(t *testing.T, step, path string) {
 // runOtherProcess is the other process: each step's writes must all be acknowledged.
 func runOtherProcess(arg string) int {
 	step, path, _ := strings.Cut(arg, " ")
+	if id := strings.TrimPrefix(step, "writer:"); id != step {
+		return writerProcess(id, path)
+	}
 	defer closeAll()
 	st, err := LoadState(path)
 	if err != nil {

@@ -74,7 +74,7 @@ func (s *State) sync(ctx context.Context) error {
 func (s *State) adoptLocked(r replica, same bool) {
 	if same {
 		if r.version == s.baseVersion {
-			s.baseRev, s.baseEpoch = r.rev, r.epoch
+			s.baseRev, s.baseRun, s.baseEpoch = r.rev, r.run, r.epoch
 		}
 		return
 	}
@@ -84,7 +84,7 @@ func (s *State) adoptLocked(r replica, same bool) {
 	// r.doc is this call's own copy: it becomes base, and show copies what the fields get.
 	cur, conflicts := merge(s.base, s.fieldsView(), r.doc)
 	reportConflicts(s.path, conflicts)
-	s.base, s.baseVersion, s.baseRev, s.baseEpoch = r.doc, r.version, r.rev, r.epoch
+	s.base, s.baseVersion, s.baseRev, s.baseRun, s.baseEpoch = r.doc, r.version, r.rev, r.run, r.epoch
 	s.show(cur)
 }
 
@@ -100,8 +100,10 @@ func (s *State) read() {
 }
 
 type saveParams struct {
-	State    document `json:"state"`
-	Revision int      `json:"revision"`
+	State    document               `json:"state"`
+	Revision int                    `json:"revision"`
+	Run      string                 `json:"epoch,omitempty"`
+	Writer   *stateclient.WriterKey `json:"writer,omitempty"`
 }
 
 type saveResult struct {
@@ -129,15 +131,16 @@ func (s *State) mutateWithin(ctx context.Context, op func(d *document) (save boo
 		}
 		s.mu.Lock()
 		next := s.fields()
-		cn, rev, epoch := s.srv, s.baseRev, s.baseEpoch
+		cn, rev, run, epoch := s.srv, s.baseRev, s.baseRun, s.baseEpoch
 		save, err := op(&next)
 		s.mu.Unlock()
 		if err != nil || !save {
 			return err
 		}
 		var r saveResult
+		params := saveParams{State: next, Revision: rev, Run: run, Writer: cn.nextKey()}
 		err = cn.callOn(ctx, epoch, func(ctx context.Context, c *stateclient.Client) error {
-			return c.Call(ctx, "state/save", saveParams{State: next, Revision: rev}, &r)
+			return c.Call(ctx, "state/save", params, &r)
 		})
 		if errors.Is(err, errStale) {
 			continue
@@ -330,7 +333,7 @@ func rowIndex(rows []Session, name string) int {
 // can never conflict with it); with edits, the whole document is saved, as Go does. A
 // connection that changed under it is tried again, a bounded number of times within the
 // call's deadline.
-func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx context.Context, c *stateclient.Client) error) error {
+func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error) error {
 	ctx, cancel := callContext()
 	defer cancel()
 	for attempt := 0; attempt < maxSaveAttempts; attempt++ {
@@ -361,7 +364,8 @@ func (s *State) setRow(name string, set func(r *Session) bool, call func(ctx con
 		}
 		cn, epoch := s.srv, s.baseEpoch
 		s.mu.Unlock()
-		err := cn.callOn(ctx, epoch, call)
+		key := cn.nextKey()
+		err := cn.callOn(ctx, epoch, func(ctx context.Context, c *stateclient.Client) error { return call(ctx, c, key) })
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -398,8 +402,8 @@ func (s *State) SetResumeToken(name, token string) error {
 		}
 		r.ResumeToken = token
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetResumeToken(ctx, name, token)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetResumeToken(ctx, name, token, stateclient.SetResumeTokenOptions{Writer: key})
 		return err
 	})
 }
@@ -413,8 +417,8 @@ func (s *State) SetPausedReason(name, reason string) error {
 		}
 		r.PausedReason = reason
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetPausedReason(ctx, name, reason)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetPausedReason(ctx, name, reason, stateclient.SetPausedReasonOptions{Writer: key})
 		return err
 	})
 }
@@ -428,8 +432,8 @@ func (s *State) SetArchived(name string, archived bool) error {
 		}
 		r.Archived = archived
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetArchived(ctx, name, archived)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetArchived(ctx, name, archived, stateclient.SetArchivedOptions{Writer: key})
 		return err
 	})
 }
@@ -440,8 +444,8 @@ func (s *State) SetBudget(name string, costCap float64, tokenCap uint64, cohortC
 	return s.setRow(name, func(r *Session) bool {
 		r.CostCap, r.TokenCap, r.CohortCostCap, r.CohortTokenCap, r.PausedReason = costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetBudget(ctx, name, costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetBudget(ctx, name, costCap, tokenCap, cohortCostCap, cohortTokenCap, pausedReason, stateclient.SetBudgetOptions{Writer: key})
 		return err
 	})
 }
@@ -458,8 +462,8 @@ func (s *State) SetBackendTarget(name, vendor, cmd, modelID string) bool {
 		found = true
 		r.Vendor, r.Cmd, r.ModelID, r.ResumeToken = vendor, cmd, modelID, ""
 		return true
-	}, func(ctx context.Context, c *stateclient.Client) error {
-		_, err := c.SetBackendTarget(ctx, name, vendor, cmd, modelID)
+	}, func(ctx context.Context, c *stateclient.Client, key *stateclient.WriterKey) error {
+		_, err := c.SetBackendTarget(ctx, name, vendor, cmd, modelID, stateclient.SetBackendTargetOptions{Writer: key})
 		return err
 	})
 	if err != nil && found {

@@ -98,6 +98,7 @@ type State struct {
 	// server revision a save names, on the connection baseEpoch.
 	baseVersion uint64
 	baseRev     int
+	baseRun     string // the server run baseRev belongs to
 	baseEpoch   int
 	// defaults is the ApplyDefaults overlay: shown in the fields, never saved.
 	defaults overlay
