@@ -115,7 +115,7 @@ class InvalidRequest(StateError):
 
 
 class MethodNotFound(StateError):
-    """-32601: No such method."""
+    """-32601: No such method; data.suggestions lists the nearest method names."""
     code = -32601
 
 
