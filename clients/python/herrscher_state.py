@@ -115,7 +115,7 @@ class InvalidRequest(StateError):
 
 
 class MethodNotFound(StateError):
-    """-32601: No such method."""
+    """-32601: No such method; data.suggestions lists the nearest method names."""
     code = -32601
 
 
@@ -1013,8 +1013,8 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
         except OSError as e:
             s.close()
             if state:
-                raise NoServer("no server for %s: nothing answers at %s: %s" % (state, path, e)) from e
-            raise NoServer("no server at %s: %s" % (path, e)) from e
+                raise NoServer("no server for %s: nothing answers at %s: %s; start one with `herrscher-state serve --state %s`" % (state, path, e, state)) from e
+            raise NoServer("no server at %s: %s; start one with `herrscher-state serve --socket %s`" % (path, e, path)) from e
         s.settimeout(None)
         return s.makefile("rb"), _SocketWriter(s)
 
@@ -1026,7 +1026,7 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
         except (StateError, ConnectionClosed, TimeoutError, OSError, KeyError, TypeError) as e:
             raise NoServer("no server for %s: the server did not say which state it serves: %s" % (state, e)) from e
         if _real_state_path(served) != _real_state_path(str(state)):
-            raise NoServer("no server for %s: the server found serves %s; nothing but initialize was sent to it" % (state, served))
+            raise NoServer("no server for %s: the server found serves %s; nothing but initialize was sent to it; start one with `herrscher-state serve --state %s`" % (state, served, state))
 
     if reconnect is True:
         options: Optional[Dict[str, Any]] = {}
