@@ -34,6 +34,7 @@ import { replayWal, walRelIn, WriteAheadLog } from './wal.js';
 import { adoptSharedSideFiles } from './side-files.js';
 import type { WriterKey } from './writer-sequences.js';
 import { WRITERS_FILE } from './writer-sequences.js';
+import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
 import type { BackupSource } from './backup.js';
 import { zeroUsage } from './usage.js';
 
@@ -99,6 +100,7 @@ interface StoreParts {
   log: StoreLog;
   wal: WriteAheadLog | undefined;
   marks: HighWater;
+  appendKeys: AppendKeys;
   health: StorageHealth;
   /** How many idle names keep their Transcript and Participants objects. */
   cachedNames: number;
@@ -139,6 +141,8 @@ export class Store {
   private readonly log: StoreLog;
   private readonly wal: WriteAheadLog | undefined;
   private readonly marks: HighWater;
+  /** The idempotency keys of transcript appends (append-keys.ts). */
+  private readonly appendKeys: AppendKeys;
   /** This state file's side folder, relative to dir (paths.ts, sideOf). */
   private readonly side: string;
 
@@ -153,6 +157,7 @@ export class Store {
     this.log = parts.log;
     this.wal = parts.wal;
     this.marks = parts.marks;
+    this.appendKeys = parts.appendKeys;
     this.side = parts.side;
     const { state, log, cachedNames } = parts;
     const hasRow = (name: string): boolean => docs.findSession(this.state.pendingDocument, name) !== undefined;
@@ -223,6 +228,8 @@ export class Store {
         for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
         await marks.save();
       }, { rel: walRelIn(paths.side) });
+      // After the replay: a key counts only if its append's bytes are in the file.
+      const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE));
       const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE));
       const id = state.document.instanceID ?? '';
       if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
@@ -238,7 +245,7 @@ export class Store {
       }
       return new Store({
         statePath: paths.statePath, dir: paths.dir, side: paths.side, state, io, durability, lock: bothLocks(serverLock, lock), log, wal,
-        marks, health, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
+        marks, appendKeys, health, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
       });
     } catch (err) {
       serverLock?.release();
@@ -257,6 +264,7 @@ export class Store {
     this.closing ??= (async () => {
       await this.flush();
       await Promise.all([this.transcripts.close(), this.journals.close()]);
+      await this.appendKeys.close();
       // Every file synced and the log emptied: a clean stop leaves nothing to replay (a failure is logged).
       await this.wal?.close();
       try {
@@ -484,7 +492,8 @@ export class Store {
 
   /** Appends one entry to a session's transcript (refused without a session row unless asked); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, opts: AppendOptions = {}): Promise<number> {
-    return this.noted(this.forAppend(name, opts, () => this.transcripts.use(name, (t) => t.append(entry), { writes: true })));
+    return this.appendKeys.keyed(opts.writer, (key) =>
+      this.noted(this.forAppend(name, opts, () => this.transcripts.use(name, (t) => t.append(entry, key), { writes: true }))));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
@@ -662,7 +671,7 @@ export class Store {
     const meta = metaRel(name, this.side);
     return new Transcript({
       io: this.io, file: path.join(this.dir, rel), rel, metaFile: path.join(this.dir, meta), metaRelPath: meta,
-      durability: this.durability, log: this.log, wal: this.wal, mark: this.seqMark(name),
+      durability: this.durability, log: this.log, wal: this.wal, mark: this.seqMark(name), keys: this.appendKeys,
       onAppend: (seq, entry) => {
         for (const l of this.listeners) l.transcriptAppended?.(name, seq, entry);
       },
