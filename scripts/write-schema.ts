@@ -8,6 +8,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CLIENT_TYPES_FILE, clientTypesSource } from './client-types-gen.js';
 import { type Contract, derivedFiles, TYPES_DIR } from './derived-files.js';
 
 type Json = Record<string, unknown>;
@@ -23,6 +24,8 @@ const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'ut
 
 const contract: Contract = { doc: openRpcDocument(version), types: typeSchemas(), errorCodes: ErrorCodes, errorDescriptions: ErrorDescriptions, methods: methodList };
 const files = derivedFiles(contract, (rel) => readFileSync(path.join(root, rel), 'utf8'));
+// The typed client's plain types: the TypeScript compiler's reading of the contract's own source.
+files[CLIENT_TYPES_FILE] = clientTypesSource(protocolDir);
 
 const typesDir = path.join(root, TYPES_DIR);
 mkdirSync(typesDir, { recursive: true });

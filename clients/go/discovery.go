@@ -43,6 +43,10 @@ type DialOptions struct {
 	// stays nil until it gives up (MaxAttempts) or Close. Each new connection is found by the
 	// rule again and, with State, asked initialize first.
 	Reconnect *ReconnectOptions
+
+	// waiting, when set, is told each time Wait found no server, before it waits: a test's
+	// sign that the Dial is now waiting for one.
+	waiting func(error)
 }
 
 // Source tells which step of the rule chose a socket.
@@ -231,6 +235,9 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 		// Something at the path that is no socket is not waited on: a server never replaces it.
 		if err == nil || !o.Wait || !errors.Is(err, ErrNoServer) || errors.Is(err, syscall.ENOTSOCK) {
 			return c, err
+		}
+		if o.waiting != nil {
+			o.waiting(err)
 		}
 		t := time.NewTimer(delay)
 		select {

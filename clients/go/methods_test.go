@@ -3,6 +3,8 @@ package stateclient
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -37,6 +39,15 @@ func exerciseAll(t *testing.T, c *Client, statePath string) map[string]bool {
 	call("SetHome")
 	if !must(c.SetHome(ctx, HomeRef{ID: "987", Type: "category"}))(t) {
 		t.Fatal("setHome changed nothing")
+	}
+	call("Backup")
+	dest := filepath.Join(t.TempDir(), "backup")
+	bk := must(c.Backup(ctx, dest))(t)
+	if bk.Dest != dest || bk.Files != 1 || bk.Revision != 1 {
+		t.Fatalf("backup: %+v", bk)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "backup-manifest.json")); err != nil {
+		t.Fatalf("backup: %v", err)
 	}
 	call("SetWorkspace")
 	must(c.SetWorkspace(ctx, "/w"))(t)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,11 +42,18 @@ func TestDialWaitsForAServerToListen(t *testing.T) {
 		err error
 	}
 	done := make(chan dialed, 1)
+	waiting := make(chan struct{})
+	var once sync.Once
 	go func() {
-		c, err := Dial(ctx, DialOptions{Socket: sock, Wait: true})
+		c, err := Dial(ctx, DialOptions{Socket: sock, Wait: true, waiting: func(error) { once.Do(func() { close(waiting) }) }})
 		done <- dialed{c, err}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// The server starts once the Dial has found none and waits: it must try again.
+	select {
+	case <-waiting:
+	case d := <-done:
+		t.Fatalf("the Dial returned before any server listened: %v", d.err)
+	}
 	startFakeServerAt(t, sock, "echo")
 	d := <-done
 	if d.err != nil {

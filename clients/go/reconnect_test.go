@@ -7,6 +7,8 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,12 +31,16 @@ func startRestartable(t *testing.T) *restartable {
 	return r
 }
 
-func (r *restartable) start() {
+func (r *restartable) start() { r.startAt(r.socket) }
+
+// startAt serves the state on socket: another one than r.socket is one its clients do not
+// dial, so what is done there is done while they are away.
+func (r *restartable) startAt(socket string) {
 	t := r.t
 	t.Helper()
 	command := serverCommand(t)
 	r.stderr = &lockedBuffer{}
-	r.cmd = exec.Command(command[0], append(append(command[1:], "serve", "--state", r.state, "--socket", r.socket), serveArgs...)...)
+	r.cmd = exec.Command(command[0], append(append(command[1:], "serve", "--state", r.state, "--socket", socket), serveArgs...)...)
 	r.cmd.Stderr = r.stderr
 	r.cmd.Env = testEnv(t)
 	if err := r.cmd.Start(); err != nil {
@@ -48,7 +54,7 @@ func (r *restartable) start() {
 	}(r.cmd)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if conn, err := net.Dial("unix", r.socket); err == nil {
+		if conn, err := net.Dial("unix", socket); err == nil {
 			conn.Close()
 			if rec, _ := ReadServerRecord(r.state); rec != nil && rec.Pid == r.cmd.Process.Pid {
 				return
@@ -70,6 +76,24 @@ func (r *restartable) start() {
 func (r *restartable) stop() {
 	_ = r.cmd.Process.Kill()
 	<-r.exited
+}
+
+// waitLost returns once c knows its connection is gone (it is reconnecting).
+func waitLost(t *testing.T, c *Client) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c.mu.Lock()
+		lost := c.reconnecting
+		c.mu.Unlock()
+		if lost {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client never noticed the server had gone")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestAWatcherSeesEveryAcknowledgedAppendOnceInOrderAcrossARestart(t *testing.T) {
@@ -192,12 +216,23 @@ func TestAWatcherSeesEveryAcknowledgedAppendOnceInOrderAcrossARestart(t *testing
 	if fmt.Sprint(ackedSeen) != fmt.Sprint(acked) {
 		t.Fatalf("acknowledged %v, saw %v of them", acked, ackedSeen)
 	}
-	select {
-	case ev := <-watch.Events():
-		if _, ok := ev.(*TranscriptDidAppendParams); ok {
-			t.Fatalf("one more append than the file holds: %+v", ev)
+	// Nothing more: the next append seen is one made now (events come in commit order).
+	must(writer.AppendTranscript(ctx, "r", TranscriptEntry{Ts: "2026-01-01T00:00:00Z", Role: "user", Text: "marker"}))(t)
+	for {
+		select {
+		case ev, ok := <-watch.Events():
+			if !ok {
+				t.Fatalf("the watch ended: %v", watch.Err())
+			}
+			if e, ok := ev.(*TranscriptDidAppendParams); ok {
+				if e.Entry.Text != "marker" {
+					t.Fatalf("one more append than the file holds: %+v", e)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the marker append was never seen")
 		}
-	case <-time.After(300 * time.Millisecond):
 	}
 }
 
@@ -221,8 +256,8 @@ func TestAWatcherOfEverySessionSeesWhatSessionsItSawNothingOfGotWhileItWasAway(t
 		must(setup.AppendTranscript(ctx, "old", entry(fmt.Sprintf("before%d", i))))(t)
 	}
 	setup.Close()
-	// It comes back only after the writer below has appended (its first try after ~0.8-1.2 s).
-	reader, err := Dial(ctx, DialOptions{Socket: srv.socket, Reconnect: &ReconnectOptions{InitialDelay: time.Second, MaxDelay: time.Second}})
+	fast := &ReconnectOptions{InitialDelay: 20 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
+	reader, err := Dial(ctx, DialOptions{Socket: srv.socket, Reconnect: fast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,33 +268,44 @@ func TestAWatcherOfEverySessionSeesWhatSessionsItSawNothingOfGotWhileItWasAway(t
 	}
 	defer watch.Close()
 	srv.stop()
+	waitLost(t, reader)
+	// The writes while it is away, on a run it does not dial; then the run it comes back to.
+	away := filepath.Join(filepath.Dir(srv.socket), "away.sock")
+	srv.startAt(away)
+	writer, err := Dial(ctx, DialOptions{Socket: away})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(writer.AddSession(ctx, Session{Name: "c"}))(t)
+	must(writer.AppendTranscript(ctx, "c", entry("while-away")))(t)
+	must(writer.AppendTranscript(ctx, "old", entry("old-while-away")))(t)
+	writer.Close()
+	srv.stop()
 	srv.start()
-	writer, err := Dial(ctx, DialOptions{Socket: srv.socket})
+	must(reader.Status(ctx))(t) // a call waits until the watch is subscribed again
+	writer, err = Dial(ctx, DialOptions{Socket: srv.socket})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer writer.Close()
-	must(writer.AddSession(ctx, Session{Name: "c"}))(t)
-	must(writer.AppendTranscript(ctx, "c", entry("while-away")))(t)
-	must(writer.AppendTranscript(ctx, "old", entry("old-while-away")))(t)
-	seen := map[string]bool{}
+	must(writer.AppendTranscript(ctx, "old", entry("marker")))(t)
 	var all []string
-	for len(seen) < 2 {
+	for len(all) == 0 || !strings.HasSuffix(all[len(all)-1], ":marker") {
 		select {
 		case ev, ok := <-watch.Events():
 			if !ok {
 				t.Fatalf("the watch ended: %v", watch.Err())
 			}
 			if e, ok := ev.(*TranscriptDidAppendParams); ok {
-				key := fmt.Sprintf("%s#%d:%s", e.Name, e.Seq, e.Entry.Text)
-				all = append(all, key)
-				seen[key] = true
+				all = append(all, fmt.Sprintf("%s#%d:%s", e.Name, e.Seq, e.Entry.Text))
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("saw %v; want c#0:while-away and old#3:old-while-away", all)
+		case <-ctx.Done():
+			t.Fatalf("saw %v; want c#0:while-away and old#3:old-while-away, then the marker", all)
 		}
 	}
-	if !seen["c#0:while-away"] || !seen["old#3:old-while-away"] || len(all) != 2 {
-		t.Fatalf("saw %v; want c#0:while-away and old#3:old-while-away, each once", all)
+	got := append([]string(nil), all[:len(all)-1]...)
+	sort.Strings(got)
+	if fmt.Sprint(got) != "[c#0:while-away old#3:old-while-away]" || all[len(all)-1] != "old#4:marker" {
+		t.Fatalf("saw %v; want c#0:while-away and old#3:old-while-away, each once, then old#4:marker", all)
 	}
 }

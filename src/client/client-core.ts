@@ -7,6 +7,7 @@ import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 import { backoffDelay, reconnectDefaults } from './reconnect-options.js';
 import { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
 import type { Link } from './link.js';
+import type { CallOptions } from './call-options.js';
 import { SESSION_NAME_PATTERN } from '../protocol/session-name.js';
 
 type Params = Record<string, unknown>;
@@ -35,10 +36,7 @@ export interface CoreOptions {
   afterClose?: () => Promise<void>;
 }
 
-export interface CallOptions {
-  /** This call's timeout in ms (default: the client's callTimeoutMs, else none). */
-  timeoutMs?: number;
-}
+export type { CallOptions } from './call-options.js';
 
 
 export class ClientCore {
@@ -193,7 +191,7 @@ export class ClientCore {
       const seqs = new Map(t.seqs);
       // "*": a session the subscriber saw nothing of was made after it subscribed (the seq of
       // every one there then was read, below), so all its entries are new to it: -1. Without
-      // this, what was appended to it while the subscriber was away was never sent.
+      // this, what was appended to it while the subscriber was away would never be sent.
       // A legacy row's name outside session/add's rule may not name a file the server reads, and
       // one such name in `since` would end the subscription (watch/overflow): left out.
       if (t.filter.transcripts === '*') {

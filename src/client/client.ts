@@ -4,26 +4,30 @@
 import { spawn as spawnChild } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import type { MessageConnection } from 'vscode-jsonrpc/node';
-import type * as z from 'zod';
-import type { FunctionName } from '../protocol/define.js';
-import { functionName } from '../protocol/define.js';
-import type { MethodName, MethodTable, NotificationName, NotificationTable } from '../protocol/table.js';
-import type { Framing } from '../transport/framing.js';
+import type { FunctionName } from '../protocol/function-name.js';
+import { functionName } from '../protocol/function-name.js';
+import type { Framing } from '../transport/frame-decoder.js';
 import { describeSource, discoverSocket, servesState } from '../transport/discovery.js';
 import { connectUnixSocket, SocketError } from '../transport/socket.js';
 import { assertFolderPrivate, assertSocketTrusted } from '../transport/socket-folder.js';
 import { childCommand } from './child-command.js';
 import { findCli, resolutionBases } from './cli-path.js';
-import type { CallOptions } from './client-core.js';
+import type { CallOptions } from './call-options.js';
 import { ClientCore } from './client-core.js';
+import type { MethodName, MethodParams, MethodResults, NotificationName, NotificationParams } from './contract-types.js';
 import { ConnectionClosedError } from './client-errors.js';
 import { Link } from './link.js';
 import { methodNames } from './method-names.js';
 import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 
-type Params<M extends MethodName> = z.input<MethodTable[M]['params']>;
-type Result<M extends MethodName> = z.output<MethodTable[M]['result']>;
+type Params<M extends MethodName> = MethodParams[M];
+type Result<M extends MethodName> = MethodResults[M];
+
+/** The connection underneath: for a raw request or notification the typed functions do not cover. */
+export interface RawConnection {
+  sendRequest(method: string, params?: unknown): Promise<unknown>;
+  sendNotification(method: string, params?: unknown): Promise<void>;
+}
 
 /** One function per method; params are optional where the method needs none. */
 export type MethodFunctions = {
@@ -39,19 +43,19 @@ export interface StateClient extends MethodFunctions {
    * Subscribes to a server notification (watch/*: session/didChange, transcript/didAppend…).
    * Handlers stay registered across reconnections.
    */
-  onNotification<N extends NotificationName>(method: N, handler: (params: z.output<NotificationTable[N]['params']>) => void): { dispose(): void };
+  onNotification<N extends NotificationName>(method: N, handler: (params: NotificationParams[N]) => void): { dispose(): void };
   /** Told when the connection is lost, each reconnection attempt, when it is restored, and when the client is closed for good. */
   onConnectionState(listener: (state: ConnectionState) => void): { dispose(): void };
-  /** The current vscode-jsonrpc connection (a reconnection replaces it). */
-  readonly connection: MessageConnection;
+  /** The current connection (a reconnection replaces it): vscode-jsonrpc's MessageConnection. */
+  readonly connection: RawConnection;
   /** Why the client is closed for good (the connection ended and it does not reconnect); undefined while open or reconnecting. */
   readonly closed: Error | undefined;
   /** Ends the connection (and, for a spawned server, closes its stdin and waits for its exit). */
   close(): Promise<void>;
 }
 
-export type { Framing } from '../transport/framing.js';
-export type { CallOptions } from './client-core.js';
+export type { Framing } from '../transport/frame-decoder.js';
+export type { CallOptions } from './call-options.js';
 export type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 
 function makeClient(core: ClientCore): StateClient {

@@ -1,14 +1,16 @@
 // The package's public entry: what an editor extension or a TypeScript bridge imports.
 export { connect, spawn } from './client.js';
-export { functionName } from '../protocol/define.js';
-export type { StateClient, SpawnedClient, ConnectOptions, SpawnOptions, Framing, MethodFunctions, CallOptions, ConnectionState, ReconnectOptions } from './client.js';
+export { functionName } from '../protocol/function-name.js';
+export type { StateClient, SpawnedClient, ConnectOptions, SpawnOptions, Framing, MethodFunctions, CallOptions, ConnectionState, ReconnectOptions, RawConnection } from './client.js';
 export { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
 export { ErrorCodes } from '../protocol/error-codes.js';
 export type { ErrorName, ErrorCode } from '../protocol/error-codes.js';
-export type { MethodName, MethodTable } from '../protocol/table.js';
-export type { HomeRef, Session, NewSession, TranscriptEntry, StateDocument } from '../protocol/model.js';
+export type { MethodName, MethodParams, MethodResults, NotificationName, NotificationParams, GoInteger } from './contract-types.js';
+export type { HomeRef, Session, NewSession, TranscriptEntry, StateDocument } from './contract-types.js';
+export type { MethodTable } from './method-table.js';
 export { SocketError, SocketErrorCodes } from '../transport/socket-error.js';
 export type { SocketErrorCode } from '../transport/socket-error.js';
 export { defaultStatePath, discoverSocket } from '../transport/discovery.js';
 export type { FoundSocket, SocketSource, DiscoverOptions } from '../transport/discovery.js';
-export { ResponseError } from 'vscode-jsonrpc';
+export { ResponseError } from './response-error.js';
+export type { ResponseErrorConstructor } from './response-error.js';

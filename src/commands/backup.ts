@@ -9,6 +9,7 @@ import type { StateClient } from '../client/client.js';
 import type { BackupResult } from '../store/backup.js';
 import { SocketError } from '../transport/socket.js';
 import type { ClientOptions } from './client-options.js';
+import { EXIT } from './command.js';
 import { replyTimeoutMs } from './reply-timeout.js';
 import { defaultStatePath } from './state-path.js';
 
@@ -38,7 +39,12 @@ export async function backup(o: ClientOptions & { json: boolean; dest: string })
     }
     how = 'from the running server';
   } else {
-    result = await offline(o.state ?? defaultStatePath(), dest);
+    const copied = await offline(o.state ?? defaultStatePath(), dest);
+    if (typeof copied === 'string') {
+      process.stderr.write(`herrscher-state backup: ${copied}\n`);
+      return EXIT.locked;
+    }
+    result = copied;
     how = 'no server was running: copied under its lock';
   }
   process.stdout.write(o.json ? `${JSON.stringify(result, null, 2)}\n`
@@ -46,7 +52,8 @@ export async function backup(o: ClientOptions & { json: boolean; dest: string })
   return 0;
 }
 
-async function offline(state: string, dest: string): Promise<BackupResult> {
+/** The backup, or why the lock could not be taken (a server holds it, yet did not answer where it was looked for). */
+async function offline(state: string, dest: string): Promise<BackupResult | string> {
   const statePath = path.resolve(state);
   try {
     await access(path.dirname(statePath));
@@ -59,7 +66,14 @@ async function offline(state: string, dest: string): Promise<BackupResult> {
     process.stderr.write(`herrscher-state backup: ${message}${err ? `: ${(err as Error).message}` : ''}\n`);
   };
   // As `serve` opens it: both locks (a server that starts meanwhile is refused), the log replayed.
-  const store = await Store.open(statePath, { durability: 'write', warn: say, error: say });
+  const { StoreError } = await import('../store/store-error.js');
+  let store;
+  try {
+    store = await Store.open(statePath, { durability: 'write', warn: say, error: say });
+  } catch (err) {
+    if (!(err instanceof StoreError) || err.kind !== 'locked') throw err;
+    return `${err.message}; it did not answer where its socket was looked for: pass its --socket PATH`;
+  }
   try {
     return await backupStore(store, dest);
   } finally {

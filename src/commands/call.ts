@@ -40,8 +40,8 @@ export async function call(o: CallOptions): Promise<number> {
       process.stderr.write(`herrscher-state call: PARAMS-JSON is not JSON: ${(err as Error).message}\n`);
       return 2;
     }
-    // JSON-RPC params are an object (or an array); a bare string or number was sent wrapped in
-    // an array, and the server's answer ("expected object, received array") named what the
+    // JSON-RPC params are an object (or an array); a bare string or number sent wrapped in an
+    // array would get the server's answer "expected object, received array", naming what the
     // user never wrote.
     if (params !== null && typeof params !== 'object') {
       process.stderr.write(`herrscher-state call: PARAMS-JSON must be a JSON object, e.g. '{"name":"main"}', got a ${typeof params}\n`);

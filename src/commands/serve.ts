@@ -85,9 +85,9 @@ export async function serve(o: ServeOptions): Promise<void> {
   const stop = (why: string): void => void service.stop(0, why);
   // SIGTERM, SIGINT, and SIGHUP (a closed terminal, a supervisor's reload signal) start the same
   // ordered stop, not death by 143, 130 or 129. The listeners stay for the process's whole life,
-  // never `once`: a library that loads signal-exit on this thread (write-file-atomic did, before
-  // replaces moved to the writer thread) re-raises a signal whose only listener is its own,
-  // which would kill the server in the middle of its stop. A signal during the stop is logged
+  // never `once`: a library that loads signal-exit on this thread (write-file-atomic would, were
+  // it loaded here, not on the writer thread) re-raises a signal whose only listener is its
+  // own, which would kill the server in the middle of its stop. A signal during the stop is logged
   // and ignored: one keypress often arrives twice (the terminal signals the process group and
   // npm forwards the same SIGINT), and the stop is what keeps the accepted writes; SIGKILL ends
   // the process at once.

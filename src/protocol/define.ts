@@ -29,7 +29,7 @@ export interface MethodDef<P extends z.ZodType = z.ZodType, R extends z.ZodType 
  * A method as declared: params and result each as a function that builds the schema. The schemas
  * are built on first use (a method's first call, its first `initialize`, schema/), not when the
  * protocol is imported: a server's start builds only what its first requests use (building every
- * schema of every method at import was a large part of its start-up CPU).
+ * schema of every method at import would be a large part of its start-up CPU).
  */
 export type MethodSpec<P extends z.ZodType, R extends z.ZodType> = Omit<MethodDef<P, R>, 'params' | 'result'> & {
   readonly params: () => P;
@@ -56,20 +56,11 @@ export function defineMethod<const M extends string, P extends z.ZodType, R exte
   return builtOnFirstUse(spec, ['params', 'result']) as unknown as MethodDef<P, R> & { readonly method: M };
 }
 
-export type ParamsOf<M extends MethodDef> = z.input<M['params']>;
+/** A method's params as its handler gets them: parsed against the contract, defaults filled in. */
 export type ParsedParamsOf<M extends MethodDef> = z.output<M['params']>;
-export type ResultOf<M extends MethodDef> = z.output<M['result']>;
 
-/** The typed client's function name for a method: `session/add` → `sessionAdd`. */
-export type FunctionName<S extends string> = S extends `${infer A}/${infer B}`
-  ? `${A}${Capitalize<FunctionName<B>>}`
-  : S extends `${infer A}.${infer B}`
-    ? `${A}${Capitalize<FunctionName<B>>}`
-    : S;
-
-export function functionName<S extends string>(method: S): FunctionName<S> {
-  return method.replace(/[/.](.)/g, (_m, c: string) => c.toUpperCase()) as FunctionName<S>;
-}
+export type { FunctionName } from './function-name.js';
+export { functionName } from './function-name.js';
 
 /** A notification the server sends to subscribers. */
 export interface NotificationDef<P extends z.ZodType = z.ZodType> {

@@ -8,9 +8,6 @@ import { SESSION_NAME_PATTERN } from './session-name.js';
 // The store reads the contract through this module alone (its import rule).
 export { SESSION_NAME_PATTERN };
 
-/** The largest integer a JS number holds exactly; beyond it a Go integer is held as a bigint. */
-export const MAX_SAFE_COUNT = Number.MAX_SAFE_INTEGER;
-
 /**
  * The JSON Schema keyword naming a Go integer type where `integer` alone is ambiguous: Go's
  * budget caps are `uint64`, every other count an `int`. Read by goFieldsOf and the Go generator.

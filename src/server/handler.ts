@@ -1,7 +1,9 @@
-// A request's way through a connection, as a chain of small handlers (the shape of
-// golang.org/x/tools' jsonrpc2 handler chain): `lookup` names the method, then order → gate →
-// cancel → write hold (write-hold.ts) → dispatch, each a function that takes the next. connection.ts composes them once per
-// connection; each is tested on its own (test/server/*-handler.test.ts).
+// The ends of a request's way through a connection, a chain of CallHandlers (the shape of
+// golang.org/x/tools' jsonrpc2 handler chain): `answer` takes the request from vscode-jsonrpc,
+// refuses an unknown method and maps what the chain throws to the JSON-RPC error;
+// `dispatchHandler` runs the method's own handler. connection.ts composes them once per
+// connection as answer → order → gate → cancel → write hold → dispatch (order-, gate-, cancel-
+// handler.ts and write-hold.ts between); test/server/handler-chain.test.ts tests each link on its own.
 import type { Logger } from 'pino';
 import type { CancellationToken } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';

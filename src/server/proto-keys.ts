@@ -1,6 +1,6 @@
 // zod builds the objects it returns by assignment, so a "__proto__" key the caller sent (an
-// unknown session-row field, which this server stores and returns as Go keeps it) became the
-// parsed object's prototype and vanished. JSON.parse keeps it as an own key: this puts it back.
+// unknown session-row field, which this server stores and returns as Go keeps it) becomes the
+// parsed object's prototype and vanishes. JSON.parse keeps it as an own key: this puts it back.
 import { hasOwn, setOwn } from '../common/own-key.js';
 
 /**

@@ -1,6 +1,6 @@
-// Holds back a connection's reads while its client is not reading the replies: without it, 3 000
-// pipelined transcript/read calls from a client that never reads buffered every reply (issue
-// 10: heap out of memory at 4.3 GB).
+// Holds back a connection's reads while its client is not reading the replies: without it,
+// pipelined reads from a client that never reads would buffer every reply until the heap runs
+// out (3 000 transcript/read calls reach 4.3 GB).
 import type { OutputFlow } from '../transport/framed-writer.js';
 
 /**

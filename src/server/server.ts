@@ -9,14 +9,14 @@ import { openRpcDocument } from '../protocol/openrpc.js';
 import { PROTOCOL_VERSION } from '../protocol/lifecycle.js';
 import type { MethodDef } from '../protocol/define.js';
 import { methodList } from '../protocol/table.js';
-import type { TranscriptEntry } from '../protocol/model.js';
 import type { BackupResult } from '../store/backup.js';
 import { backupStore } from '../store/backup.js';
 import { isPathComponent } from '../store/paths.js';
 import type { Store } from '../store/store.js';
+import type { ForwardCursor } from '../store/transcript.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
-import type { SubscriptionLimits } from './subscriptions.js';
+import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
 import { WriteHold } from './write-hold.js';
 
@@ -42,19 +42,12 @@ export interface ServerOptions {
   readonly presence?: { enter(): void; leave(): void };
 }
 
-/** The entries of `name` from seq `from` on, as far as its file still has them, and the next seq. */
-async function entriesFrom(store: Store, name: string, from: number): Promise<{ firstSeq: number; entries: TranscriptEntry[]; end: number }> {
+/** A page of the entries of `name` from seq `from` on, as far as its file still has them, and the next seq. */
+async function entriesFrom(store: Store, name: string, from: number, bounds: { limit: number; maxBytes: number }, cursor: unknown): Promise<FeedPage> {
   // A name that cannot be a file (a legacy row's) has no transcript to catch up on.
   if (!isPathComponent(name)) return { firstSeq: from, entries: [], end: from };
-  const newest = await store.readTranscriptPage(name, { limit: 1 });
-  const end = newest.firstSeq + newest.entries.length;
-  if (end <= from) {
-    // Nothing after `from`, or the transcript began again: all of it, for the caller to decide.
-    const all = from > end ? await store.readTranscriptPage(name, { limit: 0, before: end }) : { firstSeq: end, entries: [] };
-    return { ...all, end };
-  }
-  const page = await store.readTranscriptPage(name, { limit: end - from, before: end });
-  return { ...page, end };
+  // The cursor is one this function returned for the page before (the feed passes it back untouched).
+  return store.readTranscriptFrom(name, from, bounds, cursor as ForwardCursor | undefined);
 }
 
 /** The names of the params a method accepts: its params object's keys, through optional/default. */
@@ -91,7 +84,7 @@ export class StateServer {
       },
       epoch: store.epoch,
       document: () => store.getState(),
-      entriesFrom: (name, from) => entriesFrom(store, name, from),
+      entriesFrom: (name, from, bounds, cursor) => entriesFrom(store, name, from, bounds, cursor),
       error: (message, err) => log.error({ err }, message),
     });
     store.watch({

@@ -215,6 +215,10 @@ export class Service {
         await removeServerRecord(this.store.statePath).catch((err: unknown) => log.error({ err }, 'removing the server record failed'));
       }
       log.debug({ step: 'closed' }, 'stop: no new connections, the socket and its record removed');
+      // No catch-up reads another page (each finishes the one it reads): a slow reader's backlog
+      // does not hold up the stop, and no read meets the store closing.
+      await this.server.subscriptions.close();
+      log.debug({ step: 'feed closed' }, 'stop: every catch-up of a returning subscriber is over');
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), this.o.stopGraceMs ?? STOP_GRACE_MS)));
       const answered = await Promise.race([this.server.idle().then(() => true), grace]);

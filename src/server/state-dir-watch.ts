@@ -24,7 +24,13 @@ export const POLL_MS = 2000;
  * and transcripts live in subfolders, not watched), and one per POLL_MS. A directory moved
  * elsewhere is not reported: its files moved with it.
  */
-export function watchStateDir(dir: string, gone: (why: string) => void, unwatched: (err: unknown) => void): StateDirWatch {
+export function watchStateDir(
+  dir: string,
+  gone: (why: string) => void,
+  unwatched: (err: unknown) => void,
+  /** Told after each look that found the dir in place (a test waits on it). */
+  stillThere?: () => void,
+): StateDirWatch {
   let identity: { dev: number; ino: number };
   try {
     const st = fs.statSync(dir);
@@ -47,6 +53,7 @@ export function watchStateDir(dir: string, gone: (why: string) => void, unwatche
         return;
       }
       if (st.dev !== identity.dev || st.ino !== identity.ino) report(`the state dir ${dir} was replaced by another directory`);
+      else stillThere?.();
     });
   };
   const soon = (): void => {

@@ -4,11 +4,14 @@
 // all its subscriptions; then each of its subscriptions gets watch/overflow and is dropped, so
 // writers and other clients never notice it and memory stays bounded.
 //
-// A subscriber that comes back passes `since` (what it saw last). Its live notifications are then
-// held while what it missed is sent: the state changes since its revision (kept here for the last
-// MAX_REPLAY_REVISIONS commits of this run, the epoch), or one state/resync with the document;
-// then each transcript's entries after its seq, read from the file. Held live entries the file
-// read already had are dropped by seq, so the subscriber sees each change once, in order.
+// A subscriber that comes back passes `since` (what it saw last). What it missed is sent first:
+// the state changes since its revision (kept here for the last MAX_REPLAY_REVISIONS commits of
+// this run, the epoch), or one state/resync with the document; then each transcript's entries
+// after its seq, read from the file a bounded page at a time, the next page only once the
+// connection has taken the last (so a slow reader holds at most a page, whatever the transcript's
+// size). Meanwhile live state and participants notifications are held, and live entries of a
+// transcript being caught up are not: the file has them, and the pages go on until they are sent.
+// The subscriber sees each change once, in order.
 import { randomUUID } from 'node:crypto';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import type * as z from 'zod';
@@ -42,8 +45,17 @@ export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 64;
 export const MAX_REPLAY_REVISIONS = 1024;
 /** Row changes kept for replay, all kept commits together (a commit that touched many rows ages out sooner). */
 export const MAX_REPLAY_ROW_CHANGES = 8192;
-/** Notifications sent while catching up before waiting for the connection to take them. */
-const CATCH_UP_BATCH = 256;
+/** Entries a catch-up page holds at most (also: replayed state notifications sent before waiting). */
+export const CATCH_UP_PAGE_ENTRIES = 256;
+/** Bytes of transcript lines a catch-up page holds at most (one longer entry is read whole). */
+export const CATCH_UP_PAGE_BYTES = 256 * 1024;
+/**
+ * Unsent bytes a connection may have before its catch-up reads the next page: a page is read only
+ * once the connection has taken nearly all of the last.
+ */
+export const CATCH_UP_DRAINED_BYTES = 64 * 1024;
+/** Catch-up pages read at once, all connections together (each is parsed into memory). */
+export const MAX_CATCH_UP_READS = 4;
 
 export interface NotificationSink {
   /** Sends a notification; never throws (drops it when the connection is closed). */
@@ -66,13 +78,22 @@ export interface FeedSource {
   /** The state document now (what state/get answers). */
   document(): StateDocument;
   /**
-   * The entries of `name` from seq `from` on, in order, as far as the file still has them
-   * (compaction may have dropped the oldest: then `firstSeq` > `from`); `end` is the seq the next
-   * append will get.
+   * A page of the entries of `name` from seq `from` on (at most `bounds`), oldest first, as far as
+   * the file still has them (compaction may have dropped the oldest: then `firstSeq` > `from`);
+   * `end` is the seq the next append will get. The `cursor` of a page, passed back with the next
+   * `from`, goes on from where that page stopped.
    */
-  entriesFrom(name: string, from: number): Promise<{ firstSeq: number; entries: TranscriptEntry[]; end: number }>;
+  entriesFrom(name: string, from: number, bounds: { limit: number; maxBytes: number }, cursor?: unknown): Promise<FeedPage>;
   /** Where a failure with no caller to tell goes (the server's log). */
   error(message: string, err: unknown): void;
+}
+
+/** A page of a transcript's entries, as FeedSource.entriesFrom reads it. */
+export interface FeedPage {
+  firstSeq: number;
+  entries: TranscriptEntry[];
+  end: number;
+  cursor?: unknown;
 }
 
 /** What watch/subscribe answers. */
@@ -90,8 +111,10 @@ interface Subscription {
   readonly sessions: boolean;
   readonly transcripts: '*' | ReadonlySet<string> | undefined;
   readonly participants: '*' | ReadonlySet<string> | undefined;
-  /** Live notifications held while what the subscriber missed is sent (only then). */
+  /** Live state and participants notifications held while what the subscriber missed is sent (only then). */
   held?: Held[];
+  /** The transcripts being caught up from their files: the seq sent next, and the newest seq appended live meanwhile. */
+  catching?: Map<string, { next: number; liveMax: number }>;
 }
 
 type Held = { [N in NotificationName]: { method: N; params: Params<N> } }[NotificationName];
@@ -115,6 +138,29 @@ export interface SubscriptionLimits {
   readonly pendingBytes?: number;
   /** MAX_PENDING_NOTIFICATIONS by default (tests go lower). */
   readonly pendingNotifications?: number;
+  /** Told of each catch-up step (tests order by it). */
+  readonly observer?: CatchUpObserver;
+}
+
+export interface CatchUpObserver {
+  /** A page of `entries` entries was read for `subscription`. */
+  pageRead?(subscription: string, entries: number): void;
+  /** `subscription`'s catch-up waits for its connection to take what it was sent. */
+  waiting?(subscription: string): void;
+  /** `subscription`'s catch-up is over (done, or ended by a close): it reads nothing more. */
+  ended?(subscription: string): void;
+}
+
+/** What catching up holds now and has done (for `status`, and for tests). */
+export interface CatchUpCounters {
+  /** Catch-ups under way. */
+  running: number;
+  /** Entries read from files and not yet handed to their connection, all catch-ups together. */
+  entriesInMemory: number;
+  /** The most entriesInMemory has been. */
+  entriesInMemoryPeak: number;
+  /** Pages read since the start. */
+  pages: number;
 }
 
 export class Subscriptions {
@@ -132,6 +178,17 @@ export class Subscriptions {
   /** The latest commits, oldest first, for replay to a returning subscriber. */
   private readonly history: Commit[] = [];
   private historyRows = 0;
+  private closed = false;
+  private signalClosed!: () => void;
+  /** Resolves once close() was called: a catch-up waiting for its connection stops waiting. */
+  private readonly whenClosed = new Promise<void>((resolve) => (this.signalClosed = resolve));
+  private readonly endWaiters: (() => void)[] = [];
+  private readonly observer: CatchUpObserver | undefined;
+  /** Per connection, the catch-up step running: one page at a time per connection. */
+  private readonly turns = new Map<NotificationSink, Promise<void>>();
+  private readsRunning = 0;
+  private readonly readWaiters: (() => void)[] = [];
+  readonly catchUp: CatchUpCounters = { running: 0, entriesInMemory: 0, entriesInMemoryPeak: 0, pages: 0 };
 
   constructor(
     limits: SubscriptionLimits = {},
@@ -140,6 +197,20 @@ export class Subscriptions {
     this.pendingBytesInTotal = limits.pendingBytesInTotal ?? MAX_PENDING_BYTES_IN_TOTAL;
     this.pendingBytes = limits.pendingBytes ?? MAX_PENDING_BYTES;
     this.pendingNotifications = limits.pendingNotifications ?? MAX_PENDING_NOTIFICATIONS;
+    this.observer = limits.observer;
+  }
+
+  /**
+   * Ends every catch-up at its next step (the server is stopping): none reads another page, one
+   * waiting for its connection stops waiting. Resolves once all are over (a page being read is
+   * finished first: bounded by one page each).
+   */
+  close(): Promise<void> {
+    this.closed = true;
+    this.signalClosed();
+    for (const w of this.readWaiters.splice(0)) w();
+    if (this.catchUp.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.endWaiters.push(resolve));
   }
 
   /**
@@ -156,7 +227,15 @@ export class Subscriptions {
     // The state part is decided now, against the revision just answered; later commits are held.
     const preface: Held[] = s.sessions && since.revision !== undefined ? this.stateSince(s, since.epoch, since.revision, revision) : [];
     const names = Object.entries(since.transcripts ?? {}).filter(([name]) => matches(s.transcripts, name));
-    setImmediate(() => void this.catchUp(s, preface, names));
+    s.catching = new Map(names.map(([name, seen]) => [name, { next: seen + 1, liveMax: -1 }]));
+    this.catchUp.running++;
+    setImmediate(() =>
+      void this.runCatchUp(s, preface, names).finally(() => {
+        this.catchUp.running--;
+        this.observer?.ended?.(s.id);
+        if (this.catchUp.running === 0) for (const w of this.endWaiters.splice(0)) w();
+      }),
+    );
     return { subscription, revision, epoch: this.epoch };
   }
 
@@ -264,35 +343,53 @@ export class Subscriptions {
 
   /**
    * Sends `s` what it missed, then what was held meanwhile, then lets live notifications through.
-   * Waits for the connection to take each batch, so a long backlog never overflows it; a read that
-   * fails ends the subscription with watch/overflow (subscribe again), and is logged.
+   * Each transcript is read a page at a time, the next page once the connection has taken the
+   * last, one page at a time per connection, so a long backlog never overflows it and a slow
+   * reader holds one page. A read that fails ends the subscription with watch/overflow (subscribe
+   * again), and is logged. Ends at its next step once the subscription or the feed is closed.
    */
-  private async catchUp(s: Subscription, preface: Held[], names: [string, number][]): Promise<void> {
-    const open = (): boolean => this.subs.get(s.id) === s;
-    const ends = new Map<string, number>();
-    let sent = 0;
-    const pace = async (): Promise<void> => {
-      if (++sent % CATCH_UP_BATCH === 0) await s.sink.whenUnsentAtMost?.(MAX_PENDING_BYTES_WHEN_CROWDED);
-    };
+  private async runCatchUp(s: Subscription, preface: Held[], names: [string, number][]): Promise<void> {
+    const open = (): boolean => !this.closed && this.subs.get(s.id) === s && !s.sink.isClosed;
     try {
-      for (const h of preface) {
+      for (let i = 0; i < preface.length; i++) {
         if (!open()) return;
-        this.deliver(s, h, this.crowded());
-        await pace();
+        this.deliver(s, preface[i]!, this.crowded());
+        if ((i + 1) % CATCH_UP_PAGE_ENTRIES === 0) await this.drained(s);
       }
       for (const [name, seen] of names) {
-        if (!open() || !this.source) return;
-        const got = await this.source.entriesFrom(name, seen + 1);
-        // A file whose next seq is at or below what the subscriber saw was removed and began
-        // again (seq restarts at 0): all of it is new to the subscriber.
-        const from = got.end <= seen ? got.firstSeq : seen + 1;
-        ends.set(name, got.end);
-        for (let i = 0; i < got.entries.length; i++) {
-          const seq = got.firstSeq + i;
-          if (seq < from) continue;
+        const c = s.catching?.get(name);
+        if (!c) continue;
+        let cursor: unknown;
+        let first = true;
+        let emptyAt: number | undefined;
+        for (;;) {
           if (!open()) return;
-          this.deliver(s, { method: 'transcript/didAppend', params: { subscription: s.id, name, seq, entry: got.entries[i]! } }, this.crowded());
-          await pace();
+          await this.drained(s);
+          const page = await this.inTurn(s.sink, () => (open() ? this.readPage(s, name, c.next, cursor) : Promise.resolve(undefined)));
+          if (!page || !open()) return;
+          // A file whose next seq is at or below what the subscriber saw was removed and began
+          // again (seq restarts at 0): all of it is new to the subscriber.
+          if (first && page.end <= seen) {
+            first = false;
+            c.next = 0;
+            cursor = undefined;
+            continue;
+          }
+          first = false;
+          if (page.entries.length > 0) {
+            this.sendPage(s, name, page);
+            c.next = page.firstSeq + page.entries.length;
+            cursor = page.cursor;
+            continue;
+          }
+          // The file's end as the read found it. An entry appended since was not sent live: read
+          // on for it, once (a file that lost it meanwhile, removed, has nothing more to give).
+          if (c.liveMax >= c.next && emptyAt !== c.next) {
+            emptyAt = c.next;
+            continue;
+          }
+          s.catching?.delete(name);
+          break;
         }
       }
     } catch (err) {
@@ -306,12 +403,64 @@ export class Subscriptions {
     if (!open()) return;
     const held = s.held ?? [];
     s.held = undefined;
+    s.catching = undefined;
     const crowded = this.crowded();
     for (const h of held) {
-      // Appended after the subscription began and already sent from the file.
-      if (h.method === 'transcript/didAppend' && h.params.seq < (ends.get(h.params.name) ?? -1)) continue;
       if (!open()) return;
       this.deliver(s, h, crowded);
+    }
+  }
+
+  /** Resolves once `s`'s connection has taken nearly all it was sent (at once when it is closed). */
+  private async drained(s: Subscription): Promise<void> {
+    if (s.sink.unsentBytes() <= CATCH_UP_DRAINED_BYTES || !s.sink.whenUnsentAtMost) return;
+    this.observer?.waiting?.(s.id);
+    await Promise.race([s.sink.whenUnsentAtMost(CATCH_UP_DRAINED_BYTES), this.whenClosed]);
+  }
+
+  /** Runs `step` after the catch-up step of the same connection before it (one page at a time per connection). */
+  private inTurn<T>(sink: NotificationSink, step: () => Promise<T>): Promise<T> {
+    const before = this.turns.get(sink) ?? Promise.resolve();
+    const run = before.then(step);
+    const done = run.then(noop, noop);
+    this.turns.set(sink, done);
+    void done.then(() => {
+      if (this.turns.get(sink) === done) this.turns.delete(sink);
+    });
+    return run;
+  }
+
+  /** One page, read while at most MAX_CATCH_UP_READS others are, counted while it is in memory. */
+  private async readPage(s: Subscription, name: string, from: number, cursor: unknown): Promise<FeedPage | undefined> {
+    if (!this.source) return undefined;
+    while (this.readsRunning >= MAX_CATCH_UP_READS) {
+      if (this.closed) return undefined;
+      await new Promise<void>((resolve) => this.readWaiters.push(resolve));
+    }
+    if (this.closed) return undefined;
+    this.readsRunning++;
+    try {
+      const page = await this.source.entriesFrom(name, from, { limit: CATCH_UP_PAGE_ENTRIES, maxBytes: CATCH_UP_PAGE_BYTES }, cursor);
+      this.catchUp.pages++;
+      this.catchUp.entriesInMemory += page.entries.length;
+      this.catchUp.entriesInMemoryPeak = Math.max(this.catchUp.entriesInMemoryPeak, this.catchUp.entriesInMemory);
+      this.observer?.pageRead?.(s.id, page.entries.length);
+      return page;
+    } finally {
+      this.readsRunning--;
+      this.readWaiters.shift()?.();
+    }
+  }
+
+  /** Hands a page's entries to the connection (each checked against the bounds, as live ones are). */
+  private sendPage(s: Subscription, name: string, page: FeedPage): void {
+    try {
+      for (let i = 0; i < page.entries.length; i++) {
+        if (this.subs.get(s.id) !== s) return;
+        this.deliver(s, { method: 'transcript/didAppend', params: { subscription: s.id, name, seq: page.firstSeq + i, entry: page.entries[i]! } }, this.crowded());
+      }
+    } finally {
+      this.catchUp.entriesInMemory -= page.entries.length;
     }
   }
 
@@ -331,6 +480,20 @@ export class Subscriptions {
 
   /** Called from the store's commit events: must never throw into the store. */
   private send<N extends NotificationName>(s: Subscription, method: N, params: Params<N>, crowded: boolean): void {
+    if (method === 'transcript/didAppend') {
+      const p = params as Params<'transcript/didAppend'>;
+      const c = s.catching?.get(p.name);
+      if (c) {
+        // Being caught up from the file, which has it: the pages go on until it is sent.
+        c.liveMax = Math.max(c.liveMax, p.seq);
+        return;
+      }
+      // Nothing of this transcript was missed: live at once.
+      if (s.held) {
+        this.deliver(s, { method, params } as Held, crowded);
+        return;
+      }
+    }
     if (s.held) {
       if (s.held.length >= this.pendingNotifications) {
         this.drop(s);
@@ -358,6 +521,8 @@ export class Subscriptions {
     sink.notify(method, params);
   }
 }
+
+function noop(): void {}
 
 function sameField(a: unknown, b: unknown): boolean {
   if (a === b) return true;

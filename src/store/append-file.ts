@@ -7,6 +7,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { CommitQueue } from './commit-queue.js';
 import { isErrno } from '../common/errno.js';
+import { HEAD_BYTES, headOf } from './file-head.js';
 import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
@@ -62,6 +63,8 @@ export class AppendFile<T = undefined> {
   private fh: FileHandle | undefined;
   private size = 0;
   private ino = 0;
+  /** The file's first bytes (up to HEAD_BYTES): a log record names its file by them (file-head.ts). */
+  private prefix: Buffer = Buffer.alloc(0);
   /** The open made the file and nothing is in it yet: a failed first write removes it. */
   // Stryker disable next-line BooleanLiteral: every batch opens the file first, and the open sets it
   private createdNow = false;
@@ -174,7 +177,10 @@ export class AppendFile<T = undefined> {
       else await this.io.write(fh, buf);
       if (wal) {
         const s = this.options.nextSeq?.(jobs.map((j) => j.tag));
-        await wal.record({ f: this.rel, i: this.ino, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
+        // Named by inode and by its first bytes before this append (an inode number is reused by
+        // the next new file): those are on disk already (synced by a checkpoint, or in records before this one).
+        const h = headOf(this.prefix);
+        await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
       }
       this.size = before + buf.length;
     } catch (err) {
@@ -184,6 +190,7 @@ export class AppendFile<T = undefined> {
         ? new StoreError('io', `append to ${this.rel}: ${err.code ?? 'EIO'}: its write-ahead record failed (${err.message})`, err.data, err.code)
         : ioError('append to', this.rel, err);
     }
+    if (this.prefix.length < HEAD_BYTES) this.prefix = Buffer.concat([this.prefix, buf]).subarray(0, HEAD_BYTES);
     for (const j of jobs) j.written = true;
     this.options.written?.(jobs.map((j) => j.tag), this.size);
     if (this.options.afterCut && this.options.cutAfter?.(this.size)) {
@@ -235,6 +242,8 @@ export class AppendFile<T = undefined> {
     try {
       this.size = created ? 0 : await this.io.size(fh);
       if (!created && this.size > 0) await this.repairTail(fh);
+      this.prefix = Buffer.alloc(Math.min(this.size, HEAD_BYTES));
+      if (this.prefix.length > 0) await this.io.read(fh, this.prefix, 0);
       if (created && this.durability === 'sync') {
         await this.io.syncDir(dir);
         await this.io.syncDir(path.dirname(dir));

@@ -25,7 +25,7 @@ import { StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
-import type { Page, SeqMark } from './transcript.js';
+import type { ForwardCursor, ForwardPage, Page, SeqMark } from './transcript.js';
 import { Transcript } from './transcript.js';
 import { metaRel } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
@@ -507,6 +507,11 @@ export class Store {
   /** The newest `limit` entries older than seq `before`, and the seq of the first (paging). */
   async readTranscriptPage(name: string, opts: { limit?: number; before?: number }): Promise<Page> {
     return this.withTranscript(name, (t) => t.page(opts));
+  }
+
+  /** Entries of `name` from seq `from` on, a bounded page at a time (Transcript.pageFrom). */
+  async readTranscriptFrom(name: string, from: number, bounds: { limit: number; maxBytes: number }, cursor?: ForwardCursor): Promise<ForwardPage> {
+    return this.withTranscript(name, (t) => t.pageFrom(from, bounds, cursor));
   }
 
   /** Usage over every entry ever appended under `name`, compacted ones included. */

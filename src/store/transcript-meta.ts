@@ -12,7 +12,8 @@
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
-import { crc32Hex, looksSealed, NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
+import { HEAD_BYTES, headFits, headOf } from './file-head.js';
+import { looksSealed, NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import { ioError } from './store-error.js';
 import type { UsageSum } from './usage.js';
 import { sumFromJson, sumToJson } from './usage.js';
@@ -39,23 +40,11 @@ export interface TranscriptMeta extends Generation {
 export const metaRel = (name: string, side = '.herrscher-state'): string => `${side}/transcripts/${name}.json`;
 const COPY_SUFFIX = '.copy';
 
+// The head's definition is file-head.ts'; importers of the meta find it here too.
+export { HEAD_BYTES, headOf };
 
-/** How many of a file's first bytes a generation's `head` covers at most. */
-export const HEAD_BYTES = 4096;
-
-/** The `head` of a file whose first bytes are `prefix` (at most HEAD_BYTES of it are used). */
-export function headOf(prefix: Buffer): string {
-  const n = Math.min(prefix.length, HEAD_BYTES);
-  return `${n}:${crc32Hex(prefix.subarray(0, n))}`;
-}
-
-/** Whether a file whose first bytes are `prefix` (HEAD_BYTES, or the whole file) is the one `head` describes. */
-function headFits(head: string | undefined, prefix: Buffer): boolean {
-  if (head === undefined) return true; // first format: the inode is all it says
-  const m = /^(\d+):([0-9a-f]{8})$/.exec(head);
-  const n = Number(m?.[1]);
-  return m !== null && n <= prefix.length && crc32Hex(prefix.subarray(0, n)) === m[2];
-}
+/** Whether a file whose first bytes are `prefix` is the one a generation's `head` describes (none: the first format, the inode is all it says). */
+const fitsHead = (head: string | undefined, prefix: Buffer): boolean => head === undefined || headFits(head, prefix);
 
 /** What the copies of a meta said: the generation for the file, and what was wrong with each copy. */
 export interface MetaLookup {
@@ -101,7 +90,7 @@ export async function findGeneration(io: Io, file: string, rel: string, ino: num
 }
 
 function generationFor(meta: TranscriptMeta, ino: number, prefix: Buffer): Generation | undefined {
-  const fits = (g: Generation | undefined): boolean => g !== undefined && g.ino === ino && headFits(g.head, prefix);
+  const fits = (g: Generation | undefined): boolean => g !== undefined && g.ino === ino && fitsHead(g.head, prefix);
   if (fits(meta)) return meta;
   if (fits(meta.prev)) return meta.prev;
   return undefined;

@@ -75,13 +75,26 @@ const stale = (): NodeJS.ErrnoException => Object.assign(new Error('the file was
  * the cost follows `skip + limit`, not the file's size. A missing file has no entries (as Go).
  */
 export async function readNewest(io: Io, file: string, w: Window = {}): Promise<Entry[]> {
+  return (await walkBack(io, file, w, true)).entries;
+}
+
+/**
+ * The byte offset where the line of the `limit`th newest entry (after `skip`) begins, read as
+ * readNewest reads, without keeping the entries: where a forward read (readForward) of the
+ * newest `limit` entries starts; with fewer entries, where the oldest begins (0 with none).
+ */
+export async function startOfNewest(io: Io, file: string, w: Window & { limit: number }): Promise<number> {
+  return (await walkBack(io, file, w, false)).start;
+}
+
+async function walkBack(io: Io, file: string, w: Window, keep: boolean): Promise<{ entries: Entry[]; start: number }> {
   let fh: FileHandle;
   try {
     fh = await io.open(file, 'r');
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
     if (w.ino !== undefined) throw stale();
-    return [];
+    return { entries: [], start: 0 };
   }
   try {
     if (w.ino !== undefined && (await io.inode(fh)) !== w.ino) throw stale();
@@ -90,19 +103,26 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
     const limit = w.limit && w.limit > 0 ? w.limit : Infinity;
     let skip = w.skip ?? 0;
     const found: Entry[] = [];
+    let taken = 0;
+    let start = 0;
     let end = size;
     // The part of a line that began in an earlier block, as the blocks it spans, newest first.
     // Joined once, when the line's start is found: re-joining per block made a long line
     // quadratic (40 MB took 17-48 s).
     let tail: Buffer[] = [];
-    const take = (head: Buffer): boolean => {
+    // `at`: the offset where the line begins.
+    const take = (head: Buffer, at: number): boolean => {
       const bytes = tail.length === 0 ? head : Buffer.concat([head, ...tail.reverse()]);
       tail = [];
       const e = parseLine(goDecodeUtf8(bytes));
       if (!e) return false;
       if (skip > 0) skip--;
-      else found.push(e);
-      return found.length === limit;
+      else {
+        taken++;
+        start = at;
+        if (keep) found.push(e);
+      }
+      return taken === limit;
     };
     while (end > 0 && found.length < limit) {
       const from = Math.max(0, end - STEP);
@@ -117,10 +137,10 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
         const i = stop > 0 ? block.lastIndexOf(0x0a, stop - 1) : -1;
         if (i < 0) {
           if (from > 0) tail.push(block.subarray(0, stop)); // the line continues further back
-          else done = take(block.subarray(0, stop));
+          else done = take(block.subarray(0, stop), 0);
           break;
         }
-        if (take(block.subarray(i + 1, stop))) {
+        if (take(block.subarray(i + 1, stop), from + i + 1)) {
           done = true;
           break;
         }
@@ -129,7 +149,87 @@ export async function readNewest(io: Io, file: string, w: Window = {}): Promise<
       if (done) break;
       end = from;
     }
-    return found.reverse();
+    return { entries: found.reverse(), start };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Where a forward read starts, and how much it may return. */
+export interface ForwardWindow {
+  /** Inode the file must still have; otherwise an ESTALE error (it was replaced meanwhile). */
+  ino: number;
+  /** Read as if the file ended here. */
+  size: number;
+  /** Asked once the file is open, as Window's. */
+  stillCurrent: () => boolean;
+  /** The byte offset of a line's start to read from. */
+  offset: number;
+  /** Entries to pass over first. */
+  skip: number;
+  /** At most this many entries. */
+  limit: number;
+  /** Stop once the lines returned hold this many bytes (one longer line is still returned whole). */
+  maxBytes: number;
+}
+
+/**
+ * Entries from `offset` on, in file order, as parseAll would return them, at most `limit` of them
+ * and about `maxBytes` of their lines; `next` is the offset after the last line read (where the
+ * next page starts). The last line needs no `\n` (Go's reader). Reads in 64 KiB blocks, so the
+ * cost follows what is passed over and returned, not the file's size.
+ */
+export async function readForward(io: Io, file: string, w: ForwardWindow): Promise<{ entries: Entry[]; next: number }> {
+  let fh: FileHandle;
+  try {
+    fh = await io.open(file, 'r');
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+    throw stale();
+  }
+  try {
+    if ((await io.inode(fh)) !== w.ino || !w.stillCurrent()) throw stale();
+    const entries: Entry[] = [];
+    let skip = w.skip;
+    let bytes = 0;
+    let pos = w.offset;
+    let next = w.offset;
+    // The start of a line that continues in the next block; joined once, when its end is found.
+    let partial: Buffer[] = [];
+    const full = (): boolean => entries.length >= w.limit || bytes >= w.maxBytes;
+    const take = (line: Buffer): void => {
+      const e = parseLine(goDecodeUtf8(line));
+      if (!e) return;
+      if (skip > 0) skip--;
+      else {
+        entries.push(e);
+        bytes += line.length + 1;
+      }
+    };
+    while (pos < w.size && !full()) {
+      const block = Buffer.alloc(Math.min(STEP, w.size - pos));
+      if ((await io.read(fh, block, pos)) !== block.length) throw stale();
+      let at = 0;
+      while (!full()) {
+        const nl = block.indexOf(0x0a, at);
+        if (nl < 0) {
+          partial.push(block.subarray(at));
+          break;
+        }
+        const piece = block.subarray(at, nl);
+        take(partial.length === 0 ? piece : Buffer.concat([...partial, piece]));
+        partial = [];
+        at = nl + 1;
+        next = pos + at;
+      }
+      pos += block.length;
+    }
+    // The version's last line, without "\n": read whole once the version's end is reached.
+    if (!full() && pos >= w.size && partial.length > 0) {
+      take(Buffer.concat(partial));
+      next = w.size;
+    }
+    return { entries, next };
   } finally {
     await fh.close();
   }

@@ -16,9 +16,10 @@ import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import type { TranscriptMeta } from './transcript-meta.js';
 import type { Generation } from './transcript-meta.js';
-import { findGeneration, HEAD_BYTES, headOf, readSummary, removeMeta, removeSummary, summaryBeside, writeMeta, writeSummary } from './transcript-meta.js';
+import { HEAD_BYTES, headOf } from './file-head.js';
+import { findGeneration, readSummary, removeMeta, removeSummary, summaryBeside, writeMeta, writeSummary } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
-import { parseLine, readNewest, scanEntries } from './transcript-read.js';
+import { parseLine, readForward, readNewest, scanEntries, startOfNewest } from './transcript-read.js';
 import type { Usage, UsageSum } from './usage.js';
 import { addEntry, concatUsage, sumToJson, toUsage, zeroSum } from './usage.js';
 import type { WriteAheadLog } from './wal.js';
@@ -132,6 +133,22 @@ export interface Page {
   firstSeq: number;
 }
 
+/** Where a forward page ended: the next page starts there without re-reading, while the file is that version. Opaque. */
+export interface ForwardCursor {
+  /** The seq the next page starts at. */
+  readonly seq: number;
+  readonly snap: object;
+  readonly generation: number;
+  readonly offset: number;
+}
+
+/** Entries from a seq on (pageFrom): `end` is the seq the next append gets. */
+export interface ForwardPage extends Page {
+  end: number;
+  /** Where to go on from; absent when nothing was read. */
+  cursor?: ForwardCursor;
+}
+
 export class Transcript {
   private readonly appender: AppendFile<Pending>;
   private snap: Snapshot | undefined;
@@ -235,6 +252,48 @@ export class Transcript {
     const got = await this.readVersion(ino, size, nextSeq - upTo, limit > 0 ? limit : upTo - firstSeq,
       () => this.snap === snap && snap.generation === generation);
     return got && { entries: got, firstSeq: upTo - got.length };
+  }
+
+  /**
+   * At most `limit` entries (and about `maxBytes` of their lines; one longer entry comes whole)
+   * with seq >= `from`, oldest first, as far as the file still has them (compaction may have
+   * dropped the oldest: then `firstSeq` > `from`). Passing back the `cursor` of the page before
+   * reads on from where it stopped; without one (or once the file was replaced) the start is
+   * found by reading from whichever end of the file is nearer.
+   */
+  async pageFrom(from: number, { limit, maxBytes }: { limit: number; maxBytes: number }, cursor?: ForwardCursor): Promise<ForwardPage> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const got = await this.forwardOf(await this.load(), from, limit, maxBytes, cursor);
+      if (got) return got;
+    }
+    return this.appender.exclusive(async () => {
+      const got = await this.forwardOf(await this.load(), from, limit, maxBytes, cursor);
+      if (got) return got;
+      throw new StoreError('io', `read ${this.rel}: the file changed under a read that held its queue`, { code: 'EIO' }, 'EIO');
+    }, { replaces: false });
+  }
+
+  /** The forward page from the file version `snap` describes, or undefined when it was replaced meanwhile. */
+  private async forwardOf(snap: Snapshot, from: number, limit: number, maxBytes: number, cursor: ForwardCursor | undefined): Promise<ForwardPage | undefined> {
+    const { ino, size, count, firstSeq, generation } = snap;
+    const end = firstSeq + count;
+    const start = Math.max(from, firstSeq);
+    if (ino === 0 || start >= end) return { entries: [], firstSeq: start, end };
+    const stillCurrent = (): boolean => this.snap === snap && snap.generation === generation;
+    try {
+      let offset = 0;
+      let skip = 0;
+      if (cursor && cursor.snap === snap && cursor.generation === generation && cursor.seq === start && cursor.offset <= size) offset = cursor.offset;
+      else if (end - start <= start - firstSeq) offset = await startOfNewest(this.io, this.file, { ino, size, stillCurrent, limit: end - start });
+      else skip = start - firstSeq;
+      const got = await readForward(this.io, this.file, { ino, size, stillCurrent, offset, skip, limit: Math.min(limit, end - start), maxBytes });
+      // A file that holds fewer entries than its count says ends the read here, rather than never.
+      if (got.entries.length === 0) return { entries: [], firstSeq: start, end: start };
+      return { entries: got.entries, firstSeq: start, end, cursor: { seq: start + got.entries.length, snap, generation, offset: got.next } };
+    } catch (err) {
+      if (isErrno(err, 'ESTALE')) return undefined;
+      throw ioError('read', this.rel, err);
+    }
   }
 
   /** The ts of the last entry a full read would return, or "" (Go's ReadTranscriptLast). */

@@ -5,8 +5,12 @@
 // are written without a sync; after a crash, `replayWal` puts back any record they lack.
 //
 // A record: a sealed line (sealed-line.ts) of {f: file relative to the state dir, i: its inode,
+// h: its head before the append (file-head.ts: the checksum of its first bytes, on disk already),
 // o: its size before the append, d: the bytes appended}. Replay is idempotent: a record whose
-// bytes are already at `o` is skipped, a file replaced since (another inode) or gone is left alone.
+// bytes are already at `o` is skipped; a file gone, or another file at its name (another inode,
+// or the same inode number reused by a new file whose first bytes differ), is left alone. A file
+// whose first record in the log is at offset 0 has no first bytes to check yet: it is known by
+// its inode alone.
 // The log is emptied (a checkpoint: every file written since is fdatasync'ed first) when it grows
 // past a bound and before a file is replaced or removed, so no record can outlive its file.
 import { constants as fsConstants } from 'node:fs';
@@ -15,6 +19,7 @@ import path from 'node:path';
 import { CommitQueue } from './commit-queue.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
+import { headFits, headLength, HEAD_PATTERN } from './file-head.js';
 import { isPathComponent } from './paths.js';
 import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import { ioError } from './store-error.js';
@@ -31,6 +36,12 @@ export interface WalRecord {
   /** The file, relative to the state dir. */
   readonly f: string;
   readonly i: number;
+  /**
+   * The head of the file (file-head.ts) over its first min(o, HEAD_BYTES) bytes, already durable
+   * when the record is written: with the inode, what names the file. Absent in records of 0.1.0
+   * and earlier, which name it by inode alone.
+   */
+  readonly h?: string;
   readonly o: number;
   readonly d: string;
   /** For a transcript: the seq after this record's entries (the replay raises the high-water mark to it). */
@@ -107,6 +118,7 @@ function recordProblem(v: unknown): string | undefined {
   const r = v as Record<string, unknown>;
   if (typeof r.f !== 'string') return 'f is not a string';
   if (!isCount(r.i)) return 'i is not an inode number';
+  if (r.h !== undefined && (typeof r.h !== 'string' || !HEAD_PATTERN.test(r.h))) return 'h is not a head (<n>:<crc32 hex>)';
   if (!isCount(r.o)) return 'o is not an offset (a whole number ≥ 0)';
   if (typeof r.d !== 'string') return 'd is not a string';
   if (r.s !== undefined && !isCount(r.s)) return 's is not a seq (a whole number ≥ 0)';
@@ -301,6 +313,10 @@ export class WriteAheadLog {
 /** Where a replay stands with one file: its handle (null: gone or replaced), and how far it moved. */
 interface ReplayFile {
   readonly fh: FileHandle | null;
+  /** Whether the file at the name has the records' inode number but is another file (its head differs). */
+  readonly reused: boolean;
+  /** Records left alone for that reason. */
+  foreign: number;
   /** Where this file's records now land relative to their offsets (0 until one was re-appended). */
   delta: number;
   restored: number;
@@ -320,11 +336,12 @@ function isStoreFile(rel: string): boolean {
 /**
  * Puts back what a crash kept from the Go-format files, then syncs every touched file and empties
  * the log. Per record: bytes already at its offset are skipped (a replay is idempotent); a torn
- * copy of them (a prefix) is cut and rewritten; a file replaced since (another inode) or removed
- * is left alone. Bytes this server did not write (the Go daemon appended first after a machine
- * crash) are never overwritten: the record's entry is appended after the file's end instead, and
- * so are the file's later records, and one `error` names the file and how many were re-appended.
- * Returns how many records were written back.
+ * copy of them (a prefix) is cut and rewritten; a file removed or replaced since (another inode,
+ * or the same inode number with other first bytes: a new file that reused it) is left alone.
+ * Bytes this server did not write (the Go daemon appended first after a machine crash) are never
+ * overwritten: the record's entry is appended after the file's end instead, and so are the
+ * file's later records, and one `error` names the file and how many were re-appended. Returns
+ * how many records were written back.
  */
 export async function replayWal(
   io: Io,
@@ -368,10 +385,12 @@ export async function replayWal(
       }
       let f = files.get(r.f);
       if (!f) {
-        f = { fh: await openIfSame(io, path.join(dir, r.f), r.i), delta: 0, restored: 0, reappended: 0 };
+        const fh = await openIfSame(io, path.join(dir, r.f), r);
+        f = { fh: fh === 'reused' ? null : fh, reused: fh === 'reused', foreign: 0, delta: 0, restored: 0, reappended: 0 };
         files.set(r.f, f);
       }
       if (f.fh) await replayRecord(io, f, r);
+      else if (f.reused) f.foreign++;
     }
     for (const f of files.values()) if (f.fh) await io.datasync(f.fh);
   } catch (err) {
@@ -397,6 +416,10 @@ export async function replayWal(
   }
   let restored = 0;
   for (const [fileRel, f] of files) {
+    if (f.foreign) {
+      log.warn(`wal: ${f.foreign} record(s) for ${fileRel} left alone: the file at that name is another one than they were written to ` +
+        '(its inode number was reused, its first bytes differ); it was replaced after the crash, and its bytes are kept as they are');
+    }
     restored += f.restored + f.reappended;
     if (f.reappended) {
       log.error(`wal: ${fileRel} holds bytes this server did not write where its records belong (another writer appended after a crash); kept them and re-appended ${f.reappended} entr${f.reappended === 1 ? 'y' : 'ies'} after the file's end`);
@@ -406,8 +429,13 @@ export async function replayWal(
   return restored;
 }
 
-/** The file opened for appending when it is still the inode a record names; null when gone or replaced. */
-async function openIfSame(io: Io, file: string, ino: number): Promise<FileHandle | null> {
+/**
+ * The file opened for appending when it is still the one a record names: the same inode and,
+ * when the record has one, the same head (an inode number is reused by the next new file). null
+ * when gone or replaced by another inode; 'reused' when the inode number is the record's but the
+ * file is another one.
+ */
+async function openIfSame(io: Io, file: string, r: WalRecord): Promise<FileHandle | null | 'reused'> {
   let fh: FileHandle;
   try {
     // O_APPEND: every write lands at the end (after a truncate to a record's offset: at that offset).
@@ -416,14 +444,26 @@ async function openIfSame(io: Io, file: string, ino: number): Promise<FileHandle
     if (isErrno(err, 'ENOENT')) return null; // removed since the record: nothing to put back
     throw err;
   }
+  let sameInode: boolean;
+  let same: boolean;
   try {
-    if ((await io.inode(fh)) === ino) return fh;
+    sameInode = (await io.inode(fh)) === r.i;
+    same = sameInode && (r.h === undefined || (await hasHead(io, fh, r.h)));
   } catch (err) {
     await fh.close();
     throw err;
   }
+  if (same) return fh;
   await fh.close();
-  return null; // replaced since the record (compacted or recreated): the record is not about it
+  // Replaced since the record (compacted, or removed and recreated): the record is not about it.
+  return sameInode ? 'reused' : null;
+}
+
+/** Whether the file's first bytes are the ones `head` describes (they were durable when the record was written). */
+async function hasHead(io: Io, fh: FileHandle, head: string): Promise<boolean> {
+  const prefix = Buffer.alloc(headLength(head) ?? 0);
+  const n = await io.read(fh, prefix, 0);
+  return headFits(head, prefix.subarray(0, n));
 }
 
 async function replayRecord(io: Io, f: ReplayFile, r: WalRecord): Promise<void> {

@@ -166,8 +166,8 @@ export class FramedReader extends AbstractMessageReader {
 
   /**
    * Refuses a request whose id is already in flight on this connection: vscode-jsonrpc queues
-   * requests by id, so the second one silently replaced the first, which was then neither run
-   * nor answered. The first runs; the second is answered -32600. The request delivered carries
+   * requests by id, so the second one would silently replace the first, which would be neither
+   * run nor answered. The first runs; the second is answered -32600. The request delivered carries
    * our id for it (request-ids.ts), which tells 7 from "7".
    */
   private claimId(message: Message): boolean {

@@ -1,9 +1,9 @@
 // The ids a peer's requests carry, and the ones vscode-jsonrpc is shown instead. vscode-jsonrpc
-// queues a request under `'req-' + id`, so 7 and "7" (two distinct JSON values) were one key:
-// the second replaced the first, which was then neither run nor answered, and the connection
-// never became idle. Each request it is handed carries a number of ours, unique on the
-// connection; the reply is given the peer's id back. Ids are keyed by type and value (a Map
-// tells 7 from "7"), in flight and in `$/cancelRequest`.
+// queues a request under `'req-' + id`, so 7 and "7" (two distinct JSON values) would be one
+// key: the second would replace the first, which would be neither run nor answered, and the
+// connection would never become idle. Each request it is handed carries a number of ours,
+// unique on the connection; the reply is given the peer's id back. Ids are keyed by type and
+// value (a Map tells 7 from "7"), in flight and in `$/cancelRequest`.
 
 export type Id = string | number;
 

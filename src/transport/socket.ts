@@ -153,7 +153,7 @@ export async function listenUnixSocket(
  * Removes the staging folder a socket was bound in: its one file, then the folder. Not fs.rm:
  * that loads node's rimraf module, at every start, after serve's heap flags made V8 refuse node's
  * code cache for it (common/v8-flag-hold.ts). Anything else in the folder (it is ours, mode 0700)
- * is removed by fs.rm as before.
+ * is left to fs.rm.
  */
 async function removeStagingFolder(folder: string, bound: string): Promise<void> {
   try {

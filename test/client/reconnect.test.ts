@@ -25,8 +25,17 @@ async function realServer(t: Ctx) {
     start: async () => {
       current = await startServer(t, { dir });
     },
+    /** Serves the same dir on a socket the clients do not dial: what is done there is done while they are away. */
+    startAway: async (): Promise<string> => {
+      current = await startServer(t, { dir, socket: `${dir}/away.sock` });
+      return current.socket;
+    },
   };
 }
+
+/** Resolves once `client` tells `state`. */
+const told = (client: { onConnectionState(l: (s: ConnectionState) => void): unknown }, state: ConnectionState['state']): Promise<void> =>
+  new Promise((resolve) => void client.onConnectionState((s) => s.state === state && resolve()));
 
 test('a writer and a subscriber ride over a server restart: every acknowledged append seen once, in order', { timeout: TIMEOUT }, async (t) => {
   const server = await realServer(t);
@@ -64,12 +73,14 @@ test('a writer and a subscriber ride over a server restart: every acknowledged a
     }
   };
   for (let i = 0; i < 40; i++) await append(`before${i}`);
-  // The restart, with appends in flight; the new server comes up a little later.
+  // The restart, with appends in flight; more made once the writer knows the server is gone,
+  // which wait for the next one.
+  const writerLost = told(writer, 'lost');
   const inFlight = Array.from({ length: 10 }, (_, i) => append(`racing${i}`));
   await server.stop();
-  const restarting = new Promise((resolve) => setTimeout(resolve, 150)).then(() => server.start());
+  await writerLost;
   const during = Array.from({ length: 10 }, (_, i) => append(`waiting${i}`));
-  await restarting;
+  await server.start();
   await Promise.all([...inFlight, ...during]);
   for (let i = 0; i < 40; i++) await append(`after${i}`);
   const last = acked[acked.length - 1]!;
@@ -129,26 +140,33 @@ for (const filter of [['c'], '*'] as const) {
     t.after(() => setup.close());
     await setup.sessionAdd({ session: { name: 'old' } });
     for (let i = 0; i < 3; i++) await setup.transcriptAppend({ name: 'old', entry: entry(`before${i}`) });
-    // Comes back only after the writer below has appended (the first try after ~0.8-1.2 s).
-    const subscriber = await connect({ socket, reconnect: { initialDelayMs: 1000, maxDelayMs: 1000 } });
+    const subscriber = await connect({ socket, reconnect: fast });
     t.after(() => subscriber.close());
     const seen: string[] = [];
-    subscriber.onNotification('transcript/didAppend', (n) => seen.push(`${n.name}#${n.seq}:${n.entry.text}`));
-    const restored = new Promise<void>((resolve) => subscriber.onConnectionState((s) => s.state === 'restored' && resolve()));
+    let sawAfter!: () => void;
+    const after = new Promise<void>((resolve) => (sawAfter = resolve));
+    subscriber.onNotification('transcript/didAppend', (n) => {
+      seen.push(`${n.name}#${n.seq}:${n.entry.text}`);
+      if (n.entry.text === 'after') sawAfter();
+    });
+    const lost = told(subscriber, 'lost');
+    const restored = told(subscriber, 'restored');
     await subscriber.watchSubscribe({ transcripts: filter === '*' ? '*' : [...filter] });
     await server.stop();
+    await lost;
+    // The writes while it is away, on a run it does not dial; then the run it comes back to.
+    const away = await connect({ socket: await server.startAway() });
+    await away.sessionAdd({ session: { name: 'c' } });
+    await away.transcriptAppend({ name: 'c', entry: entry('while-away') });
+    if (filter === '*') await away.transcriptAppend({ name: 'old', entry: entry('old-while-away') });
+    await away.close();
+    await server.stop();
     await server.start();
+    await restored;
     const writer = await connect({ socket });
     t.after(() => writer.close());
-    await writer.sessionAdd({ session: { name: 'c' } });
-    await writer.transcriptAppend({ name: 'c', entry: entry('while-away') });
-    if (filter === '*') await writer.transcriptAppend({ name: 'old', entry: entry('old-while-away') });
-    await restored;
     await writer.transcriptAppend({ name: 'c', entry: entry('after') });
-    await new Promise<void>((resolve) => {
-      const check = (): void => void (seen.some((s) => s.endsWith(':after')) ? resolve() : setTimeout(check, 20));
-      check();
-    });
+    await after;
     const want = filter === '*' ? ['c#0:while-away', 'old#3:old-while-away', 'c#1:after'] : ['c#0:while-away', 'c#1:after'];
     assert.deepEqual(seen.sort(), want.sort(), 'each entry once, none before the subscription');
   });

@@ -133,6 +133,35 @@ test('since: a transcript removed and started again while the subscriber was awa
   assert.deepEqual(inbox.of('transcript/didAppend').map((p) => `${String(p.seq)} ${(p.entry as { text: string }).text}`), ['0 again 0', '1 again 1', '2 live']);
 });
 
+test('since: appends committed while the file is read are sent once, from the file or from the held feed, in order', async () => {
+  const sent: number[] = [];
+  const sink: NotificationSink = { notify: (_m, params) => void sent.push((params as { seq: number }).seq), unsentBytes: () => 0, unsentFrames: () => 0, isClosed: false };
+  const entries = (from: number, to: number) => range(from, to).map((i) => entry(`e${i}`));
+  let release!: (r: { firstSeq: number; entries: ReturnType<typeof entry>[]; end: number }) => void;
+  let reading!: () => void;
+  const readBegan = new Promise<void>((resolve) => (reading = resolve));
+  const feed = new Subscriptions({}, {
+    revision: 0,
+    document: () => ({ home: { id: '', type: '' }, sessions: [] }) as unknown as StateDocument,
+    entriesFrom: (name, from) => {
+      assert.deepEqual([name, from], ['a', 2]);
+      reading();
+      return new Promise((resolve) => (release = resolve));
+    },
+    error: (message, err) => assert.fail(`${message}: ${String(err)}`),
+  });
+  feed.subscribe(sink, { transcripts: ['a'], since: { transcripts: { a: 1 } } });
+  await readBegan;
+  // The seam: seq 5 is committed before the read ends (the file has it), seq 6 after (it has not).
+  feed.transcriptAppended('a', 5, entry('e5'));
+  feed.transcriptAppended('a', 6, entry('e6'));
+  assert.deepEqual(sent, [], 'live appends wait for the catch-up');
+  release({ firstSeq: 2, entries: entries(2, 5), end: 6 });
+  await new Promise((resolve) => setImmediate(resolve));
+  feed.transcriptAppended('a', 7, entry('e7'));
+  assert.deepEqual(sent, range(2, 7));
+});
+
 test('since: a revision older than the kept history gets state/resync; one within it is replayed', () => {
   const sent: { method: string; params: Record<string, unknown> }[] = [];
   const sink: NotificationSink = { notify: (method, params) => void sent.push({ method, params: params as Record<string, unknown> }), unsentBytes: () => 0, unsentFrames: () => 0, isClosed: false };

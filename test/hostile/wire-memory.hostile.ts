@@ -2,7 +2,7 @@
 // slow (hundreds of MB moved), so run by `npm run test:hostile`, not `npm test`. The fast suite
 // holds the same bounds in process (wire-bounds.test.ts); these show the process survives them.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -146,3 +146,53 @@ for (const [framing, huge] of [['lsp', 'key'], ['ndjson', 'method']] as const) {
     assert.ok(peak < 1024 * MB, `server peak RSS ${Math.round(peak / MB)} MB`);
   });
 }
+
+test('8 connections × 64 subscriptions with since on a 4 MB transcript, never reading: peak RSS under 1 GiB; SIGTERM then stops in order, exit 0', SLOW, async (t) => {
+  const dir = tempDir('hs-wire-');
+  // The transcript as a file before the server starts: 4 000 entries of ~1 KB, just under the compaction trigger.
+  mkdirSync(path.join(dir, 'transcripts'), { recursive: true });
+  const line = (i: number) => `${JSON.stringify(entry(`${i}:${'x'.repeat(960)}`))}\n`;
+  writeFileSync(path.join(dir, 'transcripts', 'a.jsonl'), Array.from({ length: 4000 }, (_, i) => line(i)).join(''));
+  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), ['--log-level', 'debug', '--log-format', 'json']);
+  const open: net.Socket[] = [];
+  t.after(() => open.forEach((s) => s.destroy()));
+  const subscribe = (id: number) => `${JSON.stringify({ jsonrpc: '2.0', id, method: 'watch/subscribe', params: { transcripts: ['a'], since: { transcripts: { a: -1 } } } })}\n`;
+  // Each connection reads until its 64 subscriptions are answered (a paused one is not read
+  // past its first few requests: its output backs up), then stops reading for good.
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      const socket = await openSocket(server.socket);
+      open.push(socket);
+      await new Promise<void>((resolve) => {
+        let buf = '';
+        let replies = 0;
+        socket.on('data', (chunk: Buffer) => {
+          buf += chunk.toString('utf8');
+          const lines = buf.split('\n');
+          buf = lines.pop() as string;
+          for (const l of lines) if (l.startsWith('{"jsonrpc":"2.0","id":')) assert.ok(l.includes('"result"') && ++replies <= 64, l);
+          if (replies === 64) {
+            socket.pause();
+            resolve();
+          }
+        });
+        socket.write(Array.from({ length: 64 }, (_, i) => subscribe(i + 1)).join(''));
+      });
+    }),
+  );
+  const watcher = await server.connect('ndjson');
+  assert.equal(((await watcher.call('status', {})) as { subscriptions: number }).subscriptions, 8 * 64);
+  const peak = peakRss(server.pid);
+  t.diagnostic(`server peak RSS ${Math.round(peak / MB)} MB with 512 catch-ups stalled`);
+  assert.ok(peak < 1024 * MB, `server peak RSS ${Math.round(peak / MB)} MB`);
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  const steps = server
+    .stderr()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg?: string; step?: string; level: number })
+    .map((r) => (r.msg === 'stopping' || r.msg === 'stopped' ? r.msg : r.step))
+    .filter((s) => s !== undefined);
+  assert.deepEqual(steps, ['stopping', 'closed', 'feed closed', 'answered', 'finished', 'stopped']);
+});

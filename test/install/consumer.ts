@@ -1,8 +1,10 @@
 // The package as an editor extension or a bridge consumes it, from `npm pack`: a scratch project
 // installs the tarball (and @types/node) and then, with this repo's TypeScript, esbuild and webpack:
-// - typechecks one consumer under moduleResolution node10, node16, nodenext and bundler, as
-//   CommonJS and as an ES module where the mode has both, with the calls' types checked (a wrong
-//   param must fail);
+// - typechecks one strict consumer under module commonjs/node10, node16, nodenext and bundler, as
+//   CommonJS and as an ES module where the mode has both, with and without esModuleInterop and
+//   skipLibCheck, on the oldest TypeScript the package supports, this repo's and the newest, with
+//   the calls' types checked (a wrong param must fail), and walks the published declarations: they
+//   import no package but Node's own (no zod, no vscode-jsonrpc);
 // - require()s and imports the entry under plain Node and calls spawn() with no `cli`, which must
 //   find the CLI itself; `herrscher-state/cli` resolves to it;
 // - bundles a TypeScript extension that uses spawn() as CommonJS with esbuild and with webpack and
@@ -25,8 +27,15 @@ import { tempDir } from '../helpers/temp-dir.js';
 const TIMEOUT = 300_000;
 /** The bound on a bundle of `connect` + one call (minified, as an extension ships it). */
 const CLIENT_BUNDLE_MAX_BYTES = 100_000;
+/**
+ * The TypeScript versions a consumer may typecheck the client with: the oldest the package
+ * supports (docs/install.md), this repository's own, and the newest release when this was written.
+ * TypeScript 7 removed moduleResolution node10 and esModuleInterop false: its cells are the ones it
+ * still accepts.
+ */
+const OLDEST_TS = '5.0.4';
+const NEWEST_TS = '7.0.2';
 const repoRequire = createRequire(path.join(REPO, 'package.json'));
-const TSC = path.join(REPO, 'node_modules/typescript/bin/tsc');
 
 let project = '';
 
@@ -57,7 +66,7 @@ before(
     // No "type": CommonJS, as an extension's package.json is by default.
     const types = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies['@types/node'];
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
-    const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(root, packed[0].filename), `@types/node@${types}`], {
+    const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(root, packed[0].filename), `@types/node@${types}`, `ts-oldest@npm:typescript@${OLDEST_TS}`, `ts-newest@npm:typescript@${NEWEST_TS}`], {
       cwd: project,
       encoding: 'utf8',
     });
@@ -68,8 +77,7 @@ before(
 
 // What an extension writes: the calls' params and results are typed from the contract. The ts-
 // expect-error directive proves they are (an `any` from an unresolved import would make it unused, an
-// error); skipLibCheck as extension templates set it (zod's own declarations need esModuleInterop
-// under node10).
+// error).
 const CONSUMER_TS = `import { connect, spawn, ErrorCodes, ResponseError, SocketError } from 'herrscher-state';
 import type { StateClient, Session } from 'herrscher-state';
 export async function run(state: string): Promise<string> {
@@ -85,23 +93,116 @@ export async function run(state: string): Promise<string> {
 }
 `;
 
-for (const mode of ['node10', 'node16', 'nodenext', 'bundler'] as const) {
-  test(`the entry typechecks under moduleResolution ${mode}`, { timeout: TIMEOUT }, () => {
-    const dir = `types-${mode}`;
-    const module = { node10: 'commonjs', node16: 'node16', nodenext: 'nodenext', bundler: 'esnext' }[mode];
-    // node16/nodenext: the .ts file is CommonJS (no "type" in package.json), the .mts an ES module.
-    const files = mode === 'node16' || mode === 'nodenext' ? ['consumer.ts', 'consumer.mts'] : ['consumer.ts'];
-    write({
-      [`${dir}/tsconfig.json`]: JSON.stringify({
-        compilerOptions: { module, moduleResolution: mode, target: 'es2022', strict: true, noEmit: true, types: ['node'], skipLibCheck: true, typeRoots: ['../node_modules/@types'] },
-        files,
-      }),
-      ...Object.fromEntries(files.map((f) => [`${dir}/${f}`, CONSUMER_TS])),
-    });
-    const r = spawnSync(process.execPath, [TSC, '-p', path.join(project, dir, 'tsconfig.json')], { cwd: project, encoding: 'utf8' });
-    assert.equal(r.status, 0, `tsc (${mode}) failed:\n${r.stdout}\n${r.stderr}`);
+
+interface Cell {
+  name: string;
+  module: string;
+  moduleResolution?: string;
+  esModuleInterop?: boolean;
+  skipLibCheck: boolean;
+}
+
+/** Every cell: module commonjs/node10, node16, nodenext and bundler × esModuleInterop × skipLibCheck, all strict. */
+function cells(removedInTs7: boolean): Cell[] {
+  const modes = removedInTs7
+    ? [{ module: 'commonjs' }, { module: 'node16', moduleResolution: 'node16' }, { module: 'nodenext', moduleResolution: 'nodenext' }, { module: 'esnext', moduleResolution: 'bundler' }]
+    : [{ module: 'commonjs', moduleResolution: 'node10' }, { module: 'node16', moduleResolution: 'node16' }, { module: 'nodenext', moduleResolution: 'nodenext' }, { module: 'esnext', moduleResolution: 'bundler' }];
+  return modes.flatMap((m) =>
+    (removedInTs7 ? [undefined] : [false, true]).flatMap((esModuleInterop) =>
+      [false, true].map((skipLibCheck) => ({ ...m, esModuleInterop, skipLibCheck, name: `${m.module}/${m.moduleResolution ?? 'default'} interop=${esModuleInterop ?? 'n/a'} skipLibCheck=${skipLibCheck}` })),
+    ),
+  );
+}
+
+/** Writes one cell's project (tsconfig + consumer) and returns its folder. */
+function writeCell(tag: string, cell: Cell): string {
+  const dir = `types-${tag}-${cell.name.replace(/[^a-z0-9]+/gi, '-')}`;
+  // node16/nodenext: the .ts file is CommonJS (no "type" in package.json), the .mts an ES module.
+  const files = cell.module === 'node16' || cell.module === 'nodenext' ? ['consumer.ts', 'consumer.mts'] : ['consumer.ts'];
+  const { name: _name, ...options } = cell;
+  write({
+    [`${dir}/tsconfig.json`]: JSON.stringify({ compilerOptions: { ...options, target: 'es2022', strict: true, noEmit: true, types: ['node'], typeRoots: ['../node_modules/@types'] }, files }),
+    ...Object.fromEntries(files.map((f) => [`${dir}/${f}`, CONSUMER_TS])),
+  });
+  return dir;
+}
+
+// One process per TypeScript version typechecks every cell through the compiler API (a source
+// file parsed once serves every cell): what `tsc -p` reports, except that a cell without
+// skipLibCheck reports no error inside @types/node or the default libs, which no option here
+// changes. It lists the packages each program loaded: only this one and Node's types.
+const MATRIX_RUNNER = `const ts = require(process.argv[2]);
+const path = require('node:path');
+const cache = new Map();
+const results = [];
+for (const dir of JSON.parse(process.argv[3])) {
+  const parsed = ts.getParsedCommandLineOfConfigFile(path.resolve(dir, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, ' ')); } });
+  const host = ts.createCompilerHost(parsed.options);
+  const get = host.getSourceFile.bind(host);
+  host.getSourceFile = (f, lang, ...rest) => {
+    const key = [f, JSON.stringify(lang), parsed.options.module, parsed.options.moduleResolution].join('\\0');
+    if (!cache.has(key)) cache.set(key, get(f, lang, ...rest));
+    return cache.get(key);
+  };
+  const program = ts.createProgram(parsed.fileNames, parsed.options, host);
+  const checked = (f) => !/[\\\\/]node_modules[\\\\/]@types[\\\\/]/.test(f.fileName) && !(program.isSourceFileDefaultLibrary(f));
+  const files = program.getSourceFiles();
+  const diagnostics = [...parsed.errors, ...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics(),
+    ...files.filter(checked).flatMap((f) => [...program.getSyntacticDiagnostics(f), ...program.getSemanticDiagnostics(f)])];
+  results.push({
+    errors: diagnostics.map((d) => (d.file ? path.relative(dir, d.file.fileName) + ': ' : '') + 'TS' + d.code + ' ' + ts.flattenDiagnosticMessageText(d.messageText, ' ')),
+    packages: [...new Set(files.filter((f) => !program.isSourceFileDefaultLibrary(f)).map((f) => (f.fileName.match(/node_modules[\\\\/]((?:@[^\\\\/]+[\\\\/])?[^\\\\/]+)/) || [])[1]).filter(Boolean))].sort(),
   });
 }
+console.log(JSON.stringify({ version: ts.version, results }));
+`;
+
+for (const [tag, typescript] of [['oldest', 'ts-oldest'], ['repo', path.join(REPO, 'node_modules/typescript')]] as const) {
+  test(`a strict consumer typechecks in every module mode, with and without esModuleInterop and skipLibCheck (TypeScript ${tag})`, { timeout: TIMEOUT }, () => {
+    const matrix = cells(false);
+    const dirs = matrix.map((c) => writeCell(tag, c));
+    write({ 'ts-matrix.cjs': MATRIX_RUNNER });
+    const r = spawnSync(process.execPath, ['ts-matrix.cjs', typescript === 'ts-oldest' ? path.join(project, 'node_modules/ts-oldest') : typescript, JSON.stringify(dirs)], { cwd: project, encoding: 'utf8', timeout: TIMEOUT });
+    assert.equal(r.status, 0, `ts-matrix failed:\n${r.stdout}\n${r.stderr}`);
+    const out = JSON.parse(r.stdout.trim()) as { version: string; results: { errors: string[]; packages: string[] }[] };
+    if (tag === 'oldest') assert.equal(out.version, OLDEST_TS);
+    console.log(`# TypeScript ${out.version}: ${matrix.length} cells`);
+    matrix.forEach((cell, i) => {
+      assert.deepEqual(out.results[i]?.errors, [], `TypeScript ${out.version}, ${cell.name}`);
+      // Neither zod nor vscode-jsonrpc is part of a consumer's program: the declarations stand alone.
+      assert.deepEqual(out.results[i]?.packages, ['@types/node', 'herrscher-state', 'undici-types'], `TypeScript ${out.version}, ${cell.name}: packages loaded`);
+    });
+  });
+}
+
+test(`a strict consumer typechecks in every module mode TypeScript ${NEWEST_TS} still has, with and without skipLibCheck`, { timeout: TIMEOUT }, () => {
+  const tsc = path.join(project, 'node_modules/ts-newest/bin/tsc');
+  for (const cell of cells(true)) {
+    const dir = writeCell('newest', cell);
+    const r = spawnSync(process.execPath, [tsc, '-p', path.join(project, dir, 'tsconfig.json')], { cwd: project, encoding: 'utf8', timeout: TIMEOUT });
+    assert.equal(r.status, 0, `tsc ${NEWEST_TS} (${cell.name}) failed:\n${r.stdout}\n${r.stderr}`);
+  }
+  const version = spawnSync(process.execPath, [tsc, '--version'], { encoding: 'utf8' }).stdout;
+  assert.match(version, new RegExp(NEWEST_TS.replace(/\./g, '\\.')));
+});
+
+test('the published declarations import no package but Node\'s own', () => {
+  const pkg = path.join(project, 'node_modules/herrscher-state');
+  const seen = new Set<string>();
+  const walk = (dts: string): void => {
+    if (seen.has(dts)) return;
+    seen.add(dts);
+    const text = readFileSync(dts, 'utf8');
+    for (const [, spec = ''] of text.matchAll(/(?:from\s*|import\(\s*)['"]([^'"]+)['"]/g)) {
+      if (spec.startsWith('node:')) continue;
+      assert.ok(spec.startsWith('.'), `${path.relative(pkg, dts)} imports ${spec}`);
+      walk(path.resolve(path.dirname(dts), spec.replace(/\.js$/, '.d.ts')));
+    }
+  };
+  const manifest = JSON.parse(readFileSync(path.join(pkg, 'package.json'), 'utf8')) as { types: string; exports: { '.': { import: { types: string }; require: { types: string } } } };
+  for (const entry of [manifest.types, manifest.exports['.'].import.types, manifest.exports['.'].require.types]) walk(path.join(pkg, entry));
+  assert.ok(seen.size > 5, `walked ${seen.size} declaration files`);
+});
 
 /** A consumer script body (CommonJS or ESM) that spawns the server with no `cli` and adds a session. */
 const probeBody = (load: string): string => `${load}

@@ -64,6 +64,7 @@ test('a method added to the contract reaches every derived file, and nothing els
   assert.ok(derived('clients/go/methods_gen.go').includes('func (c *Client) Ping(ctx context.Context, pingName string, opts ...PingOptions) (string, error) {'), 'Go');
   assert.ok(derived('clients/python/herrscher_state.py').includes('    def ping(self, pingName, pingTimes=None, timeout=None) -> Any:\n'), 'Python');
   assert.ok(derived('src/client/method-names.ts').includes("  'dummy/ping',\n"), 'the typed client builds a function per listed name');
+  assert.match(derived('src/client/contract-types.ts'), /^ {2}'dummy\/ping': \{\n {4}pingName: string;\n {4}pingTimes\?: number \| undefined;\n {2}\};$/m, "the typed client's params type");
   assert.equal(functionName('dummy/ping'), 'dummyPing');
   assert.match(derived('README.md'), /^\| `dummy\/ping` \| Answers the ping it is given\. \| `\{"pingName":"ping-me"\}` → `\{"pong":"ping-me"\}` \|$/m, 'README');
   assert.match(derived('docs/clients.md'), /^\| `dummy\/ping` \| `Ping` \|$/m, 'docs/clients.md');

@@ -19,7 +19,7 @@ import { connectRaw, RawClient } from '../helpers/wire.js';
 
 const TIMEOUT = { timeout: 30_000 };
 const APPENDS = 20;
-const STEPS = ['stopping', 'closed', 'answered', 'finished', 'stopped'];
+const STEPS = ['stopping', 'closed', 'feed closed', 'answered', 'finished', 'stopped'];
 
 const entry = (text: string) => ({ ts: '2025-01-01T00:00:00Z', role: 'user', text });
 

@@ -17,6 +17,7 @@ import { storeLog } from '../../src/store/store-log.js';
 import type { WalRecord, WriteAheadLog } from '../../src/store/wal.js';
 import { closeFailsIo, countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { headOf } from '../../src/store/file-head.js';
 
 const REL = 'transcripts/s.jsonl';
 
@@ -85,7 +86,11 @@ test('appends that arrive while a write runs share the next write and one log re
   assert.equal(readFileSync(m.file, 'utf8'), 'a\nb\nc\nd\n');
   assert.deepEqual(writes.map((b) => b.toString()), ['a\n', 'b\nc\nd\n']);
   const ino = statSync(m.file).ino;
-  assert.deepEqual(w.records, [{ f: REL, i: ino, o: 0, d: 'a\n', s: 41 }, { f: REL, i: ino, o: 2, d: 'b\nc\nd\n', s: 43 }]);
+  // Each names the file by its inode and its first bytes before the append (none, then 'a\n').
+  assert.deepEqual(w.records, [
+    { f: REL, i: ino, h: headOf(Buffer.alloc(0)), o: 0, d: 'a\n', s: 41 },
+    { f: REL, i: ino, h: headOf(Buffer.from('a\n')), o: 2, d: 'b\nc\nd\n', s: 43 },
+  ]);
   assert.deepEqual(seqs, [['a'], ['b', 'c', 'd']]);
   assert.deepEqual(written, [[['a'], 2], [['b', 'c', 'd'], 8]]);
   await m.appender.close();
