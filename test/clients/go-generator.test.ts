@@ -31,10 +31,10 @@ test('a method edited in a copy of the contract changes the generated Go method'
   cpSync(path.join(REPO, 'src/protocol'), path.join(dir, 'protocol'), { recursive: true });
   symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'));
   const sessionTs = path.join(dir, 'protocol/session.ts');
-  const before = 'params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation }),';
+  const before = 'params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation, writer: Writer }),';
   const source = readFileSync(sessionTs, 'utf8');
   assert.ok(source.includes(before), 'session/setArchived params as this test expects them');
-  writeFileSync(sessionTs, source.replace(before, 'params: () => z.strictObject({ name: Name, archived: z.boolean(), note: z.string(), incarnation: Incarnation }),'));
+  writeFileSync(sessionTs, source.replace(before, 'params: () => z.strictObject({ name: Name, archived: z.boolean(), note: z.string(), incarnation: Incarnation, writer: Writer }),'));
 
   const out = path.join(dir, 'go');
   // A child process: the copy's `.meta({ id })` would clash with ours in zod's global registry.
