@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CLIENT_TYPES_FILE, clientTypesSource } from './client-types-gen.js';
 import { type Contract, derivedFiles, TYPES_DIR } from './derived-files.js';
+import { withPythonVersion } from './python-version.js';
 
 type Json = Record<string, unknown>;
 
@@ -26,6 +27,9 @@ const contract: Contract = { doc: openRpcDocument(version), types: typeSchemas()
 const files = derivedFiles(contract, (rel) => readFileSync(path.join(root, rel), 'utf8'));
 // The typed client's plain types: the TypeScript compiler's reading of the contract's own source.
 files[CLIENT_TYPES_FILE] = clientTypesSource(protocolDir);
+// The Python package's version is the npm package's.
+const py = 'clients/python/herrscher_state.py';
+files[py] = withPythonVersion(files[py] ?? readFileSync(path.join(root, py), 'utf8'), version);
 
 const typesDir = path.join(root, TYPES_DIR);
 mkdirSync(typesDir, { recursive: true });

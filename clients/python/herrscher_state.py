@@ -1,7 +1,7 @@
 """Python client of herrscher-state, the single-writer state server of Herrscher.
 
-One file, standard library only, Python 3.9+. Copy it next to a bridge, or put this folder on
-sys.path.
+One file, standard library only, Python 3.9+. `pip install ./clients/python` (a clone or an
+unpacked release) installs it as the package herrscher_state; or copy it next to a bridge.
 
     import herrscher_state as hs
 
@@ -35,13 +35,18 @@ import re
 import socket as _socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
+# The npm package's version (package.json), written here by `npm run schema`.
+__version__ = "0.1.0"
+
 __all__ = [
     "Client", "Notification", "Subscription", "connect", "spawn", "find_socket", "check_socket",
-    "StateError", "ConnectionClosed", "UntrustedSocket", "NoServer", "ERRORS_BY_CODE",
+    "StateError", "ConnectionClosed", "StartError", "UntrustedSocket", "NoServer", "ERRORS_BY_CODE",
+    "__version__",
 ]
 
 
@@ -61,6 +66,26 @@ class StateError(Exception):
 class ConnectionClosed(ConnectionError):
     """The connection ended (the server exited, the socket closed, the peer sent what no server
     sends) before an answer came. An OSError (ConnectionError), as a socket's own failures are."""
+
+
+class StartError(ConnectionClosed):
+    """A spawned server exited before it answered anything: it could not start (a state.json that
+    is not JSON, a folder it may not use, a lock another process holds). Every call, pending or
+    later, raises it. .exit_code is the server's exit code (negative: the signal that ended it;
+    None: it never ran), .stderr the last lines it wrote to stderr (which say why); the message
+    repeats the last of them."""
+
+    def __init__(self, message: str, exit_code: Optional[int], stderr: Sequence[str]):
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.stderr = list(stderr)
+
+
+def _closed_error(cause: Any, prefix: str = "") -> ConnectionClosed:
+    """The error of a call on a connection that ended with cause: a start failure stays one."""
+    if isinstance(cause, StartError):
+        return StartError(str(cause), cause.exit_code, cause.stderr)
+    return ConnectionClosed(prefix + str(cause))
 
 
 class UntrustedSocket(Exception):
@@ -302,8 +327,14 @@ class Client:
 
     def __init__(self, reader: Any, writer: Any, on_close: Any = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, call_timeout: Optional[float] = None,
-                 dial: Any = None, reconnect: Optional[Dict[str, Any]] = None, on_connect: Any = None):
+                 dial: Any = None, reconnect: Optional[Dict[str, Any]] = None, on_connect: Any = None,
+                 explain_early_end: Any = None):
         self._reader = reader
+        # A spawned server's: called with the cause when the connection ends before the peer sent
+        # anything, and returns the cause to give instead (a StartError).
+        self._explain = explain_early_end
+        self._heard = False
+        self._ended = threading.Event()
         self._writer = writer
         self._max = max_message_bytes
         # The bound of a call that names none (seconds; None: wait for the reply or the end).
@@ -366,9 +397,15 @@ class Client:
             cause = ConnectionClosed("the connection failed: %s: %s" % (type(e).__name__, e))
         if broken:
             _close_streams(writer, reader)  # nothing more is read from, or sent to, a peer we cannot trust
+        if self._explain is not None and not self._heard:
+            try:
+                cause = self._explain(cause)
+            except Exception:  # noqa: BLE001 - the plain cause is still an answer
+                pass
         self._lost(gen, cause, writer, reader)
 
     def _dispatch(self, msg: Dict[str, Any]) -> None:
+        self._heard = True
         if "method" in msg:
             if not isinstance(msg["method"], str):
                 raise _ProtocolError("a method that is not a string: %s" % _quote(msg["method"]))
@@ -512,6 +549,7 @@ class Client:
             if self.closed is not None:
                 return
             self.closed = cause
+            self._ended.set()
             pending, self._pending = self._pending, {}
             subs = dict((id(s), s) for s in self._subs.values())
             subs.update(self._tracked)
@@ -563,7 +601,7 @@ class Client:
         slot: List[Any] = [event, None, None]
         with self._lock:
             if self.closed is not None:
-                raise ConnectionClosed(str(self.closed))
+                raise _closed_error(self.closed)
             if ready and self._reconnecting:
                 raise ConnectionClosed("%s: the connection was lost: %s" % (method, self._lost_by))
             self._next_id += 1
@@ -574,6 +612,8 @@ class Client:
         except (OSError, ValueError) as e:  # ValueError: a file closed by the reader meanwhile
             with self._lock:
                 self._pending.pop(mid, None)
+            if self._explain is not None and not self._heard and self._ended.wait(_START_EXPLAIN_WAIT):
+                raise _closed_error(self.closed, "%s: " % method) from e  # why a server that never answered ended
             raise ConnectionClosed("%s: cannot send: %s" % (method, e)) from e
         if not event.wait(timeout):
             with self._lock:
@@ -589,7 +629,7 @@ class Client:
                 raise TimeoutError("%s: no answer within %ss" % (method, timeout))
         reply = slot[1]
         if reply is None:
-            raise ConnectionClosed("%s: %s" % (method, slot[2] or self.closed))
+            raise _closed_error(slot[2] or self.closed, "%s: " % method)
         if "error" in reply:
             err = reply["error"]
             cls = ERRORS_BY_CODE.get(err.get("code"), StateError)
@@ -599,7 +639,7 @@ class Client:
     def notify(self, method: str, **params: Any) -> None:
         """Sends a notification (no answer): exit, $/cancelRequest."""
         if self.closed is not None:
-            raise ConnectionClosed(str(self.closed))
+            raise _closed_error(self.closed)
         self._send({"jsonrpc": "2.0", "method": method, "params": {k: v for k, v in params.items() if v is not None}})
 
     def subscribe(self, sessions: Optional[bool] = None, transcripts: Any = None, participants: Any = None,
@@ -1045,19 +1085,98 @@ class _SocketWriter:
         self._s.close()
 
 
-def spawn(state: str, command: Sequence[str] = ("herrscher-state",), lock_fd: Optional[int] = None,
+# How many of a failed server's last stderr lines a StartError keeps.
+START_ERROR_STDERR_LINES = 20
+# Seconds a server whose output ended may take to exit (and close its stderr) before the start
+# failure is reported without its exit code; a send that failed waits as long for that report.
+_START_EXPLAIN_WAIT = 5.0
+
+
+def server_command() -> List[str]:
+    """How spawn() runs herrscher-state, as the Go drop-in does: $HERRSCHER_STATE_BIN (an
+    executable, or a checkout's dist/src/cli.js, run with node), else herrscher-state on PATH."""
+    bin_ = os.environ.get("HERRSCHER_STATE_BIN", "")
+    if not bin_:
+        return ["herrscher-state"]
+    if bin_.endswith(".js"):
+        return ["node", bin_]
+    return [bin_]
+
+
+class _StderrTail:
+    """A spawned server's stderr: passed on to ours as it comes (its log), its last lines kept."""
+
+    def __init__(self, stream: Any, forward: Any):
+        self._lines: List[str] = []
+        self._lock = threading.Lock()
+        self.done = threading.Event()
+        threading.Thread(target=self._pump, args=(stream, forward), name="herrscher-state-stderr", daemon=True).start()
+
+    def _pump(self, stream: Any, forward: Any) -> None:
+        try:
+            for raw in iter(stream.readline, b""):
+                if forward is not None:
+                    try:
+                        forward.write(raw.decode("utf-8", "replace"))
+                        forward.flush()
+                    except (OSError, ValueError):
+                        forward = None  # ours is closed: keep reading, so the server never blocks
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                with self._lock:
+                    self._lines.append(line[:2000])
+                    del self._lines[:-START_ERROR_STDERR_LINES]
+        except (OSError, ValueError):
+            pass  # the pipe broke: the lines so far are what there is
+        finally:
+            self.done.set()
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def lines(self) -> List[str]:
+        with self._lock:
+            return [l for l in self._lines if l.strip()]
+
+
+def _start_error(proc: subprocess.Popen, tail: Optional[_StderrTail], cause: BaseException) -> BaseException:
+    """The StartError of a server that ended before it answered, or cause while it still runs."""
+    try:
+        code = proc.wait(_START_EXPLAIN_WAIT)
+    except subprocess.TimeoutExpired:
+        return cause  # still running: the connection broke, not the start
+    lines: List[str] = []
+    if tail is not None:
+        tail.done.wait(1.0)
+        lines = tail.lines()
+    how = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
+    said = ": " + lines[-1] if lines else " and wrote nothing to stderr"
+    return StartError("herrscher-state serve %s before it answered%s" % (how, said), code, lines)
+
+
+def spawn(state: str, command: Optional[Sequence[str]] = None, lock_fd: Optional[int] = None,
           args: Sequence[str] = (), env: Optional[Dict[str, str]] = None, stderr: Any = None,
           shutdown_timeout: float = 10.0) -> Client:
     """Starts `herrscher-state serve --stdio --state STATE` and speaks to it over its stdio, as
-    the host does. lock_fd: an open fd of the state's lock file on which the caller holds the
-    flock; it is handed to the server (--lock-fd). close() sends shutdown and exit, then waits."""
-    argv = list(command) + ["serve", "--stdio", "--state", state]
+    the host does. command: the server's argv before `serve` (default server_command():
+    $HERRSCHER_STATE_BIN, else herrscher-state on PATH). lock_fd: an open fd of the state's lock
+    file on which the caller holds the flock; it is handed to the server (--lock-fd). stderr: where
+    the server's log goes (default: passed on to sys.stderr, its last lines kept for StartError).
+    A server that exits before it answers makes every call raise StartError (its exit code and
+    last stderr lines). close() sends shutdown and exit, then waits."""
+    argv = list(command if command is not None else server_command()) + ["serve", "--stdio", "--state", state]
     pass_fds: Sequence[int] = ()
     if lock_fd is not None:
         argv += ["--lock-fd", str(lock_fd)]
         pass_fds = (lock_fd,)
     argv += list(args)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, pass_fds=pass_fds)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE if stderr is None else stderr, env=env, pass_fds=pass_fds)
+    except OSError as e:
+        hint = "; set HERRSCHER_STATE_BIN to its path or put herrscher-state on PATH" if command is None else ""
+        raise StartError("herrscher-state serve could not be started (%s): %s%s" % (argv[0], e, hint), None, []) from e
+    tail = _StderrTail(proc.stderr, sys.stderr) if stderr is None else None
     client: Client
 
     def on_close() -> None:
@@ -1077,6 +1196,6 @@ def spawn(state: str, command: Sequence[str] = ("herrscher-state",), lock_fd: Op
             proc.kill()
             proc.wait()
 
-    client = Client(proc.stdout, proc.stdin, on_close)
+    client = Client(proc.stdout, proc.stdin, on_close, explain_early_end=lambda cause: _start_error(proc, tail, cause))
     client.process = proc
     return client

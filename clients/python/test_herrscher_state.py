@@ -617,6 +617,42 @@ class NoServerError(unittest.TestCase):
         self.assertTrue(issubclass(hs.ConnectionClosed, OSError))
 
 
+class StartFailure(unittest.TestCase):
+    def test_a_server_that_cannot_start_raises_start_error_with_its_exit_code_and_words(self):
+        state = os.path.join(private_dir(self), "state.json")
+        with open(state, "w") as f:
+            f.write("{not json")
+        c = hs.spawn(state, command=COMMAND, args=SERVE_ARGS, env=server_env(self), stderr=None)
+        self.addCleanup(c.close)
+        with self.assertRaises(hs.StartError) as cm:
+            c.snapshot_sessions()
+        e = cm.exception
+        self.assertIsInstance(e, hs.ConnectionClosed)
+        self.assertEqual(e.exit_code, 1)
+        self.assertRegex(e.stderr[-1], r"cannot open the state .*state\.json: state\.json: invalid JSON")
+        self.assertRegex(str(e), r"^herrscher-state serve exited with code 1 before it answered: herrscher-state: cannot open the state .*invalid JSON.*; fix ")
+        with self.assertRaises(hs.StartError) as later:
+            c.status()
+        self.assertEqual((later.exception.exit_code, later.exception.stderr), (1, e.stderr))
+
+    def test_spawn_runs_herrscher_state_bin_as_the_go_drop_in_does(self):
+        env = server_env(self)
+        old = os.environ.get("HERRSCHER_STATE_BIN")
+        self.addCleanup(lambda: os.environ.pop("HERRSCHER_STATE_BIN", None) if old is None else os.environ.__setitem__("HERRSCHER_STATE_BIN", old))
+        os.environ["HERRSCHER_STATE_BIN"] = CLI
+        self.assertEqual(hs.server_command(), ["node", CLI])
+        c = hs.spawn(os.path.join(private_dir(self), "state.json"), args=SERVE_ARGS + ["--no-socket"], env=env, stderr=subprocess.DEVNULL)
+        with c:
+            self.assertEqual(c.snapshot_sessions(), [])
+        missing = os.path.join(private_dir(self), "no-such-herrscher-state")
+        os.environ["HERRSCHER_STATE_BIN"] = missing
+        with self.assertRaises(hs.StartError) as cm:
+            hs.spawn(os.path.join(private_dir(self), "state.json"), env=env)
+        self.assertIsNone(cm.exception.exit_code)
+        self.assertIn(missing, str(cm.exception))
+        self.assertIn("HERRSCHER_STATE_BIN", str(cm.exception))
+
+
 class Reconnect(unittest.TestCase):
     def test_a_subscriber_sees_every_acknowledged_append_once_in_order_across_a_restart(self):
         srv = SocketServer(self)

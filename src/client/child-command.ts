@@ -73,6 +73,7 @@ export function childCommand(
     command,
     args: [o.cli, 'serve', '--stdio', '--state', o.state, ...lock, ...(o.args ?? [])],
     env,
-    stdio: o.lockFd === undefined ? ['pipe', 'pipe', 'inherit'] : ['pipe', 'pipe', 'inherit', o.lockFd],
+    // stderr piped: spawn() passes it on and keeps its last lines for a StartError.
+    stdio: o.lockFd === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', o.lockFd],
   };
 }

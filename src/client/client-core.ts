@@ -5,7 +5,7 @@
 // subscription id the caller was first given.
 import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 import { backoffDelay, reconnectDefaults } from './reconnect-options.js';
-import { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
+import { CallTimeoutError, closedError, ConnectionClosedError } from './client-errors.js';
 import type { Link } from './link.js';
 import type { CallOptions } from './call-options.js';
 import { SESSION_NAME_PATTERN } from '../protocol/session-name.js';
@@ -104,9 +104,9 @@ export class ClientCore {
   /** The open link, waiting for a reconnection (within the deadline) while there is none. */
   private async current(method: string, deadline: number | undefined): Promise<Link> {
     if (!this.link.closed) return this.link;
-    if (this.reason) throw new ConnectionClosedError(this.reason.message);
+    if (this.reason) throw closedError(this.reason);
     const next = this.reconnecting;
-    if (!next) throw new ConnectionClosedError(this.link.closed.message);
+    if (!next) throw closedError(this.link.closed);
     if (deadline === undefined) return next;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_resolve, reject) => {

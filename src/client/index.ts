@@ -2,7 +2,7 @@
 export { connect, spawn } from './client.js';
 export { functionName } from '../protocol/function-name.js';
 export type { StateClient, SpawnedClient, ConnectOptions, SpawnOptions, Framing, MethodFunctions, CallOptions, ConnectionState, ReconnectOptions, RawConnection } from './client.js';
-export { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
+export { CallTimeoutError, ConnectionClosedError, StartError } from './client-errors.js';
 export { ErrorCodes } from '../protocol/error-codes.js';
 export type { ErrorName, ErrorCode } from '../protocol/error-codes.js';
 export type { MethodName, MethodParams, MethodResults, NotificationName, NotificationParams, GoInteger } from './contract-types.js';

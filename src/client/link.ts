@@ -8,10 +8,13 @@ import { CancellationTokenSource, createMessageConnection } from 'vscode-jsonrpc
 import type { Framing } from '../transport/framing.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
-import { CallTimeoutError, ConnectionClosedError } from './client-errors.js';
+import { CallTimeoutError, closedError, ConnectionClosedError } from './client-errors.js';
 import { nonFiniteError } from './finite-params.js';
 
 type Id = string | number;
+
+/** vscode-jsonrpc's own codes for a send or read that failed here (MessageWriteError…ConnectionInactive): not the server's answer. */
+const LOCAL_CODES = new Set([-32099, -32098, -32097, -32096]);
 
 const isResponse = (m: Message): boolean => !('method' in m) && ('result' in m || 'error' in m);
 
@@ -21,6 +24,11 @@ export interface LinkOptions {
   maxMessageBytes?: number;
   /** What the peer is called in errors: "the server" (the socket's path is added by the caller). */
   peer?: string;
+  /**
+   * When the connection ends before the peer sent anything: resolves with the reason to give
+   * instead (a spawned server's exit code and last stderr lines); pending calls wait for it.
+   */
+  explainEarlyEnd?: (reason: Error) => Promise<Error>;
 }
 
 export class Link {
@@ -32,6 +40,9 @@ export class Link {
   private readonly waiting = new Set<(err: Error) => void>();
   private readonly closeListeners: ((reason: Error) => void)[] = [];
   private noteListener: ((method: string, params: unknown) => void) | undefined;
+  private heardFrom = false;
+  private explaining = false;
+  private readonly explainEarlyEnd: ((reason: Error) => Promise<Error>) | undefined;
 
   constructor(
     input: NodeJS.ReadableStream,
@@ -39,11 +50,12 @@ export class Link {
     private readonly destroy: () => void,
     options: LinkOptions,
   ) {
+    this.explainEarlyEnd = options.explainEarlyEnd;
     const t = createFramedTransport(input, output, {
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
       initialFraming: options.framing,
       answerBadInput: false,
-      onProtocolError: (info) => this.fail(new ConnectionClosedError(`the server broke the protocol (${info.message}); the connection is closed`)),
+      onProtocolError: (info) => this.lose(new ConnectionClosedError(`the server broke the protocol (${info.message}); the connection is closed`)),
     });
     const reader: MessageReader = {
       onError: t.reader.onError,
@@ -51,6 +63,7 @@ export class Link {
       onPartialMessage: t.reader.onPartialMessage,
       listen: (callback) =>
         t.reader.listen((msg) => {
+          this.heardFrom = true;
           if (isResponse(msg)) {
             const id = (msg as { id?: unknown }).id;
             if ((typeof id !== 'string' && typeof id !== 'number') || !this.sent.has(id)) {
@@ -78,9 +91,14 @@ export class Link {
     };
     this.connection = createMessageConnection(reader, writer);
     this.connection.onNotification((method: string, params: unknown) => this.noteListener?.(method, params));
-    this.connection.onClose(() => this.fail(new ConnectionClosedError('the server closed the connection')));
-    this.connection.onError(([err]) => this.fail(new ConnectionClosedError(`the connection failed: ${err.message}`)));
+    this.connection.onClose(() => this.lose(new ConnectionClosedError('the server closed the connection')));
+    this.connection.onError(([err]) => this.lose(new ConnectionClosedError(`the connection failed: ${err.message}`)));
     this.connection.listen();
+  }
+
+  /** Whether the peer has sent any message yet (a spawned server that exits before is a start failure). */
+  get heard(): boolean {
+    return this.heardFrom;
   }
 
   /** Why the connection ended; undefined while it is open. */
@@ -103,18 +121,22 @@ export class Link {
    * (`budgetMs`: the call's whole timeout, which the error names, when part was spent before).
    */
   request(method: string, params: unknown, timeoutMs?: number, budgetMs = timeoutMs): Promise<unknown> {
-    if (this.reason) return Promise.reject(new ConnectionClosedError(this.reason.message));
+    if (this.reason) return Promise.reject(closedError(this.reason));
     const bad = nonFiniteError(method, params);
     if (bad) return Promise.reject(bad);
     return new Promise((resolve, reject) => {
       const cancel = new CancellationTokenSource();
       let timer: NodeJS.Timeout | undefined;
       const settle = (): void => {
-        this.waiting.delete(reject);
+        this.waiting.delete(failCall);
         if (timer) clearTimeout(timer);
         cancel.dispose();
       };
-      this.waiting.add(reject);
+      const failCall = (err: Error): void => {
+        settle();
+        reject(err);
+      };
+      this.waiting.add(failCall);
       if (timeoutMs !== undefined && Number.isFinite(timeoutMs)) {
         timer = setTimeout(() => {
           settle();
@@ -122,12 +144,20 @@ export class Link {
           reject(new CallTimeoutError(`${method}: no reply within ${budgetMs} ms (the server is stuck or overloaded)`));
         }, Math.max(0, timeoutMs));
       }
+      // A send that fails while the end is being explained waits for the explanation (end()).
+      const lost = (err: unknown): void => {
+        const fromServer = err instanceof Error && 'code' in err && typeof err.code === 'number' && !LOCAL_CODES.has(err.code);
+        if (!fromServer && !this.reason && this.explainEarlyEnd && !this.heardFrom) {
+          this.lose(new ConnectionClosedError(`the connection failed: ${err instanceof Error ? err.message : String(err)}`));
+          if (!this.reason) return; // end() rejects it with the explanation
+        }
+        failCall(this.reason && !fromServer ? closedError(this.reason) : err instanceof Error ? err : new Error(String(err)));
+      };
       let sent: Promise<unknown>;
       try {
         sent = this.connection.sendRequest(method, params ?? {}, cancel.token);
       } catch (err) {
-        settle();
-        reject(err instanceof Error ? err : new Error(String(err)));
+        lost(err);
         return;
       }
       sent.then(
@@ -135,17 +165,14 @@ export class Link {
           settle();
           resolve(value);
         },
-        (err: unknown) => {
-          settle();
-          reject(this.reason && !(err instanceof Error && 'code' in err && typeof err.code === 'number') ? new ConnectionClosedError(this.reason.message) : err);
-        },
+        lost,
       );
     });
   }
 
   /** Sends a notification (no reply); refused like a request when its params cannot be sent. */
   notify(method: string, params: unknown): Promise<void> {
-    if (this.reason) return Promise.reject(new ConnectionClosedError(this.reason.message));
+    if (this.reason) return Promise.reject(closedError(this.reason));
     const bad = nonFiniteError(method, params);
     if (bad) return Promise.reject(bad);
     try {
@@ -157,9 +184,28 @@ export class Link {
 
   /** Ends the connection (idempotent): pending calls are rejected with `reason`. */
   fail(reason: Error): void {
+    this.end(reason);
+  }
+
+  /** The connection ended by itself: before the peer said anything, explained if it can be. */
+  private lose(reason: Error): void {
+    if (this.reason || this.explaining) return;
+    if (this.explainEarlyEnd && !this.heardFrom) {
+      // Calls sent meanwhile join the waiting ones: all are rejected with the explanation.
+      this.explaining = true;
+      this.explainEarlyEnd(reason).then(
+        (why) => this.end(why),
+        () => this.end(reason),
+      );
+      return;
+    }
+    this.end(reason);
+  }
+
+  private end(reason: Error): void {
     if (this.reason) return;
     this.reason = reason;
-    for (const reject of [...this.waiting]) reject(reason);
+    for (const fail of [...this.waiting]) fail(reason);
     this.waiting.clear();
     this.connection.dispose();
     this.destroy();

@@ -107,7 +107,7 @@ export interface SeqMark {
   save(): Promise<void>;
 }
 
-/** What a Transcript is made of (Store.newTranscript builds one per name). */
+/** What a Transcript is made of (SessionFiles builds one per name: session-files.ts). */
 export interface TranscriptOptions {
   io: Io;
   /** The .jsonl file, absolute, and its name relative to the state dir (for messages and the log). */

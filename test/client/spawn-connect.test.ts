@@ -7,7 +7,7 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { childCommand, nodeOnPath } from '../../src/client/child-command.js';
-import { connect, SocketError, SocketErrorCodes, spawn } from '../../src/client/index.js';
+import { ConnectionClosedError, connect, SocketError, SocketErrorCodes, spawn, StartError } from '../../src/client/index.js';
 import { CLI, privateRuntimeDir } from '../helpers/cli.js';
 import { startServer } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
@@ -40,7 +40,7 @@ test('inside Electron the command is a Node 20+ on PATH, else Electron itself wi
   assert.equal(given.env.ELECTRON_RUN_AS_NODE, undefined);
   const locked = childCommand({ ...o, lockFd: 17 }, { execPath: '/usr/bin/node' });
   assert.deepEqual(locked.args.slice(-2), ['--lock-fd', '3']);
-  assert.deepEqual(locked.stdio, ['pipe', 'pipe', 'inherit', 17]);
+  assert.deepEqual(locked.stdio, ['pipe', 'pipe', 'pipe', 17]);
 });
 
 /** A folder holding `node`: a stand-in that prints `version` for --version and otherwise runs this Node. */
@@ -110,4 +110,39 @@ test('connect() without a socket follows $HERRSCHER_STATE_SOCKET', async (t) => 
   const client = await connect({ env: { ...env(), HERRSCHER_STATE_SOCKET: srv.socket } });
   assert.equal((await client.status()).statePath, srv.store.statePath);
   await client.close();
+});
+
+test('a spawned server that cannot start rejects the pending and later calls with a StartError: its exit code and its last stderr lines', { timeout: 60_000 }, async () => {
+  const state = statePathIn(tempDir());
+  writeFileSync(state, '{not json');
+  const server = spawn({ state, cli: CLI, env: env() });
+  const pending = server.sessionList();
+  const err = await pending.then(
+    () => assert.fail('a server on a broken state.json answered'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof StartError, `a StartError, not ${String(err)}`);
+  assert.ok(err instanceof ConnectionClosedError, 'still a ConnectionClosedError to code that handles those');
+  assert.equal(err.exitCode, 1);
+  assert.equal(err.signal, null);
+  assert.match(err.stderr.at(-1) ?? '', /cannot open the state .*state\.json: state\.json: invalid JSON/);
+  assert.match(err.message, /^herrscher-state serve exited with code 1 before it answered: herrscher-state: cannot open the state .*invalid JSON.*; fix /);
+  const later = await server.sessionList().then(
+    () => assert.fail('a later call answered'),
+    (e: unknown) => e,
+  );
+  assert.ok(later instanceof StartError && later.exitCode === 1 && later.stderr.join('\n') === err.stderr.join('\n'), `a later call: ${String(later)}`);
+  assert.equal(await server.exited, 1);
+  await server.close();
+});
+
+test('a spawn() whose binary does not exist rejects its calls with a StartError saying so', { timeout: 60_000 }, async () => {
+  const server = spawn({ state: statePathIn(tempDir()), cli: CLI, env: env(), node: path.join(tempDir(), 'no-such-node') });
+  const err = await server.status().then(
+    () => assert.fail('answered'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof StartError, String(err));
+  assert.equal(err.exitCode, null);
+  assert.match(err.message, /could not be started \(.*no-such-node\): spawn .*no-such-node ENOENT/);
 });

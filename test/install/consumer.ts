@@ -78,7 +78,7 @@ before(
 // What an extension writes: the calls' params and results are typed from the contract. The ts-
 // expect-error directive proves they are (an `any` from an unresolved import would make it unused, an
 // error).
-const CONSUMER_TS = `import { connect, spawn, ErrorCodes, ResponseError, SocketError } from 'herrscher-state';
+const CONSUMER_TS = `import { connect, spawn, ErrorCodes, ResponseError, SocketError, StartError } from 'herrscher-state';
 import type { StateClient, Session } from 'herrscher-state';
 export async function run(state: string): Promise<string> {
   const server = spawn({ state, args: ['--no-socket'] });
@@ -88,8 +88,9 @@ export async function run(state: string): Promise<string> {
   const bad = () => server.sessionAdd({ session: { name: 5 } });
   const code: number = ErrorCodes.UnknownSession;
   const c: (o: { socket: string }) => Promise<StateClient> = connect;
+  const why = (err: unknown): string => (err instanceof StartError ? \`\${err.exitCode}: \${err.stderr.join(' / ')}\` : String(err));
   await server.close();
-  return [s.name, code, typeof bad, typeof c, ResponseError.name, SocketError.name].join(',');
+  return [s.name, code, typeof bad, typeof c, ResponseError.name, SocketError.name, why].join(',');
 }
 `;
 
@@ -259,6 +260,36 @@ test('an esbuild CommonJS bundle of an extension that calls spawn() runs', { tim
   });
   assert.deepEqual(result.warnings.map((w) => w.text), [], 'the bundle builds without a warning');
   assert.equal(runNode(['-e', RUN_EXTENSION(out)]), 'bundled:0');
+});
+
+// An extension whose state.json is broken: what it can tell its user, from the StartError.
+const BROKEN_EXTENSION_TS = `import { spawn, StartError } from 'herrscher-state';
+import os from 'node:os';
+import fs from 'node:fs';
+import path from 'node:path';
+export async function activate(): Promise<string> {
+  const state = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hs-ext-')), 'state.json');
+  fs.writeFileSync(state, '{not json');
+  const server = spawn({ state, args: ['--no-socket'] });
+  try {
+    await server.sessionList();
+    return 'answered';
+  } catch (err) {
+    if (!(err instanceof StartError)) throw err;
+    return \`exit \${err.exitCode}: \${err.stderr[err.stderr.length - 1]}\`;
+  } finally {
+    await server.close();
+  }
+}
+`;
+
+test('an esbuild CommonJS bundle of an extension spawning a server on a broken state.json gets its exit code and words', { timeout: TIMEOUT }, async () => {
+  write({ 'ext/broken.ts': BROKEN_EXTENSION_TS });
+  const esbuild = repoRequire('esbuild') as typeof Esbuild;
+  const out = path.join(project, 'out-esbuild/broken.js');
+  await esbuild.build({ absWorkingDir: project, entryPoints: ['ext/broken.ts'], outfile: out, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'silent' });
+  const said = runNode(['-e', RUN_EXTENSION(out)]);
+  assert.match(String(said), /^exit 1: herrscher-state: cannot open the state .*state\.json: state\.json: invalid JSON.*; fix .* or move it away/);
 });
 
 test('a webpack CommonJS bundle of an extension that calls spawn() runs', { timeout: TIMEOUT }, async () => {
