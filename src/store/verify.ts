@@ -14,6 +14,7 @@ import { goDecodeUtf8, goTrimSpace } from './go-text.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
 import { nodeIo } from './io.js';
 import { scanLines } from './line-scan.js';
+import { NewerFormatError } from './sealed-line.js';
 import { isPathComponent, sideOf } from './paths.js';
 import { storeLog } from './store-log.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
@@ -236,6 +237,10 @@ async function checkSideFiles(dir: string, side: string, problem: Report): Promi
   } catch (err) {
     if (!isErrno(err, 'ENOENT')) problem(wal, `cannot be read: ${(err as Error).message}`);
   }
-  if (buf) for (const d of scanWal(buf).damaged) problem(wal, `damaged record (${d.why}): the replay skips it`, d.line);
+  if (buf) {
+    const { damaged, newer } = scanWal(buf);
+    for (const d of damaged) problem(wal, `damaged record (${d.why}): the replay skips it`, d.line);
+    if (newer) problem(wal, new NewerFormatError(wal, newer.version).message, newer.line);
+  }
   return files;
 }
