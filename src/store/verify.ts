@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import type { BackupManifest } from './backup-manifest.js';
-import { isBackupFile, MANIFEST_NAME, parseManifest } from './backup-manifest.js';
+import { isBackupFile, MANIFEST_NAME, parseManifest, UNFINISHED_NAME } from './backup-manifest.js';
 import { hashFile } from './file-copy.js';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import { goDecodeUtf8, goTrimSpace } from './go-text.js';
@@ -59,6 +59,11 @@ export async function verifyStateDir(dir: string, stateBase = 'state.json'): Pro
     manifestText = await fs.readFile(path.join(dir, MANIFEST_NAME), 'utf8');
   } catch (err) {
     if (!isErrno(err, 'ENOENT')) problem(MANIFEST_NAME, `cannot be read: ${(err as Error).message}`);
+    else if (await anyExists(dir, [UNFINISHED_NAME])) {
+      report.backup = true;
+      problem(MANIFEST_NAME, 'missing: an unfinished backup (its writer stopped before the manifest); take a new one');
+      return report;
+    }
   }
   if (manifestText !== undefined) {
     report.backup = true;

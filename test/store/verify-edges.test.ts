@@ -1,9 +1,12 @@
 // verify at its edges: what a start refuses, verify names; a folder that is no state dir is not
 // passed as one.
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, renameSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { backupStore } from '../../src/store/backup.js';
+import { MANIFEST_NAME, UNFINISHED_NAME } from '../../src/store/backup-manifest.js';
+import { RestoreRefused, restoreBackup } from '../../src/store/restore.js';
 import { sealLine } from '../../src/store/sealed-line.js';
 import { Store } from '../../src/store/store.js';
 import { StoreError } from '../../src/store/store-error.js';
@@ -33,4 +36,43 @@ test('verify of a folder that holds no state dir (no state.json, no store folder
   const started = tempDir();
   mkdirSync(path.join(started, '.herrscher-state'));
   assert.deepEqual((await verifyStateDir(started)).problems, [], 'a state dir before its first save has its side folder');
+});
+
+test('a backup whose writer stopped before its manifest is named unfinished by verify, and refused by restore', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir), { durability: 'write' });
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'x' });
+  const dest = path.join(tempDir(), 'bk');
+  await backupStore(store, dest);
+  await store.close();
+  // What a kill -9 between the last file and the manifest leaves: every file, the marker, no manifest.
+  renameSync(path.join(dest, MANIFEST_NAME), path.join(dest, UNFINISHED_NAME));
+  const got = (await verifyStateDir(dest)).problems.map(formatProblem);
+  assert.deepEqual(got, ['backup-manifest.json: missing: an unfinished backup (its writer stopped before the manifest); take a new one']);
+  await assert.rejects(restoreBackup(dest, statePathIn(path.join(tempDir(), 'r'))), RestoreRefused);
+});
+
+test('a backup marks its folder unfinished before it writes anything else into it', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir), { durability: 'write' });
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'x' });
+  const dest = tempDir(); // an empty folder: allowed, and watched from before the backup
+  const names: string[] = [];
+  let done!: () => void;
+  const manifestSeen = new Promise<void>((resolve) => (done = resolve));
+  const watcher = watch(dest, (_event, name) => {
+    if (name !== null && !names.includes(name)) names.push(name);
+    if (name === MANIFEST_NAME) done();
+  });
+  try {
+    await backupStore(store, dest);
+    await manifestSeen;
+  } finally {
+    watcher.close();
+    await store.close();
+  }
+  assert.equal(names[0], UNFINISHED_NAME, `the first name in the folder: ${names.join(', ')}`);
+  assert.equal(existsSync(path.join(dest, UNFINISHED_NAME)), false, 'renamed to the manifest at the end');
 });
