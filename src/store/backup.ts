@@ -108,7 +108,7 @@ export async function checkBackupDest(dest: string, stateDir: string): Promise<v
 }
 
 /** The real path of `p`: of its nearest existing ancestor, with the rest of `p` appended. */
-async function realpathOfNearest(p: string): Promise<string> {
+export async function realpathOfNearest(p: string): Promise<string> {
   const rest: string[] = [];
   for (let at = p; ; at = path.dirname(at)) {
     try {

@@ -1,7 +1,7 @@
 // verify at its edges: what a start refuses, verify names; a folder that is no state dir is not
 // passed as one.
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdirSync, renameSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, renameSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { backupStore } from '../../src/store/backup.js';
@@ -75,4 +75,17 @@ test('a backup marks its folder unfinished before it writes anything else into i
   }
   assert.equal(names[0], UNFINISHED_NAME, `the first name in the folder: ${names.join(', ')}`);
   assert.equal(existsSync(path.join(dest, UNFINISHED_NAME)), false, 'renamed to the manifest at the end');
+});
+
+test('restore refuses a target inside the backup, which it would change (its files would be extra files of the backup)', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir), { durability: 'write' });
+  await store.addSession(newSession('a'));
+  const dest = path.join(tempDir(), 'bk');
+  await backupStore(store, dest);
+  await store.close();
+  const before = readdirSync(dest, { recursive: true }).sort();
+  await assert.rejects(restoreBackup(dest, path.join(dest, 'restored', 'state.json')), (err: unknown) => err instanceof RestoreRefused && /is inside the backup/.test(err.message));
+  assert.deepEqual(readdirSync(dest, { recursive: true }).sort(), before, 'the backup is as it was');
+  assert.deepEqual((await verifyStateDir(dest)).problems, []);
 });
