@@ -84,7 +84,7 @@ async function inParallel<T, R>(items: readonly T[], n: number, fn: (item: T, in
 }
 
 /** Staging folders live in the side folder under this prefix; one left by a crash is removed by the next backup. */
-const STAGING_PREFIX = 'backup-staging-';
+export const STAGING_PREFIX = 'backup-staging-';
 
 /**
  * Refuses a DEST that is relative, exists and is not an empty folder, or lies inside the state
@@ -243,7 +243,8 @@ async function metaNames(folder: string): Promise<string[]> {
   }
 }
 
-async function removeStaleStaging(sideDir: string): Promise<void> {
+/** Removes the staging folders a stopped backup left in `sideDir` (the next backup, or the next start, under the lock). */
+export async function removeStaleStaging(sideDir: string): Promise<void> {
   let names: string[];
   try {
     names = await fs.readdir(sideDir);

@@ -1,10 +1,10 @@
 // verify at its edges: what a start refuses, verify names; a folder that is no state dir is not
 // passed as one.
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, renameSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, statSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { backupStore } from '../../src/store/backup.js';
+import { backupStore, STAGING_PREFIX } from '../../src/store/backup.js';
 import { MANIFEST_NAME, UNFINISHED_NAME } from '../../src/store/backup-manifest.js';
 import { RestoreRefused, restoreBackup } from '../../src/store/restore.js';
 import { sealLine } from '../../src/store/sealed-line.js';
@@ -88,4 +88,20 @@ test('restore refuses a target inside the backup, which it would change (its fil
   await assert.rejects(restoreBackup(dest, path.join(dest, 'restored', 'state.json')), (err: unknown) => err instanceof RestoreRefused && /is inside the backup/.test(err.message));
   assert.deepEqual(readdirSync(dest, { recursive: true }).sort(), before, 'the backup is as it was');
   assert.deepEqual((await verifyStateDir(dest)).problems, []);
+});
+
+test('a start removes the staging folder a backup killed mid-way left (its hard links pin the disk space of every file it fixed)', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir), { durability: 'write' });
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'x' });
+  await store.close();
+  // What fixBackup leaves when the process dies before writeBackup's end: hard links in the side folder.
+  const staging = path.join(dir, '.herrscher-state', `${STAGING_PREFIX}killed`);
+  mkdirSync(staging);
+  linkSync(path.join(dir, 'transcripts/a.jsonl'), path.join(staging, '0'));
+  const reopened = await Store.open(statePathIn(dir), { durability: 'write' });
+  await reopened.close();
+  assert.equal(existsSync(staging), false);
+  assert.equal(statSync(path.join(dir, 'transcripts/a.jsonl')).nlink, 1, 'the transcript has no other link left');
 });
