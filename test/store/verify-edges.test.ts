@@ -1,5 +1,6 @@
-// verify at its edges: what a start refuses, verify names; a folder that is no state dir is not
-// passed as one.
+// backup, verify and restore at their edges: what a start refuses, verify names; a folder that is
+// no state dir, or a backup whose writer stopped, does not pass as a state dir; a restore never
+// writes into its backup; a start removes what a killed backup left in the side folder.
 import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, statSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
