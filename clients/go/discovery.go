@@ -294,9 +294,9 @@ func connectSocket(ctx context.Context, o DialOptions) (net.Conn, string, error)
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		if o.State != "" {
-			return nil, "", fmt.Errorf("%w %s: nothing answers at %s (%s): %v", ErrNoServer, o.State, path, describe(source), err)
+			return nil, "", fmt.Errorf("%w %s: nothing answers at %s (%s): %v; start one with `herrscher-state serve --state %s`", ErrNoServer, o.State, path, describe(source), err, o.State)
 		}
-		return nil, "", &noServerError{msg: fmt.Sprintf("herrscher-state: no server at %s (%s)", path, describe(source)), cause: err}
+		return nil, "", &noServerError{msg: fmt.Sprintf("herrscher-state: no server at %s (%s)", path, describe(source)), cause: err, hint: fmt.Sprintf("; start one with `herrscher-state serve --socket %s`", path)}
 	}
 	return conn, fmt.Sprintf("the server at %s (%s)", path, describe(source)), nil
 }
@@ -309,7 +309,7 @@ func checkState(ctx context.Context, c *Client, o DialOptions, where string, int
 		return fmt.Errorf("%w %s: %s did not say which state it serves: %v", ErrNoServer, o.State, where, err)
 	}
 	if realStatePath(r.StatePath) != realStatePath(o.State) {
-		return fmt.Errorf("%w %s: %s serves %s; nothing but initialize was sent to it", ErrNoServer, o.State, where, r.StatePath)
+		return fmt.Errorf("%w %s: %s serves %s; nothing but initialize was sent to it; start one with `herrscher-state serve --state %s`", ErrNoServer, o.State, where, r.StatePath, o.State)
 	}
 	return nil
 }
@@ -325,9 +325,11 @@ var ErrNoServer = errors.New("herrscher-state: no server for")
 type noServerError struct {
 	msg   string
 	cause error
+	// hint: the command that starts a server there.
+	hint string
 }
 
-func (e *noServerError) Error() string        { return e.msg + ": " + e.cause.Error() }
+func (e *noServerError) Error() string        { return e.msg + ": " + e.cause.Error() + e.hint }
 func (e *noServerError) Is(target error) bool { return target == ErrNoServer }
 func (e *noServerError) Unwrap() error        { return e.cause }
 

@@ -8,7 +8,8 @@ var ErrParseError = &ErrorCode{Code: -32700, Name: "ParseError"}
 // ErrInvalidRequest is error -32600: The message was not a valid JSON-RPC request.
 var ErrInvalidRequest = &ErrorCode{Code: -32600, Name: "InvalidRequest"}
 
-// ErrMethodNotFound is error -32601: No such method.
+// ErrMethodNotFound is error -32601: No such method; data.suggestions lists the nearest method
+// names.
 var ErrMethodNotFound = &ErrorCode{Code: -32601, Name: "MethodNotFound"}
 
 // ErrInvalidParams is error -32602: The params do not match the method schema; data.issues lists

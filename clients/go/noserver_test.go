@@ -16,9 +16,19 @@ import (
 // is still there to inspect.
 func TestDialWithNothingListeningIsErrNoServer(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Dial(ctxT(t), DialOptions{Socket: filepath.Join(dir, "none.sock")})
+	sock := filepath.Join(dir, "none.sock")
+	_, err := Dial(ctxT(t), DialOptions{Socket: sock})
 	if !errors.Is(err, ErrNoServer) || !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("want ErrNoServer wrapping ENOENT, got %v", err)
+	}
+	// It says what to do next: the command that starts a server there.
+	if want := "; start one with `herrscher-state serve --socket " + sock + "`"; !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("want the error to end with %q, got %v", want, err)
+	}
+	state := filepath.Join(dir, "state.json")
+	_, err = Dial(ctxT(t), DialOptions{Socket: sock, State: state})
+	if want := "; start one with `herrscher-state serve --state " + state + "`"; !errors.Is(err, ErrNoServer) || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("want the error to end with %q, got %v", want, err)
 	}
 }
 

@@ -115,7 +115,7 @@ class InvalidRequest(StateError):
 
 
 class MethodNotFound(StateError):
-    """-32601: No such method."""
+    """-32601: No such method; data.suggestions lists the nearest method names."""
     code = -32601
 
 
@@ -848,9 +848,9 @@ class Client:
         """Every session with its last activity and usage, in one call, from memory (what a session list needs). (session/infos; returns its sessions)"""
         return self.call("session/infos", _timeout=timeout)["sessions"]
 
-    def append_transcript(self, name, entry, incarnation=None, requireSession=None, timeout=None) -> Any:
+    def append_transcript(self, name, entry, incarnation=None, requireSession=None, writer=None, timeout=None) -> Any:
         """Appends one entry; answered once the line is in the file. The session row must exist unless requireSession is false. (transcript/append; returns its seq)"""
-        return self.call("transcript/append", _timeout=timeout, name=name, entry=entry, incarnation=incarnation, requireSession=requireSession)["seq"]
+        return self.call("transcript/append", _timeout=timeout, name=name, entry=entry, incarnation=incarnation, requireSession=requireSession, writer=writer)["seq"]
 
     def read_page(self, name, limit=None, before=None, timeout=None) -> Any:
         """The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq. (transcript/read)"""
@@ -1013,8 +1013,8 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
         except OSError as e:
             s.close()
             if state:
-                raise NoServer("no server for %s: nothing answers at %s: %s" % (state, path, e)) from e
-            raise NoServer("no server at %s: %s" % (path, e)) from e
+                raise NoServer("no server for %s: nothing answers at %s: %s; start one with `herrscher-state serve --state %s`" % (state, path, e, state)) from e
+            raise NoServer("no server at %s: %s; start one with `herrscher-state serve --socket %s`" % (path, e, path)) from e
         s.settimeout(None)
         return s.makefile("rb"), _SocketWriter(s)
 
@@ -1026,7 +1026,7 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
         except (StateError, ConnectionClosed, TimeoutError, OSError, KeyError, TypeError) as e:
             raise NoServer("no server for %s: the server did not say which state it serves: %s" % (state, e)) from e
         if _real_state_path(served) != _real_state_path(str(state)):
-            raise NoServer("no server for %s: the server found serves %s; nothing but initialize was sent to it" % (state, served))
+            raise NoServer("no server for %s: the server found serves %s; nothing but initialize was sent to it; start one with `herrscher-state serve --state %s`" % (state, served, state))
 
     if reconnect is True:
         options: Optional[Dict[str, Any]] = {}

@@ -614,6 +614,7 @@ class NoServerError(unittest.TestCase):
         self.assertIsInstance(cm.exception, OSError)
         self.assertIsInstance(cm.exception, hs.ConnectionClosed)
         self.assertIn(missing, str(cm.exception))
+        self.assertTrue(str(cm.exception).endswith("; start one with `herrscher-state serve --socket %s`" % missing), str(cm.exception))
         self.assertTrue(issubclass(hs.ConnectionClosed, OSError))
 
 

@@ -87,8 +87,15 @@ export interface ConnectOptions {
    */
   state?: string;
   framing?: Framing;
-  /** How long to wait for the socket to accept (default 2000 ms). */
+  /** How long to wait for the socket to accept (default 2000 ms); with `wait`, for a server to answer. */
   timeoutMs?: number;
+  /**
+   * Wait for a server that is not there yet (starting, restarting): try again, 50 ms doubling to
+   * 1 s apart, while the socket is missing, refuses, or (with `state`) is not that state's
+   * server, until `timeoutMs` has passed, as the Go client's DialOptions.Wait. Default off: the
+   * first "no server" rejects at once.
+   */
+  wait?: boolean;
   /**
    * A bound on every call, in ms, waiting for a reconnection included; a call passes `{timeoutMs}`
    * to set its own. Default: none (a call waits for its reply or for the connection to end).
@@ -115,7 +122,26 @@ export interface ConnectOptions {
 export async function connect(options: ConnectOptions = {}): Promise<StateClient> {
   const dial = (): Promise<Link> => dialSocket(options);
   const reconnect = options.reconnect === true ? {} : options.reconnect === false ? undefined : options.reconnect;
-  return makeClient(new ClientCore(await dial(), { dial, callTimeoutMs: options.callTimeoutMs, reconnect }));
+  return makeClient(new ClientCore(await (options.wait ? dialWaiting(options) : dial()), { dial, callTimeoutMs: options.callTimeoutMs, reconnect }));
+}
+
+/** What a server that is starting looks like: no socket yet, a stale one, another's server there. */
+const NOT_THERE_YET = new Set<string>(['ENOENT', 'ECONNREFUSED', 'ENOSERVER']);
+
+/** connect({ wait }): dials until a server answers or timeoutMs has passed. */
+async function dialWaiting(options: ConnectOptions): Promise<Link> {
+  const bound = options.timeoutMs ?? 2000;
+  const deadline = Date.now() + bound;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      return await dialSocket({ ...options, timeoutMs: Math.max(1, deadline - Date.now()) });
+    } catch (err) {
+      if (!(err instanceof SocketError) || !NOT_THERE_YET.has(err.code ?? '')) throw err;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new SocketError(`${err.message} (waited ${bound} ms)`, err.code);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left)));
+    }
+  }
 }
 
 /** One connection to the server the discovery rule finds now, after the socket's checks. */
@@ -127,7 +153,8 @@ async function dialSocket(options: ConnectOptions): Promise<Link> {
   } catch (err) {
     throw err instanceof SocketError ? new SocketError(`${err.message} [socket ${describeSource(found)}]`, err.code) : err;
   }
-  const noServerFor = (why: string): SocketError => new SocketError(`no server for ${options.state}: ${why}`, 'ENOSERVER');
+  const noServerFor = (why: string): SocketError =>
+    new SocketError(`no server for ${options.state}: ${why.replace(/; start one with `[^`]*`$/, '')}; start one with \`herrscher-state serve --state ${options.state}\``, 'ENOSERVER');
   let socket;
   try {
     socket = await connectUnixSocket(found.path, { timeoutMs: options.timeoutMs ?? 2000 });

@@ -22,7 +22,7 @@ export const ErrorData = {
 export const ErrorDescriptions: Record<ErrorName, string> = {
   ParseError: 'The message was not valid JSON.',
   InvalidRequest: 'The message was not a valid JSON-RPC request.',
-  MethodNotFound: 'No such method.',
+  MethodNotFound: 'No such method; data.suggestions lists the nearest method names.',
   InvalidParams: 'The params do not match the method schema; data.issues lists them.',
   InternalError: 'An internal error.',
   SessionExists: 'A session with that name exists.',

@@ -7,9 +7,10 @@
 import type { Logger } from 'pino';
 import type { CancellationToken } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';
+import { nearest } from '../common/edit-distance.js';
 import { ErrorCodes } from '../protocol/errors.js';
 import type { MethodName } from '../protocol/table.js';
-import { methods } from '../protocol/table.js';
+import { methodList, methods } from '../protocol/table.js';
 import type { ServerContext } from './bind.js';
 import { dispatch, isMethodName } from './dispatch.js';
 import { toRpcError } from './to-rpc-error.js';
@@ -31,6 +32,19 @@ export function dispatchHandler(ctx: ServerContext): CallHandler {
   return (call) => dispatch(call.method, call.params, ctx);
 }
 
+/** The methods a client may call by name: every request of the table (not a notification). */
+const callable = methodList.filter((d) => !d.notification).map((d) => d.method);
+
+/** The longest name compared for suggestions: an edit distance costs its length times each method's. */
+const SUGGEST_MAX_CHARS = 80;
+
+/** -32601 for `method`, with the nearest method names in its message and in data.suggestions. */
+export function unknownMethod(method: string): ResponseError<{ suggestions: string[] }> {
+  const suggestions = method.length <= SUGGEST_MAX_CHARS ? nearest(method, callable) : [];
+  const hint = suggestions.length > 0 ? `; did you mean ${suggestions.map((s) => JSON.stringify(s)).join(', ')}?` : '; rpc.discover lists every method';
+  return new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}${hint}`, { suggestions });
+}
+
 /** What vscode-jsonrpc calls for a request: a method name from the wire, not yet known to be ours. */
 export type RequestHandler = (method: string, params: unknown, token: CancellationToken) => Promise<unknown>;
 
@@ -45,7 +59,7 @@ export function answer(log: Logger, next: CallHandler): RequestHandler {
     const started = debug ? process.hrtime.bigint() : 0n;
     try {
       if (!isMethodName(method) || methods[method].notification) {
-        throw new ResponseError(ErrorCodes.MethodNotFound, `unknown method ${JSON.stringify(method)}`);
+        throw unknownMethod(method);
       }
       return await next({ method, params, token, write: methods[method].mutates === true });
     } catch (err) {

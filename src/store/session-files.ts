@@ -4,6 +4,7 @@
 // queue in one place and its loaded numbers are not read again; each object runs its file's
 // appends, reads, compaction and removal. Which of these may run, and when, is decided before
 // (write-order.ts).
+import type { AppendKeys } from './append-keys.js';
 import path from 'node:path';
 import type { ChangeFeed } from './change-feed.js';
 import type { HighWater } from './high-water.js';
@@ -28,6 +29,8 @@ export interface SessionFilesOptions {
   log: StoreLog;
   wal: WriteAheadLog | undefined;
   marks: HighWater;
+  /** The idempotency keys' log of transcript appends, noted before a keyed append is written. */
+  appendKeys: AppendKeys;
   feed: ChangeFeed;
   /** Whether `name` has a session row now (pending mutations included): idle objects without one are not kept. */
   hasRow: (name: string) => boolean;
@@ -91,12 +94,12 @@ export class SessionFiles {
   }
 
   private newTranscript(name: string): Transcript {
-    const { io, dir, side, durability, log, wal, feed } = this.o;
+    const { io, dir, side, durability, log, wal, feed, appendKeys } = this.o;
     const rel = transcriptRel(name);
     const meta = metaRel(name, side);
     return new Transcript({
       io, file: path.join(dir, rel), rel, metaFile: path.join(dir, meta), metaRelPath: meta,
-      durability, log, wal, mark: this.seqMark(name),
+      durability, log, wal, mark: this.seqMark(name), keys: appendKeys,
       onAppend: (seq, entry) => feed.transcriptAppended(name, seq, entry),
     });
   }

@@ -27,6 +27,7 @@ import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
 import { walRelIn, WriteAheadLog } from './wal.js';
 import { WRITERS_FILE } from './writer-sequences.js';
+import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
 
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
@@ -69,6 +70,8 @@ export interface StoreParts {
   log: StoreLog;
   wal: WriteAheadLog | undefined;
   marks: HighWater;
+  /** The idempotency keys of transcript appends (append-keys.ts). */
+  appendKeys: AppendKeys;
   health: StorageHealth;
   /** How many idle names keep their Transcript and Participants objects. */
   cachedNames: number;
@@ -104,6 +107,8 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
     await removeStaleStaging(path.join(paths.dir, paths.side)).catch((err: unknown) => log.error('backup staging folders not removed', ioError('remove', paths.side, err)));
     // Before anything reads a transcript: put back what a crash kept from the files.
     const marks = await recover(io, paths.dir, paths.side, log);
+    // After the replay: a key counts only if its append's bytes are in the file.
+    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE));
     const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE));
     const id = state.document.instanceID ?? '';
     if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
@@ -119,7 +124,7 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
     }
     return {
       statePath: paths.statePath, dir: paths.dir, side: paths.side, state, io, durability, lock: bothLocks(serverLock, lock), log, wal,
-      marks, health, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
+      marks, appendKeys, health, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
     };
   } catch (err) {
     serverLock?.release();

@@ -67,7 +67,7 @@ export class Store {
     this.order = new WriteOrder(parts.state, parts.health);
     this.files = new SessionFiles({
       io: parts.io, dir: parts.dir, side: parts.side, durability: parts.durability, log: parts.log, wal: parts.wal, marks: parts.marks,
-      feed: this.feed, hasRow: (name) => docs.findSession(this.parts.state.pendingDocument, name) !== undefined, cachedNames: parts.cachedNames,
+      appendKeys: parts.appendKeys, feed: this.feed, hasRow: (name) => docs.findSession(this.parts.state.pendingDocument, name) !== undefined, cachedNames: parts.cachedNames,
     });
     parts.state.onCommit((before, after) => {
       this.revisionCount++;
@@ -114,6 +114,7 @@ export class Store {
     this.closing ??= (async () => {
       await this.flush();
       await this.files.close();
+      await this.parts.appendKeys.close();
       // Every file synced and the log emptied: a clean stop leaves nothing to replay (a failure is logged).
       await this.parts.wal?.close();
       try {
@@ -286,7 +287,8 @@ export class Store {
 
   /** Appends one entry to a session's transcript (refused without a session row unless asked); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, opts: AppendOptions = {}): Promise<number> {
-    return this.order.noted(this.order.forAppend(name, opts, () => this.files.appendingTranscript(name, (t) => t.append(entry))));
+    return this.parts.appendKeys.keyed(opts.writer, (key) =>
+      this.order.noted(this.order.forAppend(name, opts, () => this.files.appendingTranscript(name, (t) => t.append(entry, key)))));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {

@@ -14,11 +14,11 @@ import { goDecodeUtf8, goTrimSpace } from './go-text.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
 import { nodeIo } from './io.js';
 import { scanLines } from './line-scan.js';
-import { NewerFormatError } from './sealed-line.js';
 import { isPathComponent, sideOf } from './paths.js';
 import { storeLog } from './store-log.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { parseLine } from './transcript-read.js';
+import { NewerFormatError } from './sealed-line.js';
 import { scanWal, walRelIn } from './wal.js';
 
 /** One thing wrong: the file (relative to the folder checked), the line when there is one, what. */
@@ -261,9 +261,9 @@ async function checkSideFiles(dir: string, side: string, problem: Report): Promi
     if (!isErrno(err, 'ENOENT')) problem(wal, `cannot be read: ${(err as Error).message}`);
   }
   if (buf) {
-    const { damaged, newer } = scanWal(buf);
-    for (const d of damaged) problem(wal, `damaged record (${d.why}): the replay skips it`, d.line);
-    if (newer) problem(wal, new NewerFormatError(wal, newer.version).message, newer.line);
+    const scan = scanWal(buf);
+    for (const d of scan.damaged) problem(wal, `damaged record (${d.why}): the replay skips it`, d.line);
+    if (scan.newer) problem(wal, new NewerFormatError(wal, scan.newer.version).message, scan.newer.line);
   }
   return files;
 }

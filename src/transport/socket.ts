@@ -196,9 +196,9 @@ function describeConnectError(socketPath: string, err: Error): SocketError {
   const code = errnoOf(err);
   switch (code) {
     case 'ENOENT':
-      return new SocketError(`no server at socket ${socketPath}: the file does not exist`, code);
+      return new SocketError(`no server at socket ${socketPath}: the file does not exist; start one with \`herrscher-state serve --socket ${socketPath}\``, code);
     case 'ECONNREFUSED':
-      return new SocketError(`no server is listening on socket ${socketPath} (a file left by a crash?)`, code);
+      return new SocketError(`no server is listening on socket ${socketPath} (a file left by a crash?); start one with \`herrscher-state serve --socket ${socketPath}\``, code);
     case 'EACCES':
       return new SocketError(`permission denied on socket ${socketPath}`, code);
     default:

@@ -146,3 +146,26 @@ test('a spawn() whose binary does not exist rejects its calls with a StartError 
   assert.equal(err.exitCode, null);
   assert.match(err.message, /could not be started \(.*no-such-node\): spawn .*no-such-node ENOENT/);
 });
+
+test('connect({ wait }) waits for a server that is not there yet, and checks it is the state asked for', { timeout: 60_000 }, async (t) => {
+  const dir = tempDir();
+  const socket = path.join(dir, 's.sock');
+  const state = statePathIn(dir);
+  // Nothing there yet: without wait, at once, naming the socket and the command to start one.
+  await assert.rejects(connect({ socket, env: env() }), {
+    code: 'ENOENT',
+    message: `no server at socket ${socket}: the file does not exist; start one with \`herrscher-state serve --socket ${socket}\``,
+  });
+  await assert.rejects(connect({ socket, state, env: env() }), {
+    code: 'ENOSERVER',
+    message: new RegExp(`^no server for ${state.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .*; start one with \`herrscher-state serve --state ${state.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\`$`),
+  });
+  const waiting = connect({ socket, state, wait: true, timeoutMs: 50_000, env: env() });
+  const srv = await startServer(t, { dir, socket });
+  const client = await waiting;
+  assert.equal((await client.status()).statePath, srv.store.statePath);
+  await client.close();
+  // A bound: a server that never comes is "no server" once timeoutMs has passed, saying it waited.
+  const nowhere = path.join(tempDir(), 'never.sock');
+  await assert.rejects(connect({ socket: nowhere, wait: true, timeoutMs: 300, env: env() }), { code: 'ENOENT', message: /the file does not exist; start one with .*\(waited 300 ms\)$/ });
+});

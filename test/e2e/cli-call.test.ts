@@ -62,6 +62,11 @@ test('a failing call prints error <code> on stderr, nothing on stdout, and exits
     assert.match(got.stderr, new RegExp(`^error ${code}\\b`), `${args.join(' ')}`);
     assert.ok(!got.stderr.includes(dir), 'the error names no absolute path');
   }
+  // A mistyped method: call prints the nearest ones (the message and data.suggestions).
+  const typo = await runToEnd(['call', 'sesion/lst', '--socket', socket]);
+  assert.equal(typo.code, 1, typo.stderr);
+  assert.match(typo.stderr, /^error -32601: unknown method "sesion\/lst"; did you mean "session\/list"/);
+  assert.match(typo.stderr, /"suggestions": \[\n\s+"session\/list"/);
   await closeClean(server);
 });
 
@@ -78,6 +83,7 @@ test('call with no server at the socket exits 1 with a message naming the socket
   assert.equal(got.stdout, '');
   assert.match(got.stderr, /^herrscher-state call: /);
   assert.ok(got.stderr.includes(socket), `the message names the socket: ${got.stderr}`);
+  assert.ok(got.stderr.includes(`start one with \`herrscher-state serve --socket ${socket}\``), `and the command that starts one: ${got.stderr}`);
 });
 
 test('call with PARAMS-JSON that is not JSON exits 2 without connecting', { timeout: TIMEOUT }, async () => {

@@ -339,4 +339,8 @@ test('a bundle of connect and one call is small: no zod, no pino, no native addo
   // A size is not a time: a bound on it is a fact of the build, the same on every machine.
   console.log(`# client bundle (connect + one call, esbuild --minify): cjs ${sizes.cjs} B, esm ${sizes.esm} B; bound ${CLIENT_BUNDLE_MAX_BYTES} B`);
   for (const [format, size] of Object.entries(sizes)) assert.ok(size <= CLIENT_BUNDLE_MAX_BYTES, `${format} bundle is ${size} B, over ${CLIENT_BUNDLE_MAX_BYTES}`);
+  // The size the README states is this one, to the kB.
+  const stated = /`connect` plus one call bundles to (\d+) kB minified/.exec(readFileSync(path.join(REPO, 'README.md'), 'utf8'));
+  assert.ok(stated, 'README.md states the bundle size');
+  assert.equal(Number(stated[1]), Math.round((sizes.cjs ?? 0) / 1000), `README.md says ${stated[1]} kB; the CommonJS bundle is ${sizes.cjs} B: update README.md`);
 });

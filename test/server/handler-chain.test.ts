@@ -157,3 +157,24 @@ test('cancel: a read cancelled while it ran is -32800 instead of its result; a w
   const fresh = cancelHandler(async () => 'read');
   assert.equal(await fresh(read()), 'read');
 });
+
+test('answer: an unknown method names the nearest methods, in its message and in data.suggestions', async () => {
+  const h = answer(pino({ level: 'silent' }), async () => undefined);
+  const refusal = async (m: string): Promise<ResponseError<{ suggestions: string[] }>> => {
+    const err = await h(m, {}, CancellationToken.None).then(
+      () => assert.fail(`${m} was answered`),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ResponseError && err.code === ErrorCodes.MethodNotFound, String(err));
+    return err as ResponseError<{ suggestions: string[] }>;
+  };
+  const typo = await refusal('sesion/add');
+  assert.equal(typo.data?.suggestions[0], 'session/add');
+  assert.match(typo.message, /^unknown method "sesion\/add"; did you mean "session\/add"/);
+  assert.ok((await refusal('session/lst')).data?.suggestions.includes('session/list'));
+  assert.deepEqual((await refusal('Transcript/Read')).data?.suggestions, ['transcript/read']);
+  const none = await refusal('zzzzzzzzzzzz');
+  assert.deepEqual(none.data?.suggestions, []);
+  assert.match(none.message, /rpc\.discover lists every method/);
+  assert.deepEqual((await refusal('x'.repeat(100_000))).data?.suggestions, [], 'a long name is not compared');
+});

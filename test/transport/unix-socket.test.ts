@@ -190,7 +190,7 @@ for (const mode of [0o777, 0o1777, 0o775]) {
 
 test('connecting to a missing socket says the file does not exist', bounded, async () => {
   const at = path.join(tempDir(), 'none.sock');
-  await assert.rejects(connectUnixSocket(at, { timeoutMs: 5000 }), { code: 'ENOENT', message: `no server at socket ${at}: the file does not exist` });
+  await assert.rejects(connectUnixSocket(at, { timeoutMs: 5000 }), { code: 'ENOENT', message: `no server at socket ${at}: the file does not exist; start one with \`herrscher-state serve --socket ${at}\`` });
 });
 
 test('connecting to a stale socket says no server is listening', bounded, async () => {

@@ -80,6 +80,9 @@ func TestReadersThatCannotReachTheServerSayWhyInTheLog(t *testing.T) {
 	if !strings.Contains(text, "no-such-herrscher-state") {
 		t.Errorf("the log does not say why (the missing executable):\n%s", text)
 	}
+	if !strings.Contains(text, "set HERRSCHER_STATE_BIN to the herrscher-state executable") {
+		t.Errorf("the log does not name HERRSCHER_STATE_BIN, what to set:\n%s", text)
+	}
 
 	// A reader called in a loop logs its reason once, not once per call.
 	before := strings.Count(logged.String(), "state: ReadTranscript "+tp+": ")

@@ -190,7 +190,7 @@ func startShared(ctx context.Context, statePath string) (*stateclient.Client, bo
 	// processes may be using; it stops by itself once nobody is.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, false, fmt.Errorf("state: start %s: %w", command[0], err)
+		return nil, false, fmt.Errorf("state: start %s: %w (set HERRSCHER_STATE_BIN to the herrscher-state executable, or put it on PATH)", command[0], err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
