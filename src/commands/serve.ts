@@ -157,7 +157,11 @@ function reopenLogOn(signal: NodeJS.Signals, logging: Logging, file: string | un
   process.on(signal, () => {
     void logging.reopen().then((err) => {
       if (err === false) logging.log.info({ signal }, `${signal}: no --log-file to reopen (the log goes to stderr)`);
-      else if (err) logging.log.error({ err, signal, file }, 'reopening the log file failed: the log goes on to the file that was open');
+      else if (err) {
+        // The file that was open is the one just rotated away or removed: no one reads it now.
+        process.stderr.write(`herrscher-state: ${signal}: reopening the log file ${file} failed: ${err.message}; the log goes on to the file that was open\n`);
+        logging.log.error({ err, signal, file }, 'reopening the log file failed: the log goes on to the file that was open');
+      }
       else logging.log.info({ signal, file }, 'log reopened');
     });
   });

@@ -6,6 +6,11 @@
 import { isPathComponent } from './paths.js';
 
 export const MANIFEST_NAME = 'backup-manifest.json';
+/**
+ * Created first in a backup folder and renamed to MANIFEST_NAME last, with the manifest in it: a
+ * folder that holds it and no manifest is a backup whose writer stopped (killed, power lost).
+ */
+export const UNFINISHED_NAME = `.${MANIFEST_NAME}.tmp`;
 const FORMAT = 'herrscher-state backup';
 /** The manifest format this build writes; it reads this one and every earlier one. */
 export const MANIFEST_VERSION = 1;

@@ -14,7 +14,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import type { ManifestFile, Numbering } from './backup-manifest.js';
-import { encodeManifest, MANIFEST_NAME } from './backup-manifest.js';
+import { encodeManifest, MANIFEST_NAME, UNFINISHED_NAME } from './backup-manifest.js';
 import { copyPrefix, syncFolder } from './file-copy.js';
 import { nodeIo } from './io.js';
 import { isPathComponent } from './paths.js';
@@ -84,7 +84,7 @@ async function inParallel<T, R>(items: readonly T[], n: number, fn: (item: T, in
 }
 
 /** Staging folders live in the side folder under this prefix; one left by a crash is removed by the next backup. */
-const STAGING_PREFIX = 'backup-staging-';
+export const STAGING_PREFIX = 'backup-staging-';
 
 /**
  * Refuses a DEST that is relative, exists and is not an empty folder, or lies inside the state
@@ -108,7 +108,7 @@ export async function checkBackupDest(dest: string, stateDir: string): Promise<v
 }
 
 /** The real path of `p`: of its nearest existing ancestor, with the rest of `p` appended. */
-async function realpathOfNearest(p: string): Promise<string> {
+export async function realpathOfNearest(p: string): Promise<string> {
   const rest: string[] = [];
   for (let at = p; ; at = path.dirname(at)) {
     try {
@@ -243,7 +243,8 @@ async function metaNames(folder: string): Promise<string[]> {
   }
 }
 
-async function removeStaleStaging(sideDir: string): Promise<void> {
+/** Removes the staging folders a stopped backup left in `sideDir` (the next backup, or the next start, under the lock). */
+export async function removeStaleStaging(sideDir: string): Promise<void> {
   let names: string[];
   try {
     names = await fs.readdir(sideDir);
@@ -269,6 +270,11 @@ export async function writeBackup(fixed: FixedBackup, dest: string): Promise<Bac
     } catch (err) {
       if (!isErrno(err, 'EEXIST')) throw err;
     }
+    // Before any file: a writer stopped from here on leaves the folder marked as unfinished.
+    const tmp = path.join(dest, UNFINISHED_NAME);
+    made.push(UNFINISHED_NAME);
+    await (await fs.open(tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600)).close();
+    await syncFolder(dest);
     const folders = new Set<string>();
     for (const f of fixed.files) {
       const folder = path.dirname(f.rel);
@@ -288,11 +294,9 @@ export async function writeBackup(fixed: FixedBackup, dest: string): Promise<Bac
       revision: source.revision, epoch: source.epoch, createdAt: fixed.createdAt, source: source.statePath,
       numbering: fixed.numbering, seqMarks: Object.fromEntries(source.marks), files,
     });
-    const tmp = path.join(dest, `.${MANIFEST_NAME}.tmp`);
-    made.push(path.basename(tmp));
-    await fs.writeFile(tmp, manifest, { mode: 0o600, flag: 'wx' });
-    const fh = await fs.open(tmp, 'r');
+    const fh = await fs.open(tmp, C.O_WRONLY | C.O_TRUNC | C.O_NOFOLLOW);
     try {
+      await fh.writeFile(manifest);
       await fh.datasync();
     } finally {
       await fh.close();

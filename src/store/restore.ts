@@ -9,6 +9,7 @@ import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
+import { realpathOfNearest } from './backup.js';
 import type { BackupManifest } from './backup-manifest.js';
 import { copyPrefix, syncFolder } from './file-copy.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
@@ -47,6 +48,11 @@ export async function restoreBackup(backupDir: string, statePath: string): Promi
   }
   const manifest = report.manifest;
   const paths = statePaths(statePath);
+  // Inside the backup, the restored files would become extra files of the backup: it would no longer verify.
+  const [from, into] = await Promise.all([fs.realpath(backupDir), realpathOfNearest(paths.dir)]);
+  if (into === from || into.startsWith(`${from}${path.sep}`)) {
+    throw new RestoreRefused(`${paths.dir} is inside the backup ${from}: restore elsewhere (a restore never changes its backup); nothing was restored`);
+  }
   await checkTarget(paths.dir, paths.serverLockPath);
   const parent = path.dirname(paths.dir);
   await fs.mkdir(parent, { recursive: true, mode: 0o700 });

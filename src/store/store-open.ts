@@ -7,6 +7,7 @@ import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
 import { isErrno } from '../common/errno.js';
+import { removeStaleStaging } from './backup.js';
 import { StorageHealth } from './health.js';
 import { countingSyncs, StoreCounters } from './store-counters.js';
 import type { HighWater } from './high-water.js';
@@ -22,6 +23,7 @@ import type { Durability } from './state-store.js';
 import { StateStore } from './state-store.js';
 import { assertPrivateDir, confine } from './state-dir.js';
 import type { StoreLog } from './store-log.js';
+import { ioError } from './store-error.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
 import { walRelIn, WriteAheadLog } from './wal.js';
@@ -105,6 +107,9 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
     await io.mkdir(path.join(paths.dir, paths.side), 0o700);
     if (lock) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
     await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
+    // A backup killed before its end left hard links to every file it fixed: they pin the disk
+    // space of transcripts compacted or removed since, until the next backup; no backup runs yet.
+    await removeStaleStaging(path.join(paths.dir, paths.side)).catch((err: unknown) => log.error('backup staging folders not removed', ioError('remove', paths.side, err)));
     // Before anything reads a transcript: put back what a crash kept from the files.
     const marks = await recover(io, paths.dir, paths.side, log);
     // After the replay: a key counts only if its append's bytes are in the file.

@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import type { BackupManifest } from './backup-manifest.js';
-import { isBackupFile, MANIFEST_NAME, parseManifest } from './backup-manifest.js';
+import { isBackupFile, MANIFEST_NAME, parseManifest, UNFINISHED_NAME } from './backup-manifest.js';
 import { hashFile } from './file-copy.js';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import { goDecodeUtf8, goTrimSpace } from './go-text.js';
@@ -59,6 +59,11 @@ export async function verifyStateDir(dir: string, stateBase = 'state.json'): Pro
     manifestText = await fs.readFile(path.join(dir, MANIFEST_NAME), 'utf8');
   } catch (err) {
     if (!isErrno(err, 'ENOENT')) problem(MANIFEST_NAME, `cannot be read: ${(err as Error).message}`);
+    else if (await anyExists(dir, [UNFINISHED_NAME])) {
+      report.backup = true;
+      problem(MANIFEST_NAME, 'missing: an unfinished backup (its writer stopped before the manifest); take a new one');
+      return report;
+    }
   }
   if (manifestText !== undefined) {
     report.backup = true;
@@ -70,8 +75,11 @@ export async function verifyStateDir(dir: string, stateBase = 'state.json'): Pro
       await checkAgainstManifest(dir, parsed.manifest, problem);
     }
   }
-  await checkState(dir, stateBase, problem);
+  const stateFound = await checkState(dir, stateBase, problem);
   report.files++;
+  if (!report.backup && !stateFound && !(await anyExists(dir, [sideOf(stateBase), 'transcripts', 'participants']))) {
+    problem(stateBase, `missing, and so are ${sideOf(stateBase)}/, transcripts/ and participants/: not a state dir (give the folder that holds state.json)`);
+  }
   for (const rel of await listed(dir, 'transcripts', '.jsonl')) {
     report.files++;
     await checkTranscript(dir, rel, problem);
@@ -117,14 +125,15 @@ async function walk(dir: string, rel: string): Promise<string[]> {
   return out;
 }
 
-async function checkState(dir: string, base: string, problem: Report): Promise<void> {
+/** Checks the state file; false when there is none. */
+async function checkState(dir: string, base: string, problem: Report): Promise<boolean> {
   let bytes: Buffer;
   try {
     bytes = await nodeIo.readFile(path.join(dir, base));
   } catch (err) {
-    if (isErrno(err, 'ENOENT')) return; // no file: the empty state, as Go's LoadState reads it
+    if (isErrno(err, 'ENOENT')) return false; // no file: the empty state, as Go's LoadState reads it
     problem(base, `cannot be read: ${(err as Error).message}`);
-    return;
+    return true;
   }
   try {
     decodeStateText(goDecodeUtf8(bytes), base);
@@ -132,6 +141,20 @@ async function checkState(dir: string, base: string, problem: Report): Promise<v
     if (!(err instanceof DecodeError)) throw err;
     problem(base, `does not load: ${err.message}`);
   }
+  return true;
+}
+
+/** Whether any of `rels` exists in `dir` (a state dir with no state.json yet still has one of its folders). */
+async function anyExists(dir: string, rels: string[]): Promise<boolean> {
+  for (const rel of rels) {
+    try {
+      await fs.lstat(path.join(dir, rel));
+      return true;
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) return true;
+    }
+  }
+  return false;
 }
 
 /** `<folder>/<name><ext>` of each file whose name the store could have written, sorted. */

@@ -2,7 +2,7 @@
 // its path ("log reopened" is the new file's first line of its own) and goes on serving. No line
 // is lost: the old file and the new one together hold each line once.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, renameSync, statSync, watch } from 'node:fs';
+import { existsSync, readFileSync, renameSync, statSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { serveSocket } from '../helpers/cli.js';
@@ -64,4 +64,27 @@ test('SIGUSR2 without --log-file is logged and changes nothing: the server goes 
   });
   server.child.kill('SIGTERM');
   assert.deepEqual(await server.exited, { code: 0, signal: null });
+});
+
+test('SIGUSR2 when the log folder cannot be made again says so on stderr (the old file, rotated away, is read by no one) and the server goes on', { timeout: TIMEOUT }, async (t) => {
+  const dir = tempDir();
+  const log = path.join(dir, 'logs', 'server.log');
+  const server = await serveSocket(t, statePathIn(dir), path.join(dir, 's.sock'), ['--log-file', log, '--log-format', 'json']);
+  await lineIn(log, 'serving');
+  renameSync(path.join(dir, 'logs'), path.join(dir, 'logs.old'));
+  writeFileSync(path.join(dir, 'logs'), 'a file where the log folder was');
+  server.child.kill('SIGUSR2');
+  await new Promise<void>((resolve) => {
+    const check = (): void => {
+      if (!server.stderr().includes('reopening the log file')) return;
+      server.child.stderr?.off('data', check);
+      resolve();
+    };
+    server.child.stderr?.on('data', check);
+    check();
+  });
+  assert.match(server.stderr(), new RegExp(`SIGUSR2: reopening the log file ${log.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} failed: .*the log goes on to the file that was open`));
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
+  assert.deepEqual(lines(path.join(dir, 'logs.old', 'server.log')).map((l) => l.msg), ['serving', 'reopening the log file failed: the log goes on to the file that was open', 'stopping', 'stopped']);
 });
