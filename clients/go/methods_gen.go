@@ -616,6 +616,7 @@ type appendTranscriptParams struct {
 	Entry          TranscriptEntry `json:"entry"`
 	Incarnation    string          `json:"incarnation,omitempty"`
 	RequireSession *bool           `json:"requireSession,omitempty"`
+	Writer         *WriterKey      `json:"writer,omitempty"`
 }
 
 // AppendTranscriptOptions holds the optional params of AppendTranscript; the zero value sends
@@ -625,7 +626,8 @@ type AppendTranscriptOptions struct {
 	Incarnation string `json:"incarnation,omitempty"`
 	// false: Go's rule, the file is written for any valid name and no session row is made. Default
 	// true: -32011 when the name has no session row.
-	RequireSession *bool `json:"requireSession,omitempty"`
+	RequireSession *bool      `json:"requireSession,omitempty"`
+	Writer         *WriterKey `json:"writer,omitempty"`
 }
 
 type appendTranscriptResult struct {
@@ -644,6 +646,7 @@ func (c *Client) AppendTranscript(ctx context.Context, name string, entry Transc
 	for _, o := range opts {
 		p.Incarnation = o.Incarnation
 		p.RequireSession = o.RequireSession
+		p.Writer = o.Writer
 	}
 	var r appendTranscriptResult
 	err := c.call(ctx, "transcript/append", &p, &r)

@@ -848,9 +848,9 @@ class Client:
         """Every session with its last activity and usage, in one call, from memory (what a session list needs). (session/infos; returns its sessions)"""
         return self.call("session/infos", _timeout=timeout)["sessions"]
 
-    def append_transcript(self, name, entry, incarnation=None, requireSession=None, timeout=None) -> Any:
+    def append_transcript(self, name, entry, incarnation=None, requireSession=None, writer=None, timeout=None) -> Any:
         """Appends one entry; answered once the line is in the file. The session row must exist unless requireSession is false. (transcript/append; returns its seq)"""
-        return self.call("transcript/append", _timeout=timeout, name=name, entry=entry, incarnation=incarnation, requireSession=requireSession)["seq"]
+        return self.call("transcript/append", _timeout=timeout, name=name, entry=entry, incarnation=incarnation, requireSession=requireSession, writer=writer)["seq"]
 
     def read_page(self, name, limit=None, before=None, timeout=None) -> Any:
         """The newest `limit` entries with seq < `before`, in file order (all when limit is absent or 0); page back with before = firstSeq. (transcript/read)"""

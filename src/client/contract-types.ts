@@ -346,6 +346,10 @@ export interface MethodParams {
     };
     incarnation?: string | undefined;
     requireSession?: boolean | undefined;
+    writer?: {
+      id: string;
+      seq: number;
+    } | undefined;
   };
   'transcript/read': {
     name: string;

@@ -5,9 +5,9 @@ import { defineMethod } from './define.js';
 /**
  * Semver of the wire protocol: the major changes when a method or param a client may rely on
  * goes away or changes meaning; the minor when one is added (1.1.0: `status`, LSP-style
- * `initialize` params, `capabilities.params`).
+ * `initialize` params, `capabilities.params`; 1.2.0: `backup`).
  */
-export const PROTOCOL_VERSION = '1.1.0';
+export const PROTOCOL_VERSION = '1.2.0';
 
 export const initialize = defineMethod({
   method: 'initialize',
@@ -33,7 +33,7 @@ export const initialize = defineMethod({
   example: {
     params: { processId: 4242, rootUri: null, capabilities: {}, clientInfo: { name: 'herrscher', version: '1.4.0' } },
     result: {
-      serverInfo: { name: 'herrscher-state', version: '0.1.0' }, protocolVersion: '1.1.0', statePath: '/home/u/.config/herrscher/state.json',
+      serverInfo: { name: 'herrscher-state', version: '0.1.0' }, protocolVersion: '1.2.0', statePath: '/home/u/.config/herrscher/state.json',
       capabilities: { methods: ['initialize', 'session/find', '…'], params: { 'session/find': ['name'], '…': [] } },
     },
   },

@@ -1,7 +1,7 @@
 // transcript/*: transcripts/<name>.jsonl, one entry per line.
 import * as z from 'zod';
 import { defineMethod } from './define.js';
-import { IncarnationGuard, RequireSession, SessionName as Name, Seq } from './fields.js';
+import { IncarnationGuard, RequireSession, SessionName as Name, Seq, WriterKey } from './fields.js';
 import { TranscriptEntry, TranscriptUsage } from './model.js';
 
 export const transcriptAppend = defineMethod({
@@ -13,6 +13,7 @@ export const transcriptAppend = defineMethod({
     entry: TranscriptEntry,
     incarnation: IncarnationGuard,
     requireSession: RequireSession,
+    writer: WriterKey,
   }),
   result: () => z.object({ seq: Seq.describe('The entry\'s sequence number.') }),
   errors: ['UnknownSession', 'Conflict', 'StorageFailure', 'ShuttingDown'],

@@ -43,8 +43,8 @@ const fresh = <M extends MethodName>(h: MethodHandler<M>): MethodHandler<M> => a
   await ctx.store.refresh();
   return h(p, ctx);
 };
-const appendOptions = (p: { incarnation?: string | undefined; requireSession?: boolean | undefined }) =>
-  ({ incarnation: p.incarnation, requireSession: p.requireSession });
+const appendOptions = (p: { incarnation?: string | undefined; requireSession?: boolean | undefined; writer?: { id: string; seq: number } | undefined }) =>
+  ({ incarnation: p.incarnation, requireSession: p.requireSession, writer: p.writer });
 
 export const handlers: MethodHandlers = {
   initialize: (_p, ctx) => ctx.initialize(),

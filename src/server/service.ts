@@ -55,6 +55,8 @@ export interface ServiceOptions {
   presence?: ServerOptions['presence'];
   /** Stop when the state dir is removed (default true). */
   watchStateDir?: boolean;
+  /** Told after each look of that watch that found the dir in place (a test waits on it). */
+  stateDirStillThere?: () => void;
   /** Told of every connection, after the server's own listeners are on it. */
   onConnection?: (conn: ServerConnection, kind: ConnectionKind) => void;
 }
@@ -120,6 +122,7 @@ export class Service {
           void this.stop(0, 'state dir removed');
         },
         (err) => log.warn({ err, dir: store.dir }, 'the state dir cannot be watched: its removal is noticed by polling only'),
+        o.stateDirStillThere,
       );
     }
   }

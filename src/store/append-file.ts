@@ -40,6 +40,11 @@ export interface AppendFileOptions<T> {
   afterCut?(): Promise<void>;
   /** Told, in file order, of the appends a write put in the file, before their callers are answered. */
   written?(tags: T[], sizeAfter: number): void;
+  /**
+   * Called with the batch's appends, the file's inode and each append's offset before their
+   * bytes are written (the idempotency keys' log, append-keys.ts); a failure fails the batch.
+   */
+  beforeWrite?(tags: T[], ino: number, offsets: number[], bufs: Buffer[]): Promise<void>;
   /** The seq after a batch of appends, recorded with it in the log (transcripts only). */
   nextSeq?(tags: T[]): number | undefined;
   /** Told the file's size and inode once it is open (and its tail repaired). */
@@ -155,6 +160,15 @@ export class AppendFile<T = undefined> {
     // Stryker disable next-line ConditionalExpression: a concat of one buffer holds the same bytes (the single case only saves the copy)
     const buf = jobs.length === 1 ? (jobs[0] as AppendJob<T>).buf : Buffer.concat(jobs.map((j) => j.buf));
     const before = this.size;
+    if (this.options.beforeWrite) {
+      const offsets: number[] = [];
+      let at = before;
+      for (const j of jobs) {
+        offsets.push(at);
+        at += j.buf.length;
+      }
+      await this.options.beforeWrite(jobs.map((j) => j.tag), this.ino, offsets, jobs.map((j) => j.buf));
+    }
     const createdNow = this.createdNow;
     this.createdNow = false;
     try {

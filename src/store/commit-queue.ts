@@ -1,6 +1,8 @@
-// The store's one concurrency primitive: a queue that commits jobs in batches (group commit) and
+// The queue every write to a file goes through: it commits jobs in batches (group commit) and
 // runs exclusive tasks alone between them. StateStore (state.json), AppendFile (a transcript or a
-// journal) and the write-ahead log are each one CommitQueue with their own `commit`.
+// journal) and the write-ahead log are each one CommitQueue with their own `commit`. (Where a
+// name's file writes take their place among its row's mutations is write-order.ts'; how many
+// compactions run at once, compaction-slots.ts'.)
 //
 // Rules, the same for every user:
 // - Jobs are committed in push order. Jobs pushed while a commit runs form the next batch, so one

@@ -52,7 +52,7 @@ export function normaliseUserId(raw: string): string {
   return id;
 }
 
-/** What a Participants journal is made of (Store.newJournal builds one per name). */
+/** What a Participants journal is made of (SessionFiles builds one per name: session-files.ts). */
 export interface ParticipantsOptions {
   io: Io;
   /** The journal, absolute, and its name relative to the state dir (for messages and the log). */

@@ -186,9 +186,10 @@ export class StateStore {
   mutate<R>(apply: (doc: Doc) => Outcome<R>, opts: { writeIfMissing?: boolean; key?: WriterKey | undefined } = {}): Promise<R> {
     const { key } = opts;
     if (key === undefined || this.writers === undefined) return this.mutateOnce(apply, opts);
-    const answered = this.writers.answered(key);
+    const { keys } = this.writers;
+    const answered = keys.answered(key);
     if (answered) return Promise.resolve(answered.answer as R);
-    return (this.writers.pending(key) as Promise<R> | undefined) ?? this.writers.track(key, this.mutateOnce(apply, opts));
+    return (keys.pending(key) as Promise<R> | undefined) ?? keys.track(key, this.mutateOnce(apply, opts));
   }
 
   /**
@@ -197,9 +198,9 @@ export class StateStore {
    */
   async priorAnswer(key: WriterKey | undefined): Promise<{ answer: unknown } | undefined> {
     if (key === undefined || this.writers === undefined) return undefined;
-    const pending = this.writers.pending(key);
+    const pending = this.writers.keys.pending(key);
     if (pending) return { answer: await pending };
-    return this.writers.answered(key);
+    return this.writers.keys.answered(key);
   }
 
   private mutateOnce<R>(apply: (doc: Doc) => Outcome<R>, { writeIfMissing = false, key }: { writeIfMissing?: boolean; key?: WriterKey | undefined }): Promise<R> {

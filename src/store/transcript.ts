@@ -4,6 +4,7 @@
 // and seq numbers, and usage over every entry ever appended, compacted ones included.
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { crc32 } from 'node:zlib';
 import { AppendFile } from './append-file.js';
 import { compactionSlots } from './compaction-slots.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
@@ -22,6 +23,8 @@ import { parseLine, readForward, readNewest, scanEntries, startOfNewest } from '
 import type { Usage, UsageSum } from './usage.js';
 import { addEntry, concatUsage, sumToJson, toUsage, zeroSum } from './usage.js';
 import type { WriteAheadLog } from './wal.js';
+import type { AppendKeys } from './append-keys.js';
+import type { WriterKey } from './writer-sequences.js';
 
 /** Go compacts once an append leaves the file strictly larger than this (transcript.go). */
 export const COMPACT_TRIGGER_BYTES = 4 * 1024 * 1024;
@@ -80,6 +83,8 @@ export type AppendListener = (seq: number, entry: Entry) => void;
 interface Pending {
   entry: Entry;
   seq: number;
+  /** Its idempotency key (append-keys.ts), if it was sent with one. */
+  key?: WriterKey | undefined;
 }
 
 /** What compaction keeps of a file: the newest lines within 2 MiB, and what the rest used. */
@@ -102,7 +107,7 @@ export interface SeqMark {
   save(): Promise<void>;
 }
 
-/** What a Transcript is made of (Store.newTranscript builds one per name). */
+/** What a Transcript is made of (SessionFiles builds one per name: session-files.ts). */
 export interface TranscriptOptions {
   io: Io;
   /** The .jsonl file, absolute, and its name relative to the state dir (for messages and the log). */
@@ -119,6 +124,8 @@ export interface TranscriptOptions {
   mark: SeqMark;
   /** The write-ahead log its appends go through (durability `sync`), if any. */
   wal?: WriteAheadLog | undefined;
+  /** The idempotency keys' log, noted before a keyed append's bytes are written. */
+  keys?: AppendKeys | undefined;
 }
 
 export interface Page {
@@ -179,13 +186,25 @@ export class Transcript {
         if (this.snap) Object.assign(this.snap, { size, ino });
       },
       written: (pending, size) => this.written(pending, size),
+      ...(o.keys ? { beforeWrite: (pending: Pending[], ino: number, offsets: number[], bufs: Buffer[]) => this.noteKeys(o.keys as AppendKeys, pending, ino, offsets, bufs) } : {}),
       // Each log record carries the seq after it, so a replay raises the high-water mark past it.
       nextSeq: (pending) => (this.snap ? this.snap.firstSeq + this.snap.count + pending.length : undefined),
     });
   }
 
+  /** Notes the keyed appends of a batch, with the seq each will get, before their bytes are written. */
+  private noteKeys(keys: AppendKeys, pending: Pending[], ino: number, offsets: number[], bufs: Buffer[]): Promise<void> {
+    const snap = this.snap as Snapshot;
+    const lines = [];
+    for (const [i, p] of pending.entries()) {
+      const buf = bufs[i] as Buffer;
+      if (p.key) lines.push({ key: p.key, answer: { seq: snap.firstSeq + snap.count + i }, place: { f: this.rel, i: ino, o: offsets[i] as number, n: buf.length, c: crc32(buf) } });
+    }
+    return lines.length > 0 ? keys.note(lines) : Promise.resolve();
+  }
+
   /** Appends one entry; resolves with its seq once its line is in the file. */
-  append(raw: Entry): Promise<number> {
+  append(raw: Entry, key?: WriterKey): Promise<number> {
     const entry = wellFormed(raw); // what the file will hold, so memory and notifications agree
     let line: Buffer;
     try {
@@ -193,7 +212,7 @@ export class Transcript {
     } catch (err) {
       return Promise.reject(err);
     }
-    const pending: Pending = { entry, seq: -1 };
+    const pending: Pending = { entry, seq: -1, key };
     // Loaded first (once per process), so seq numbers continue the file's; enqueued in call order
     // because every append of this transcript waits on the same, already-settled promise.
     const enqueue = (): Promise<number> => this.appender.append(line, pending).then(() => pending.seq);

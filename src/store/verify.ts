@@ -18,6 +18,7 @@ import { isPathComponent, sideOf } from './paths.js';
 import { storeLog } from './store-log.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { parseLine } from './transcript-read.js';
+import { NewerFormatError } from './sealed-line.js';
 import { scanWal, walRelIn } from './wal.js';
 
 /** One thing wrong: the file (relative to the folder checked), the line when there is one, what. */
@@ -236,6 +237,10 @@ async function checkSideFiles(dir: string, side: string, problem: Report): Promi
   } catch (err) {
     if (!isErrno(err, 'ENOENT')) problem(wal, `cannot be read: ${(err as Error).message}`);
   }
-  if (buf) for (const d of scanWal(buf).damaged) problem(wal, `damaged record (${d.why}): the replay skips it`, d.line);
+  if (buf) {
+    const scan = scanWal(buf);
+    for (const d of scan.damaged) problem(wal, `damaged record (${d.why}): the replay skips it`, d.line);
+    if (scan.newer) problem(wal, new NewerFormatError(wal, scan.newer.version).message, scan.newer.line);
+  }
   return files;
 }

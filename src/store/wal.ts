@@ -107,9 +107,6 @@ export function scanWal(buf: Buffer): WalScan {
   return out;
 }
 
-/** The records of a log's bytes (damaged lines skipped: see scanWal). */
-export const parseWal = (buf: Buffer): WalRecord[] => scanWal(buf).records;
-
 const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
 
 /** Why `v` is not a record this server writes (undefined when it is one): a checksum can be forged. */

@@ -49,11 +49,63 @@ const sameStamp = (a: FileStamp, b: FileStamp): boolean =>
 
 const keyName = (k: WriterKey): string => `${k.id}\u0000${k.seq}`;
 
-export class WriterSequences {
+/**
+ * Answers by key, in memory: per writer the last WINDOW answers, at most MAX_WRITERS writers (the
+ * one unused longest dropped first), and the keyed writes accepted but not answered yet.
+ */
+export class KeyTable {
   /** writer → seq → answer; Map order is use order (the oldest first). */
   private readonly table = new Map<string, Map<number, unknown>>();
-  /** Keyed writes accepted and not committed yet: a copy sent meanwhile waits for the first. */
+  /** Keyed writes accepted and not answered yet: a copy sent meanwhile waits for the first. */
   private readonly inflight = new Map<string, Promise<unknown>>();
+
+  /** The answer of a write with this key already applied, or undefined. */
+  answered(key: WriterKey): { answer: unknown } | undefined {
+    const answers = this.table.get(key.id);
+    return answers?.has(key.seq) ? { answer: answers.get(key.seq) } : undefined;
+  }
+
+  /** The write with this key accepted and not yet answered, if any. */
+  pending(key: WriterKey): Promise<unknown> | undefined {
+    return this.inflight.get(keyName(key));
+  }
+
+  /** Holds `write` as the one with `key` until it settles. */
+  track<T>(key: WriterKey, write: Promise<T>): Promise<T> {
+    const name = keyName(key);
+    this.inflight.set(name, write);
+    const done = (): void => {
+      if (this.inflight.get(name) === write) this.inflight.delete(name);
+    };
+    write.then(done, done);
+    return write;
+  }
+
+  /** Every answer kept, writer by writer (the oldest first). */
+  entries(): [string, [number, unknown][]][] {
+    return [...this.table].map(([id, answers]) => [id, [...answers]]);
+  }
+
+  remember(answered: readonly KeyedAnswer[]): void {
+    for (const { key, answer } of answered) {
+      const answers = this.table.get(key.id) ?? new Map<number, unknown>();
+      this.table.delete(key.id); // to the end: the most recently used
+      answers.set(key.seq, answer);
+      for (const seq of answers.keys()) {
+        if (answers.size <= WINDOW) break;
+        answers.delete(seq);
+      }
+      this.table.set(key.id, answers);
+    }
+    for (const id of this.table.keys()) {
+      if (this.table.size <= MAX_WRITERS) break;
+      this.table.delete(id);
+    }
+  }
+}
+
+export class WriterSequences {
+  readonly keys = new KeyTable();
   /** A commit failed after its keys were written: the next commit writes the table first. */
   private dirty = false;
 
@@ -81,34 +133,12 @@ export class WriterSequences {
       // Written atomically, so only a foreign file: keys are lost, never invented (a retry applies again).
       return w;
     }
-    for (const [id, answers] of data.table) w.table.set(id, new Map(answers));
+    w.keys.remember(data.table.flatMap(([id, answers]) => answers.map(([seq, answer]) => ({ key: { id, seq }, answer }))));
     if (data.last.length > 0) {
       if (sameStamp(data.before, current)) w.dirty = true; // the rename never happened
-      else w.remember(data.last.map(([id, seq, answer]) => ({ key: { id, seq }, answer })));
+      else w.keys.remember(data.last.map(([id, seq, answer]) => ({ key: { id, seq }, answer })));
     }
     return w;
-  }
-
-  /** The answer of a write with this key already in the file, or undefined. */
-  answered(key: WriterKey): { answer: unknown } | undefined {
-    const answers = this.table.get(key.id);
-    return answers?.has(key.seq) ? { answer: answers.get(key.seq) } : undefined;
-  }
-
-  /** The write with this key accepted and not yet committed, if any. */
-  pending(key: WriterKey): Promise<unknown> | undefined {
-    return this.inflight.get(keyName(key));
-  }
-
-  /** Holds `write` as the one with `key` until it settles. */
-  track<T>(key: WriterKey, write: Promise<T>): Promise<T> {
-    const name = keyName(key);
-    this.inflight.set(name, write);
-    const done = (): void => {
-      if (this.inflight.get(name) === write) this.inflight.delete(name);
-    };
-    write.then(done, done);
-    return write;
   }
 
   /** Whether the next commit must write the table first (even with no keys of its own). */
@@ -121,12 +151,7 @@ export class WriterSequences {
    * that commit's rename; `before` is state.json's stamp now.
    */
   async prepare(last: readonly KeyedAnswer[], before: FileStamp): Promise<void> {
-    const data: FileFormat = {
-      v: 1,
-      before,
-      table: [...this.table].map(([id, answers]) => [id, [...answers]]),
-      last: last.map(({ key, answer }) => [key.id, key.seq, answer]),
-    };
+    const data: FileFormat = { v: 1, before, table: this.keys.entries(), last: last.map(({ key, answer }) => [key.id, key.seq, answer]) };
     this.dirty = last.length > 0; // until the commit says it is in the file
     try {
       await this.io.writeAtomic(this.file, stringifyExactJson(data), { mode: 0o600, sync: this.sync });
@@ -140,23 +165,6 @@ export class WriterSequences {
   /** The commit whose keys `prepare` wrote is in the file: they are answered from now on. */
   committed(last: readonly KeyedAnswer[]): void {
     this.dirty = false;
-    this.remember(last);
-  }
-
-  private remember(last: readonly KeyedAnswer[]): void {
-    for (const { key, answer } of last) {
-      const answers = this.table.get(key.id) ?? new Map<number, unknown>();
-      this.table.delete(key.id); // to the end: the most recently used
-      answers.set(key.seq, answer);
-      for (const seq of answers.keys()) {
-        if (answers.size <= WINDOW) break;
-        answers.delete(seq);
-      }
-      this.table.set(key.id, answers);
-    }
-    for (const id of this.table.keys()) {
-      if (this.table.size <= MAX_WRITERS) break;
-      this.table.delete(id);
-    }
+    this.keys.remember(last);
   }
 }

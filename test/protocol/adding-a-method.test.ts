@@ -1,8 +1,8 @@
 // docs/adding-a-method.md's path, taken by a test: one method added to a copy of the contract
 // (a new module and its line in table.ts, nothing else) and `npm run schema` run on that copy
 // gives the method everywhere it is derived — schema/, the Go client (which builds), the Python
-// client (which imports), the typed client's names, the README's table and docs/clients.md —
-// and changes nothing else.
+// client (which imports), the typed client's names and types, the README's table and
+// docs/clients.md — and changes nothing else.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -66,12 +66,15 @@ test('a method added to the contract reaches every derived file, and nothing els
   assert.ok(derived('src/client/method-names.ts').includes("  'dummy/ping',\n"), 'the typed client builds a function per listed name');
   assert.match(derived('src/client/contract-types.ts'), /^ {2}'dummy\/ping': \{\n {4}pingName: string;\n {4}pingTimes\?: number \| undefined;\n {2}\};$/m, "the typed client's params type");
   assert.equal(functionName('dummy/ping'), 'dummyPing');
+  const clientTypes = derived('src/client/contract-types.ts');
+  assert.match(clientTypes, /'dummy\/ping': \{\n\s+pingName: string;/, "the typed client's params type");
+  assert.match(clientTypes, /'dummy\/ping': \{\n\s+pong: string;/, "the typed client's result type");
   assert.match(derived('README.md'), /^\| `dummy\/ping` \| Answers the ping it is given\. \| `\{"pingName":"ping-me"\}` → `\{"pong":"ping-me"\}` \|$/m, 'README');
   assert.match(derived('docs/clients.md'), /^\| `dummy\/ping` \| `Ping` \|$/m, 'docs/clients.md');
 
   // Nothing else: every line that differs from the committed file is the new method's (or JSON's
   // comma after the method before it).
-  for (const rel of ['schema/openrpc.json', 'clients/go/methods_gen.go', 'clients/go/types_gen.go', 'clients/go/errors_gen.go', 'clients/go/events_gen.go', 'clients/go/session_name_gen.go', 'clients/python/herrscher_state.py', 'src/client/method-names.ts', 'README.md', 'docs/clients.md']) {
+  for (const rel of ['schema/openrpc.json', 'src/client/contract-types.ts', 'clients/go/methods_gen.go', 'clients/go/types_gen.go', 'clients/go/errors_gen.go', 'clients/go/events_gen.go', 'clients/go/session_name_gen.go', 'clients/python/herrscher_state.py', 'src/client/method-names.ts', 'README.md', 'docs/clients.md']) {
     const before = new Set(readFileSync(path.join(REPO, rel), 'utf8').split('\n'));
     const after = derived(rel).split('\n');
     const foreign = after.filter((l) => !before.has(l) && !/ping|pong/i.test(l) && !/^[\s\]}),]*$/.test(l));

@@ -45,7 +45,7 @@ function assertOrderedStop(seen: StopSeen, why: string, code: number): void {
 }
 
 /** A Service on dir/s.sock whose log lines are kept; at the "closed" step the files are looked at. */
-async function start(t: { after(fn: () => unknown): void }, lifecycleOwner: 'stdio' | 'any' = 'stdio') {
+async function start(t: { after(fn: () => unknown): void }, lifecycleOwner: 'stdio' | 'any' = 'stdio', stateDirStillThere?: () => void) {
   const dir = tempDir('hs-stop-');
   const state = statePathIn(dir);
   const socket = path.join(dir, 's.sock');
@@ -58,7 +58,7 @@ async function start(t: { after(fn: () => unknown): void }, lifecycleOwner: 'std
       if (line.step === 'closed') seen.atClosed = { socket: existsSync(socket), record: existsSync(serverRecordPath(state)) };
     },
   });
-  const service = await Service.open({ state, log, version: 'test', framing: { maxMessageBytes: 1 << 20 }, lifecycleOwner });
+  const service = await Service.open({ state, log, version: 'test', framing: { maxMessageBytes: 1 << 20 }, lifecycleOwner, ...(stateDirStillThere ? { stateDirStillThere } : {}) });
   t.after(() => service.stop(0, 'test ended'));
   await service.listen(socket);
   assert.equal(existsSync(serverRecordPath(state)), true, 'listening writes the server record');
@@ -138,9 +138,11 @@ test('the state dir removed: the server stops with 0, says why at warn, and logs
 });
 
 test('a state dir that stays: our own state.json replacements do not stop the server', TIMEOUT, async (t) => {
-  const s = await start(t);
+  let looked: (() => void) | undefined;
+  const s = await start(t, 'stdio', () => looked?.());
   for (let i = 0; i < 20; i++) await s.host.call('session/add', { session: { name: `s${i}` } });
-  await new Promise((r) => setTimeout(r, 50));
+  // The dir watch's next look, after the replacements' events (or the stop it would cause).
+  await Promise.race([new Promise<void>((resolve) => (looked = resolve)), s.service.stopped]);
   assert.equal(s.seen.lines.some((l) => l.msg === 'stopping'), false);
   assert.deepEqual(await s.client.call('session/find', { name: 's19' }).then((r) => (r as { session: { name: string } }).session.name), 's19');
 });

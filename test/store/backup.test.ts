@@ -224,3 +224,28 @@ test('backup with the lock held by a server that does not answer exits 3, names 
     await holder.close();
   }
 });
+
+test('a transcript whose last line is torn is copied as it was when the backup was fixed, though the next append cuts that line', async () => {
+  const dir = tempDir();
+  const first = await Store.open(statePathIn(dir));
+  await first.addSession(newSession('s'));
+  await first.appendTranscript('s', entry('kept'));
+  await first.close();
+  const file = path.join(dir, 'transcripts/s.jsonl');
+  appendFileSync(file, '{"ts":"torn'); // a crash in the middle of an append
+  const torn = readFileSync(file);
+  const store = await Store.open(statePathIn(dir));
+  const dest = path.join(tempDir(), 'bk');
+  let cut: Buffer | undefined;
+  await backupStore(store, dest, async (fix) => {
+    const fixed = await fix();
+    // Writes flow again before the copy: this append cuts the torn line in the live file.
+    await store.appendTranscript('s', entry('after'));
+    cut = readFileSync(file);
+    return fixed;
+  });
+  await store.close();
+  assert.notDeepEqual(cut, torn, 'the append rewrote the end of the file');
+  assert.deepEqual(readFileSync(path.join(dest, 'transcripts/s.jsonl')), torn);
+  assert.deepEqual((await verifyStateDir(dest)).problems.map(formatProblem), ['transcripts/s.jsonl:2: torn last line (no newline, not an entry): readers skip it, the next append cuts it']);
+});

@@ -10,6 +10,7 @@ import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { NewerFormatError, SEALED_VERSION, sealLine, unsealLine } from '../../src/store/sealed-line.js';
 import { StoreError } from '../../src/store/store-error.js';
+import { formatProblem, verifyStateDir } from '../../src/store/verify.js';
 import { WAL_REL } from '../../src/store/wal.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -136,4 +137,14 @@ test('a summary of a newer version is only a shortcut not taken: the transcript 
   } finally {
     await again.close();
   }
+});
+
+test('verify names a line of a newer version in the log and in the marks (what a start of this build refuses)', async () => {
+  const dir = await crashed();
+  const wal = path.join(dir, WAL_REL);
+  writeFileSync(wal, readFileSync(wal, 'utf8') + sealLine('{"future":true}', 2));
+  writeFileSync(path.join(dir, '.herrscher-state/high-water.json'), sealLine('{"s":9}', 3));
+  const got = (await verifyStateDir(dir)).problems.map(formatProblem);
+  assert.ok(got.some((p) => p.startsWith(`${WAL_REL}:2: `) && p.includes('format version 2, newer than this build reads')), got.join('\n'));
+  assert.ok(got.some((p) => p.startsWith('.herrscher-state/high-water.json: ') && p.includes('format version 3')), got.join('\n'));
 });

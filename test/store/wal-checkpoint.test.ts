@@ -12,7 +12,7 @@ import { Store } from '../../src/store/store.js';
 import { StorageHealth } from '../../src/store/health.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
 import { storeLog } from '../../src/store/store-log.js';
-import { parseWal, SYNCS_AT_ONCE, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
+import { scanWal, SYNCS_AT_ONCE, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
 import { errno, newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
@@ -70,7 +70,7 @@ test('a background checkpoint that fails is logged at error, reported, retried; 
     assert.ok(h.failures >= 1, 'the health heard of the failed checkpoint');
     assert.equal(store.health.snapshot().checkpointFailing, true);
     assert.ok(logged.some((m) => /checkpoint of .*wal\.log failed; appends stay durable/.test(m)), logged.join('\n'));
-    const records = parseWal(readFileSync(path.join(dir, WAL_REL)));
+    const records = scanWal(readFileSync(path.join(dir, WAL_REL))).records;
     assert.equal(records.length, 20, 'every append is still recorded in the log');
     const recovered = h.nextSuccess();
     fail(false);
@@ -96,7 +96,7 @@ test('a close whose checkpoint fails logs an error and keeps the records; the ne
   fail(true);
   await store.close();
   assert.ok(logged.some((m) => /could not be emptied at close; it keeps its \d+ bytes/.test(m)), logged.join('\n'));
-  assert.equal(parseWal(readFileSync(path.join(dir, WAL_REL))).length, 1);
+  assert.equal(scanWal(readFileSync(path.join(dir, WAL_REL))).records.length, 1);
   truncateSync(path.join(dir, 'transcripts/s.jsonl'), 0); // as if the unsynced write was lost
   const again = await Store.open(statePathIn(dir));
   try {

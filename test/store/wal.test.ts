@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
-import { parseWal, scanWal, WAL_REL } from '../../src/store/wal.js';
+import { scanWal, WAL_REL } from '../../src/store/wal.js';
 import { errno, newSession, storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { sealLine } from '../../src/store/sealed-line.js';
@@ -79,7 +79,7 @@ test('a torn last record of the log (a crash while writing it) is ignored, the r
   });
   const walFile = path.join(dir, WAL_REL);
   const wal = readFileSync(walFile);
-  assert.equal(parseWal(wal).length, 2);
+  assert.equal(scanWal(wal).records.length, 2);
   writeFileSync(walFile, Buffer.concat([wal, Buffer.from('deadbeef {"f":"transcripts/s.jsonl","i":1,')]));
   truncateSync(path.join(dir, 'transcripts/s.jsonl'), 0);
   const store = await Store.open(statePathIn(dir));
@@ -140,7 +140,7 @@ test('a compaction checkpoints first, so no record of the old file survives it',
   await store.addSession(newSession('s'));
   const big = 'x'.repeat(1024 * 1024);
   for (let i = 0; i < 5; i++) await store.appendTranscript('s', entry(`t${i}`, big));
-  const records = parseWal(readFileSync(path.join(dir, WAL_REL)));
+  const records = scanWal(readFileSync(path.join(dir, WAL_REL))).records;
   const ino = statSync(path.join(dir, 'transcripts/s.jsonl')).ino;
   assert.ok(records.every((r) => r.i === ino), 'every record left is about the compacted file');
   await store.close();

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { lstatSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { sealLine } from '../../src/store/sealed-line.js';
 import { newSession, openIn, reopen, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -88,4 +89,31 @@ test('a table whose last commit did reach state.json (its stamp changed since) c
   store = await openIn(dir);
   assert.deepEqual(await store.setResumeToken('a', 'x', { writer: key(2) }), { found: true, changed: true });
   assert.equal(store.findSession('a')?.resumeToken, undefined, 'the recorded write is answered, not applied');
+});
+
+test('an append sent again with its key is answered with its seq and written once, also after a restart and after a crash that lost it', async (t) => {
+  const dir = tempDir();
+  let store = await openIn(dir);
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  const entry = { ts: 't1', role: 'user', text: 'hi', cost: 1 };
+  const seq = await store.appendTranscript('a', entry, { writer: key(1) });
+  assert.equal(await store.appendTranscript('a', entry, { writer: key(1) }), seq);
+  store = await reopen(store);
+  assert.equal(await store.appendTranscript('a', entry, { writer: key(1) }), seq, 'after a restart');
+  assert.equal((await store.readTranscript('a')).length, 1);
+  assert.equal((await store.transcriptUsage('a')).cost, 1);
+
+  // What a crash between the key's line and the append leaves: a line whose bytes are not in the file.
+  await store.close();
+  const file = path.join(dir, 'transcripts', 'a.jsonl');
+  const st = lstatSync(file);
+  const log = path.join(dir, '.herrscher-state', 'append-keys.log');
+  const lost = { w: 'writer-test-1', q: 2, a: { seq: seq + 1 }, p: { f: 'transcripts/a.jsonl', i: st.ino, o: st.size, n: 40, c: 1 } };
+  writeFileSync(log, `${readFileSync(log, 'utf8')}${sealLine(JSON.stringify(lost))}`);
+  store = await openIn(dir);
+  assert.equal(await store.appendTranscript('a', { ts: 't2', role: 'user', text: 'again' }, { writer: key(2) }), seq + 1);
+  assert.deepEqual((await store.readTranscript('a')).map((e) => e.ts), ['t1', 't2'], 'the lost append is applied by its retry, once');
+  assert.equal(await store.appendTranscript('a', entry, { writer: key(1) }), seq, 'the first key is still answered');
+  assert.equal((await store.readTranscript('a')).length, 2);
 });

@@ -166,14 +166,16 @@ func (cn *connection) use(ctx context.Context) (lease, error) {
 	}
 }
 
-// writeKind says whether a call may be sent again after its connection ended without an
-// answer: a read may; a write may not (it may have been applied), only when the server said
-// it did not take it (-32030: the server is stopping).
+// callKind says whether a call may be sent again after its connection ended without an
+// answer: a read may, and a write with an idempotency key (the server answers it as it did if
+// it was applied); a write without one may not (it may have been applied), only when the
+// server said it did not take it (-32030: the server is stopping).
 type callKind int
 
 const (
 	readCall callKind = iota
 	writeCall
+	keyedWriteCall
 )
 
 // maxResends bounds how often one call is carried to another connection.
@@ -218,7 +220,7 @@ func (cn *connection) resend(ctx context.Context, kind callKind, c *stateclient.
 	}
 	if errors.Is(err, stateclient.ErrClosed) {
 		cn.dropped(c)
-		return kind == readCall
+		return kind == readCall || kind == keyedWriteCall
 	}
 	return false
 }
@@ -485,16 +487,9 @@ type replica struct {
 // describe. same: nothing changed since knownVersion (the common case: one lock, a compare).
 // The read of the document is made without mu.
 func (cn *connection) current(ctx context.Context, knownVersion uint64) (r replica, same bool, err error) {
-	// The common case in one lock: connected, the replica current, no event waiting. It
-	// counts as a use for the idle closer, as use and release do.
-	cn.mu.Lock()
-	if cn.client != nil && cn.loaded && !cn.stale && atomic.LoadInt32(&cn.queued) == 0 {
-		r, same = cn.replicaLocked(knownVersion)
-		cn.uses++
-		cn.mu.Unlock()
+	if r, same, ok := cn.currentNow(knownVersion); ok {
 		return r, same, nil
 	}
-	cn.mu.Unlock()
 	for attempt := 0; attempt < maxResends; attempt++ {
 		l, err := cn.use(ctx)
 		if err != nil {
@@ -525,6 +520,20 @@ func (cn *connection) current(ctx context.Context, knownVersion uint64) (r repli
 		}
 	}
 	return replica{}, false, fmt.Errorf("state: %s kept changing while it was read (%d reads)", cn.statePath, maxResends)
+}
+
+// currentNow is current's common case in one lock, with no deadline to make: connected, the
+// replica current, no event waiting (ok false: ask current). It counts as a use for the idle
+// closer, as use and release do.
+func (cn *connection) currentNow(knownVersion uint64) (r replica, same, ok bool) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.client == nil || !cn.loaded || cn.stale || atomic.LoadInt32(&cn.queued) != 0 {
+		return replica{}, false, false
+	}
+	r, same = cn.replicaLocked(knownVersion)
+	cn.uses++
+	return r, same, true
 }
 
 // replicaLocked is the replica for a State that has knownVersion (mu held).

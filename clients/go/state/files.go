@@ -12,9 +12,10 @@ import (
 // goRule asks the server for Go's rule: the file is written for any valid name, whether or
 // not a session row has it (a turn that ends after its session closed still records).
 type appendTranscriptParams struct {
-	Name           string          `json:"name"`
-	Entry          TranscriptEntry `json:"entry"`
-	RequireSession bool            `json:"requireSession"`
+	Name           string                 `json:"name"`
+	Entry          TranscriptEntry        `json:"entry"`
+	RequireSession bool                   `json:"requireSession"`
+	Writer         *stateclient.WriterKey `json:"writer,omitempty"`
 }
 
 type appendParticipantParams struct {
@@ -53,8 +54,10 @@ func AppendTranscript(path string, e TranscriptEntry) error {
 		_, err := json.Marshal(e)
 		return err // Go's own error (its only float), and nothing is sent
 	}
-	return callWithin(srv, writeCall, func(ctx context.Context, c *stateclient.Client) error {
-		return c.Call(ctx, "transcript/append", appendTranscriptParams{Name: name, Entry: e}, nil)
+	// Keyed: sent again on the next connection when one ends without an answer, and written once.
+	params := appendTranscriptParams{Name: name, Entry: e, Writer: srv.nextKey()}
+	return callWithin(srv, keyedWriteCall, func(ctx context.Context, c *stateclient.Client) error {
+		return c.Call(ctx, "transcript/append", params, nil)
 	})
 }
 

@@ -92,6 +92,16 @@ func (s *State) adoptLocked(r replica, same bool) {
 // reached it answers from the fields as they are, and says why in the log (report.go). A State
 // made without a path (a literal) has no server to ask: its fields are all there is.
 func (s *State) read() {
+	// The common case first, without a deadline to make (a timer costs more than the read).
+	s.mu.Lock()
+	if s.srv != nil {
+		if r, same, ok := s.srv.currentNow(s.baseVersion); ok {
+			s.adoptLocked(r, same)
+			s.mu.Unlock()
+			return
+		}
+	}
+	s.mu.Unlock()
 	ctx, cancel := callContext()
 	defer cancel()
 	if err := s.sync(ctx); err != nil && !errors.Is(err, errNoPath) {

@@ -1,0 +1,23 @@
+// What a start does before anything reads a transcript: load the seq high-water marks, take over
+// the side files an older layout shared (side-files.ts), and put back from the write-ahead log
+// what a crash kept from the files (wal.ts, replayWal), raising each transcript's mark past the
+// appends its records acknowledged. Runs under the state file's lock.
+import { HighWater, highWaterRelIn } from './high-water.js';
+import type { Io } from './io.js';
+import { adoptSharedSideFiles } from './side-files.js';
+import type { StoreLog } from './store-log.js';
+import { replayWal, walRelIn } from './wal.js';
+
+/** The session name of `transcripts/<name>.jsonl`. */
+const nameOfTranscript = (rel: string): string => rel.slice('transcripts/'.length, -'.jsonl'.length);
+
+/** Recovers the state dir `dir` for the state file whose side folder is `side`; returns its marks. */
+export async function recover(io: Io, dir: string, side: string, log: StoreLog): Promise<HighWater> {
+  const marks = await HighWater.load(io, dir, log, highWaterRelIn(side));
+  await adoptSharedSideFiles(io, dir, side, { marks, nameOf: nameOfTranscript, log });
+  await replayWal(io, dir, log, async (seqs) => {
+    for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
+    await marks.save();
+  }, { rel: walRelIn(side) });
+  return marks;
+}

@@ -1,0 +1,190 @@
+// Opening a state dir: its folder checked (private, reached through at most one link), the state
+// file's lock and the server lock taken (or a host's adopted), temp files a crash left swept, the
+// side files recovered (recovery.ts), state.json loaded, and in sync mode the write-ahead log
+// opened. A start that fails releases what it took and removes the folders it made, so a refused
+// start leaves the dir as it found it.
+import { rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
+import { isErrno } from '../common/errno.js';
+import { StorageHealth } from './health.js';
+import type { HighWater } from './high-water.js';
+import type { Io } from './io.js';
+import { nodeIo } from './io.js';
+import type { HeldLock } from './lock.js';
+import { adoptLock, loadFlockBinding, lockServer, lockStateFile } from './lock.js';
+import { cachedNamesForFdLimit } from './name-cache.js';
+import type { StatePaths } from './paths.js';
+import { statePaths } from './paths.js';
+import { recover } from './recovery.js';
+import type { Durability } from './state-store.js';
+import { StateStore } from './state-store.js';
+import { assertPrivateDir, confine } from './state-dir.js';
+import type { StoreLog } from './store-log.js';
+import { storeLog } from './store-log.js';
+import { sweepTempFiles } from './sweep.js';
+import { walRelIn, WriteAheadLog } from './wal.js';
+import { WRITERS_FILE } from './writer-sequences.js';
+import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
+
+export interface StoreOptions {
+  /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
+  durability?: Durability;
+  /** Take the state file's flock (default true). */
+  lock?: boolean;
+  /** Adopt the flock a host holds through this descriptor instead of taking it (`serve --lock-fd`). */
+  lockFd?: number;
+  /** The file-system seam (tests inject failures through it). */
+  io?: Io;
+  /** Where the store reports what it tolerated and repaired (a torn tail cut, a replay). */
+  warn?: (message: string, err?: unknown) => void;
+  /** Where the store reports what went wrong with no caller to tell (default: `warn`). */
+  error?: (message: string, err?: unknown) => void;
+  /**
+   * The storage health `status` reports (default: a new one, as `store.health`): fed with every
+   * such error and each checkpoint's outcome.
+   */
+  health?: StorageHealth;
+  /**
+   * Names whose Transcript and Participants objects are kept while idle (default
+   * DEFAULT_CACHED_NAMES each kind, fewer under a low limit on open files:
+   * cachedNamesForFdLimit); more only while calls on them are in flight.
+   */
+  cachedNames?: number;
+  /** Size past which the write-ahead log is checkpointed (default 16 MiB; tests go lower). */
+  walCheckpointBytes?: number;
+}
+
+/** What openStore has opened and checked, handed to the Store it makes. */
+export interface StoreParts {
+  statePath: string;
+  dir: string;
+  /** This state file's side folder, relative to dir (paths.ts, sideOf). */
+  side: string;
+  state: StateStore;
+  io: Io;
+  durability: Durability;
+  lock: HeldLock | undefined;
+  log: StoreLog;
+  wal: WriteAheadLog | undefined;
+  marks: HighWater;
+  /** The idempotency keys of transcript appends (append-keys.ts). */
+  appendKeys: AppendKeys;
+  health: StorageHealth;
+  /** How many idle names keep their Transcript and Participants objects. */
+  cachedNames: number;
+}
+
+/** Locks, sweeps temp files a crash left, recovers the side files and loads state.json (see StateStore.load). */
+export async function openStore(statePath: string, options: StoreOptions = {}): Promise<StoreParts> {
+  const given = statePaths(statePath);
+  const baseIo = options.io ?? nodeIo;
+  const durability = options.durability ?? 'sync';
+  if (options.lock !== false) loadFlockBinding(); // before anything is made on disk
+  await baseIo.mkdir(given.dir, 0o700);
+  // The dir itself may be reached through a link (a configured path); nothing inside it is.
+  const dir = await baseIo.realpath(given.dir);
+  await assertPrivateDir(baseIo, dir);
+  const paths = statePaths(path.join(dir, path.basename(given.statePath)));
+  const io = confine(baseIo, dir);
+  const lock = options.lock === false ? undefined
+    : options.lockFd !== undefined ? adoptLock(options.lockFd, paths.lockPath, paths.statePath)
+    : lockStateFile(paths.lockPath, paths.statePath);
+  const health = options.health ?? new StorageHealth();
+  const log = storeLog({ warn: options.warn, error: options.error, health });
+  let wal: WriteAheadLog | undefined;
+  let serverLock: HeldLock | undefined;
+  // Folders this start creates: a start that fails removes them again (a refused start changes nothing).
+  const created = await missingFolders(io, paths.dir, paths.side);
+  try {
+    await io.mkdir(path.join(paths.dir, paths.side), 0o700);
+    if (lock) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
+    await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
+    // Before anything reads a transcript: put back what a crash kept from the files.
+    const marks = await recover(io, paths.dir, paths.side, log);
+    // After the replay: a key counts only if its append's bytes are in the file.
+    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE));
+    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE));
+    const id = state.document.instanceID ?? '';
+    if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
+      // Written by another writer (Go checks nothing): served all the same, on the socket without it.
+      log.warn(`state.json's instanceID ${JSON.stringify(id.slice(0, 40))} cannot name a socket (1-32 letters, digits, "_", "." or "-"); `
+        + 'the default socket without an instance id is served instead');
+    }
+    if (durability === 'sync') {
+      wal = await WriteAheadLog.open(io, paths.dir, {
+        syncFile: (rel) => syncByName(io, paths.dir, rel), log, beforeEmpty: () => marks.save(),
+        checkpointBytes: options.walCheckpointBytes, rel: walRelIn(paths.side),
+      });
+    }
+    return {
+      statePath: paths.statePath, dir: paths.dir, side: paths.side, state, io, durability, lock: bothLocks(serverLock, lock), log, wal,
+      marks, appendKeys, health, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
+    };
+  } catch (err) {
+    serverLock?.release();
+    await removeIfCreated(io, paths, created);
+    lock?.release();
+    throw err;
+  }
+}
+
+/** The folders of `side` (relative to dir) that do not exist yet, outermost first. */
+async function missingFolders(io: Io, dir: string, side: string): Promise<string[]> {
+  const parts = side.split('/');
+  const out: string[] = [];
+  for (let i = 1; i <= parts.length; i++) {
+    const rel = parts.slice(0, i).join('/');
+    try {
+      await io.lstat(path.join(dir, rel));
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw err;
+      out.push(rel);
+    }
+  }
+  return out;
+}
+
+/** After a failed start: the server lock file and the folders the start made, when nothing else is in them. */
+async function removeIfCreated(io: Io, paths: StatePaths, created: string[]): Promise<void> {
+  if (created.length === 0) return;
+  try {
+    await io.unlink(paths.serverLockPath);
+  } catch {
+    // absent (the start failed before taking it) or not removable: the folders then stay, harmless
+  }
+  for (const rel of created.reverse()) {
+    try {
+      await rmdir(path.join(paths.dir, rel));
+    } catch {
+      return; // not empty: the start wrote something there that is worth keeping; leave it
+    }
+  }
+}
+
+/** The server lock, then the state file's lock, released as one (the server's first). */
+function bothLocks(server: HeldLock | undefined, state: HeldLock | undefined): HeldLock | undefined {
+  if (!state) return server;
+  return {
+    release() {
+      server?.release();
+      state.release();
+    },
+  };
+}
+
+/** fdatasync of a store file by its relative name (a checkpoint); a file removed since is fine. */
+async function syncByName(io: Io, dir: string, rel: string): Promise<void> {
+  let fh;
+  try {
+    fh = await io.open(path.join(dir, rel), 'r');
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return; // removed since it was written: nothing to sync
+    throw err;
+  }
+  try {
+    await io.datasync(fh);
+  } finally {
+    await fh.close();
+  }
+}
