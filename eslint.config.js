@@ -49,7 +49,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**', 'bench/**', 'scripts/**'],
+    files: ['test/**', 'bench/**', 'scripts/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },
 );
