@@ -44,6 +44,9 @@ type Client struct {
 	closeErr  error
 	// process is the server Spawn started.
 	process *os.Process
+	// endedSilent gives the reason a connection that ended before any answer came ended (Spawn:
+	// the server's exit status and last words); nil keeps the cause as read.
+	endedSilent func(cause error) error
 
 	// Reconnection (DialOptions.Reconnect): dial opens a new connection; onConnect checks it
 	// before anything else is sent on it. gen numbers the connections: the end of an older one
@@ -132,6 +135,7 @@ func newClient(rw io.ReadWriteCloser, maxMessage int) *Client {
 func (c *Client) read(rw io.ReadWriteCloser, gen int) {
 	r := bufio.NewReader(rw)
 	var cause error
+	spoke := false
 	for {
 		line, err := readLine(r, c.maxMessage)
 		if len(bytes.TrimSpace(line)) > 0 && err == nil {
@@ -139,6 +143,7 @@ func (c *Client) read(rw io.ReadWriteCloser, gen int) {
 				cause = fmt.Errorf("the server sent a malformed reply: %w", derr)
 				break
 			}
+			spoke = true
 		}
 		if err != nil {
 			cause = err
@@ -149,6 +154,9 @@ func (c *Client) read(rw io.ReadWriteCloser, gen int) {
 		cause = errors.New("the server closed the connection")
 	} else {
 		_ = rw.Close() // nothing more is read from, or sent to, a peer we cannot trust
+	}
+	if !spoke && c.endedSilent != nil {
+		cause = c.endedSilent(cause)
 	}
 	c.lost(gen, &closedError{cause: cause}, rw)
 }

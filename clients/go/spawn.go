@@ -7,8 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"time"
 )
+
+// startErrorWait bounds how long a call waits, after the server closed stdout before any
+// answer, for its exit status (a server closes stdout as it exits).
+const startErrorWait = 2 * time.Second
 
 // SpawnOptions says how Spawn starts the server.
 type SpawnOptions struct {
@@ -63,10 +68,11 @@ func Spawn(ctx context.Context, statePath string, o SpawnOptions) (*Client, erro
 	if o.LockFile != nil {
 		cmd.ExtraFiles = []*os.File{o.LockFile} // fd 3 in the child
 	}
-	cmd.Stderr = o.Stderr
-	if cmd.Stderr == nil {
-		cmd.Stderr = os.Stderr
+	tail := &stderrTail{w: o.Stderr}
+	if tail.w == nil {
+		tail.w = os.Stderr
 	}
+	cmd.Stderr = tail
 	cmd.Env = o.Env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -79,12 +85,31 @@ func Spawn(ctx context.Context, statePath string, o SpawnOptions) (*Client, erro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("herrscher-state: start %s: %w", command[0], err)
 	}
+	var waitOnce sync.Once
+	var waitErr error
+	wait := func() error { // cmd.Wait may run once; after stdout's EOF, so stdout is drained
+		waitOnce.Do(func() { waitErr = cmd.Wait() })
+		return waitErr
+	}
 	waited := make(chan error, 1)
 	c := NewClient(stdioPipes{ReadCloser: stdout, WriteCloser: stdin})
+	c.endedSilent = func(cause error) error {
+		// The server ended before it answered anything: its exit status and its last words are
+		// the reason (a start that failed), not the closed pipe.
+		exited := make(chan error, 1)
+		go func() { exited <- wait() }()
+		select {
+		case err := <-exited:
+			if se := startErrorOf(err, tail.last()); se != nil {
+				return se
+			}
+		case <-time.After(startErrorWait):
+		}
+		return cause
+	}
 	go func() {
-		// The reader sees EOF when the child exits; wait only after, so stdout is drained.
 		<-c.Done()
-		waited <- cmd.Wait()
+		waited <- wait()
 	}()
 	timeout := o.ShutdownTimeout
 	if timeout == 0 {
