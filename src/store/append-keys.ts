@@ -137,7 +137,11 @@ export class AppendKeys {
     this.fh = undefined;
   }
 
-  /** Whether the bytes of `place` are in its file (the same inode, at its offset). */
+  /**
+   * Whether the bytes of `place` are in its file (the same inode, at its offset). A file that is
+   * gone holds none; any other failure to look fails the start: taking it for "not there" would
+   * drop the key, and the write's retry would be applied twice.
+   */
   private async landed(place: AppendPlace): Promise<boolean> {
     let fh: FileHandle | undefined;
     try {
@@ -146,8 +150,9 @@ export class AppendKeys {
       const buf = Buffer.alloc(place.n);
       const { bytesRead } = await fh.read(buf, 0, place.n, place.o);
       return bytesRead === place.n && crc32(buf) === place.c;
-    } catch {
-      return false;
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return false;
+      throw ioError('read', place.f, err);
     } finally {
       await fh?.close().catch(() => undefined);
     }
