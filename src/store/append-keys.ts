@@ -133,6 +133,7 @@ export class AppendKeys {
   /** Closes the log. */
   async close(): Promise<void> {
     await this.chain;
+    // A close reports no write of ours: every line was written (or failed its caller) already.
     await this.fh?.close().catch(() => undefined);
     this.fh = undefined;
   }
@@ -154,7 +155,7 @@ export class AppendKeys {
       if (isErrno(err, 'ENOENT')) return false;
       throw ioError('read', place.f, err);
     } finally {
-      await fh?.close().catch(() => undefined);
+      await fh?.close().catch(() => undefined); // opened to read: its close loses nothing
     }
   }
 
@@ -163,6 +164,7 @@ export class AppendKeys {
     const lines: Line[] = this.keys.entries().flatMap(([w, answers]) => answers.map(([q, a]): Line => ({ w, q, a: a as { seq: number } })));
     lines.push(...this.unsettled.values());
     const text = lines.map((l) => sealLine(JSON.stringify(l))).join('');
+    // The old file is replaced whole below: a failed close of it loses nothing the new one holds.
     await this.fh?.close().catch(() => undefined);
     this.fh = undefined;
     try {
