@@ -3,7 +3,7 @@
 // store, lock and answers), a state that cannot be opened fails only its own calls, and a
 // dedicated server refuses a state it does not serve.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -145,4 +145,31 @@ test('a dedicated server answers NotThisState for a state it does not serve, and
   assert.ok(other.error?.message.includes(srv.state), 'the message names the served state');
   const own = (await c.call('initialize', { state: srv.state })) as { statePath: string };
   assert.equal(own.statePath, srv.state);
+});
+
+test('the t.TempDir() pattern: writes, the client closes, the folder is removed right after the last answer, and it stays removed', TIMEOUT, async (t) => {
+  const drops: { state: string; why: string }[] = [];
+  let dropped!: () => void;
+  const drop = new Promise<void>((resolve) => (dropped = resolve));
+  const s = await startShared(t, {
+    dropped: (state, why) => {
+      drops.push({ state, why });
+      dropped();
+    },
+  });
+  const dir = path.join(s.root, 'tempdir-test');
+  mkdirSync(dir, { mode: 0o700 });
+  const state = statePathIn(dir);
+  const c = await s.connect();
+  await c.call('initialize', { state });
+  await c.call('session/add', session('main'));
+  await c.call('transcript/append', { name: 'main', entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'hi' } });
+  await c.call('participants/append', { name: 'main', userId: 'u1' });
+  c.end();
+  await c.ended;
+  rmSync(dir, { recursive: true });
+  await drop;
+  assert.deepEqual(drops, [{ state, why: `the state dir ${dir} was removed` }]);
+  assert.equal(existsSync(dir), false, 'the folder stays removed after the state was dropped and its store closed');
+  assert.deepEqual(s.logs.filter((l) => l.level >= 50), [], 'no error line');
 });
