@@ -3,7 +3,7 @@
 // store, lock and answers), a state that cannot be opened fails only its own calls, and a
 // dedicated server refuses a state it does not serve.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -93,10 +93,12 @@ test('a first request other than initialize with a state binds to the default st
   assert.equal(status.statePath, statePathIn(path.join(root, 'home')));
 });
 
-test('a locked state and a damaged state fail only their own calls, with the store\'s code', TIMEOUT, async (t) => {
+test('a locked, a damaged and a not private state fail only their own calls, with the store\'s code', TIMEOUT, async (t) => {
   const s = await startShared(t);
   const locked = s.stateIn('locked');
   const damaged = s.stateIn('damaged');
+  const open = s.stateIn('open-to-group');
+  chmodSync(path.dirname(open), 0o775);
   const fine = s.stateIn('fine');
   // Another holder of locked's single-writer lock (a store of its own, as another server would have).
   const holder = await Store.open(locked);
@@ -111,9 +113,13 @@ test('a locked state and a damaged state fail only their own calls, with the sto
   assert.deepEqual(lockedReply.error?.data, { pid: process.pid }, 'the holder\'s pid; no socket: the holder serves none');
   assert.equal((await cl.response(held)).error?.code, ErrorCodes.StateLocked, 'every held request gets the error');
   await cl.ended; // and the connection ends
+  const co = await s.connect();
+  const openReply = await co.request('initialize', { state: open });
+  assert.equal(openReply.error?.code, ErrorCodes.StorageFailure, JSON.stringify(openReply));
+  assert.match(openReply.error?.message ?? '', /writable by its group/);
   const damagedReply = await cd.response(id);
   assert.ok(damagedReply.error, 'a damaged state answers an error');
-  assert.notEqual(damagedReply.error.code, ErrorCodes.InternalError, `the store's own code, not a bug: ${JSON.stringify(damagedReply.error)}`);
+  assert.equal(damagedReply.error.code, ErrorCodes.InvalidParams, `the store's own code for a file it cannot read, not a bug: ${JSON.stringify(damagedReply.error)}`);
   await cf.call('initialize', { state: fine });
   assert.ok(await cf.call('session/add', session('x')), 'another state keeps serving');
   assert.equal(s.service.hub.size, 1, 'only the state that opened is held');
