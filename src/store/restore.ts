@@ -55,10 +55,12 @@ export async function restoreBackup(backupDir: string, statePath: string): Promi
   }
   await checkTarget(paths.dir, paths.serverLockPath);
   const parent = path.dirname(paths.dir);
-  await fs.mkdir(parent, { recursive: true, mode: 0o700 });
   const tmp = path.join(parent, `.${path.basename(paths.dir)}.restore-${randomUUID()}`);
-  await fs.mkdir(tmp, { mode: 0o700 });
+  // The folders above the target that this restore makes: a failed one removes them again.
+  const made = await missingFolders(parent);
   try {
+    await fs.mkdir(parent, { recursive: true, mode: 0o700 });
+    await fs.mkdir(tmp, { mode: 0o700 });
     await writeFiles(backupDir, tmp, path.basename(paths.statePath), paths.side, manifest);
     try {
       await fs.rename(tmp, paths.dir);
@@ -71,9 +73,39 @@ export async function restoreBackup(backupDir: string, statePath: string): Promi
     await syncFolder(parent);
   } catch (err) {
     await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    await removeFolders(made);
     throw err instanceof RestoreRefused || err instanceof StoreError ? err : ioError('restore into', paths.dir, err);
   }
   return { statePath: paths.statePath, revision: manifest.revision, epoch: manifest.epoch, files: Object.keys(manifest.files).length };
+}
+
+/** `dir` and each folder above it that does not exist, the deepest first. */
+async function missingFolders(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (let at = dir; at !== path.dirname(at); at = path.dirname(at)) {
+    try {
+      await fs.lstat(at);
+      break;
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) break;
+      out.push(at);
+    }
+  }
+  return out;
+}
+
+/**
+ * Removes the empty folders `made` (the deepest first), so a failed restore leaves no trace; one
+ * that holds anything now (someone else's since) is left, and with it every folder above.
+ */
+async function removeFolders(made: readonly string[]): Promise<void> {
+  for (const dir of made) {
+    try {
+      await fs.rmdir(dir);
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) return;
+    }
+  }
 }
 
 /** Refuses a target that is not a folder, or holds anything (naming the server when one serves it). */

@@ -106,3 +106,25 @@ test('a start removes the staging folder a backup killed mid-way left (its hard 
   assert.equal(existsSync(staging), false);
   assert.equal(statSync(path.join(dir, 'transcripts/a.jsonl')).nlink, 1, 'the transcript has no other link left');
 });
+
+test('a restore that fails leaves no folder it made: neither the target\'s parents nor its temp folder', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir), { durability: 'write' });
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'x' });
+  const dest = path.join(tempDir(), 'bk');
+  await backupStore(store, dest);
+  await store.close();
+  const root = tempDir();
+  // Names the file system refuses (ENAMETOOLONG, its 255-byte limit) once the parents are made:
+  // the folder written beside a target whose name is 230 bytes long; the side folder of a state
+  // file whose name is 254 bytes long (`<name>.d`), after the state file and the transcripts are copied.
+  const failing: [string, string][] = [
+    ['the temp folder cannot be made', path.join(root, 'p1', 'p2', 'd'.repeat(230), 'state.json')],
+    ['a side file cannot be written, after the files were copied', path.join(root, 'q1', 'q2', 'target', 's'.repeat(254))],
+  ];
+  for (const [what, statePath] of failing) {
+    await assert.rejects(restoreBackup(dest, statePath), (err: unknown) => err instanceof StoreError && /ENAMETOOLONG|too long/i.test(err.message), what);
+    assert.deepEqual(readdirSync(root), [], `${what}: nothing is left where the restore was to go`);
+  }
+});
