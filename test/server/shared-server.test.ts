@@ -8,6 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import { ErrorCodes } from '../../src/protocol/errors.js';
+import { MAX_HELD_MESSAGES } from '../../src/server/shared-hub.js';
 import { SharedService } from '../../src/server/shared-service.js';
 import { Store } from '../../src/store/store.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../src/transport/limits.js';
@@ -178,4 +179,28 @@ test('the t.TempDir() pattern: writes, the client closes, the folder is removed 
   assert.deepEqual(drops, [{ state, why: `the state dir ${dir} was removed` }]);
   assert.equal(existsSync(dir), false, 'the folder stays removed after the state was dropped and its store closed');
   assert.deepEqual(s.logs.filter((l) => l.level >= 50), [], 'no error line');
+});
+
+test('concurrent first calls on one fresh state share one open', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const state = s.stateIn('together');
+  const clients = await Promise.all(Array.from({ length: 5 }, () => s.connect()));
+  const answers = (await Promise.all(clients.map((c) => c.call('initialize', { state })))) as { statePath: string }[];
+  assert.deepEqual(answers.map((a) => a.statePath), Array(5).fill(state));
+  assert.equal(s.service.hub.size, 1);
+  assert.equal(s.logs.filter((l) => l.msg === 'state opened').length, 1, 'opened once');
+});
+
+test('a connection whose first request names a state of the wrong type, or that floods before its first request, is refused alone', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const bad = await s.connect();
+  const reply = await bad.request('initialize', { state: 42 });
+  assert.equal(reply.error?.code, ErrorCodes.InvalidParams);
+  await bad.ended;
+  const flood = await s.connect();
+  for (let i = 0; i <= MAX_HELD_MESSAGES + 1; i++) flood.notify('$/progress', { i });
+  await flood.ended;
+  assert.equal(s.service.hub.size, 0, 'no state was opened for either');
+  const fine = await s.connect();
+  await fine.call('initialize', { state: s.stateIn('fine') });
 });
