@@ -204,3 +204,11 @@ test('a connection whose first request names a state of the wrong type, or that 
   const fine = await s.connect();
   await fine.call('initialize', { state: s.stateIn('fine') });
 });
+
+test('a client that leaves before its first request gets its connection ended, and opens no state', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const c = await s.connect();
+  c.end();
+  await c.ended;
+  assert.equal(s.service.hub.size, 0);
+});
