@@ -212,3 +212,14 @@ test('a client that leaves before its first request gets its connection ended, a
   await c.ended;
   assert.equal(s.service.hub.size, 0);
 });
+
+test('a state a dedicated server serves answers StateLocked with that server\'s socket, so a client dials it', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const dedicated = await startServer(t);
+  const c = await s.connect();
+  const reply = await c.request('initialize', { state: dedicated.state });
+  assert.equal(reply.error?.code, ErrorCodes.StateLocked, JSON.stringify(reply));
+  assert.deepEqual(reply.error?.data, { pid: process.pid, socket: dedicated.socket });
+  const direct = await dedicated.raw('ndjson');
+  assert.equal(((await direct.call('initialize', { state: dedicated.state })) as { statePath: string }).statePath, dedicated.state, 'the socket named serves it');
+});
