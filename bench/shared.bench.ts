@@ -43,23 +43,34 @@ async function firstCall(state: string, name: string): Promise<{ ms: number; rpc
 const warmState = freshState();
 await (await firstCall(warmState, 'warm')).rpc.close();
 
+/** FIRST_CALLS first calls on `state()`: their median latency, and the server's CPU per call. */
+async function firstCalls(state: () => string, name: (i: number) => string): Promise<{ p50: number; cpuMs: number }> {
+  const ms: number[] = [];
+  const cpu0 = server.cpuSeconds();
+  for (let i = 0; i < FIRST_CALLS; i++) {
+    const a = await firstCall(state(), name(i));
+    ms.push(a.ms);
+    await a.rpc.close();
+  }
+  return { p50: median(ms), cpuMs: ((server.cpuSeconds() - cpu0) * 1000) / FIRST_CALLS };
+}
+
+// Two steps, which repeat() runs in alternating order, so neither always meets the other's leftovers.
 const steps: Step[] = [
   {
-    name: 'first call on a new state, and on an open one',
+    name: 'first call on a new state',
     run: async (record) => {
-      // Interleaved, so both see the same load.
-      const fresh: number[] = [];
-      const open: number[] = [];
-      for (let i = 0; i < FIRST_CALLS; i++) {
-        const a = await firstCall(freshState(), 'first');
-        fresh.push(a.ms);
-        await a.rpc.close();
-        const b = await firstCall(warmState, `again-${seq}-${i}`);
-        open.push(b.ms);
-        await b.rpc.close();
-      }
-      record('first-call.new', median(fresh));
-      record('first-call.open', median(open));
+      const r = await firstCalls(freshState, () => 'first');
+      record('first-call.new', r.p50);
+      record('first-call.new.cpu', r.cpuMs);
+    },
+  },
+  {
+    name: 'the same on a state already open',
+    run: async (record) => {
+      const r = await firstCalls(() => warmState, (i) => `again-${++seq}-${i}`);
+      record('first-call.open', r.p50);
+      record('first-call.open.cpu', r.cpuMs);
     },
   },
 ];
@@ -81,6 +92,14 @@ const specs: RowSpec[] = [
     ceiling: 'first-call.open',
     ceilingLabel: 'the same on a state already open',
   },
+  {
+    id: 'shared.first-call.cpu',
+    measurement: 'shared server CPU per first call on a fresh state dir (connect + initialize(state) + first durable write)',
+    unit: 'ms',
+    ours: 'first-call.new.cpu',
+    ceiling: 'first-call.open.cpu',
+    ceilingLabel: 'the same on a state already open',
+  },
 ];
 
 progress(BENCH, 'stopping');
@@ -94,7 +113,8 @@ emit({
   rows,
   memory: [{ server: server.name, rssMB: many.rssMB, hwmMB: many.hwmMB, startRssMB: startRss }],
   notes: [
-    `shared.first-call: ${FIRST_CALLS} first calls per repetition on fresh dirs (their median is the sample), interleaved with the same sequence on a state the server holds open; one shared server for the whole bench, --durability sync.`,
+    `shared.first-call: ${FIRST_CALLS} first calls per repetition on fresh dirs (their median is the sample), and as many of the same sequence on a state the server holds open; one shared server for the whole bench, --durability sync.`,
+    'shared.first-call.cpu: the server\'s user + system CPU over those calls, per call (its writer thread included): what a new state costs the machine, whatever the load.',
     `shared.rss.200-states: VmRSS once ${MANY_STATES} fresh states are open, each with a connection and one session written.`,
   ],
 });
