@@ -64,6 +64,15 @@ export function paramNames(def: MethodDef): string[] {
   return [];
 }
 
+let capabilitiesOnce: { methods: string[]; params: Record<string, string[]> } | undefined;
+/** initialize's capabilities: the same for every server of the process, so made once (every connection of the shared server asks). */
+function capabilities(): { methods: string[]; params: Record<string, string[]> } {
+  return (capabilitiesOnce ??= {
+    methods: methodList.map((d) => d.method),
+    params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
+  });
+}
+
 export class StateServer {
   private readonly connections = new Set<ServerConnection>();
   private shuttingDown: Promise<void> | undefined;
@@ -109,10 +118,7 @@ export class StateServer {
           serverInfo: { name: 'herrscher-state', version: options.version },
           protocolVersion: PROTOCOL_VERSION,
           statePath: store.statePath,
-          capabilities: {
-            methods: methodList.map((d) => d.method),
-            params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
-          },
+          capabilities: capabilities(),
         };
       },
       status: () => this.status(),
