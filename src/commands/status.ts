@@ -2,6 +2,8 @@
 // Exit 0 when healthy, 1 when not (a failing checkpoint, a storage error in the last minute, a
 // state.json that cannot be loaded, a server stopping after `shutdown`) or
 // when no server answers: a host's or a monitor's health check can use the exit code alone.
+// With --json, stdout is JSON whatever happened: no answer prints `{"healthy":false,"error":…}`,
+// so a monitor that parses stdout never meets an empty document.
 import { connect } from '../client/client.js';
 import type { MethodTable } from '../protocol/table.js';
 import type * as z from 'zod';
@@ -28,7 +30,9 @@ export async function status(o: ClientOptions & { json: boolean }): Promise<numb
   } catch (err) {
     // A connection that arrives after the deadline is closed, so that the process can exit.
     void connecting.then((c) => c.close(), () => undefined);
-    process.stderr.write(`herrscher-state status: ${(err as Error).message}\n`);
+    const message = (err as Error).message;
+    if (o.json) process.stdout.write(`${JSON.stringify({ healthy: false, error: message }, null, 2)}\n`);
+    process.stderr.write(`herrscher-state status: ${message}\n`);
     return 1;
   } finally {
     limit?.cancel();
