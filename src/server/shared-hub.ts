@@ -80,7 +80,11 @@ export class SharedHub {
     presence?.enter();
     let bound: Promise<ServerConnection | undefined> = Promise.resolve(undefined);
     let chosen = false;
-    t.reader.onClose(() => void bound.then((conn) => conn?.idle()).then(() => presence?.leave()));
+    t.reader.onClose(() => {
+      // A client that left before its first request: end our side too (a bound one is ended by its unit).
+      if (!chosen) t.close();
+      void bound.then((conn) => conn?.idle()).then(() => presence?.leave());
+    });
     const held: HeldReader = new HeldReader(t.reader, (m) => {
       if (chosen) return;
       if (held.heldCount > MAX_HELD_MESSAGES) {
