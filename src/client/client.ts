@@ -251,7 +251,10 @@ async function openSocket(found: FoundSocket, options: ConnectOptions, state: st
 async function introduce(link: Link, found: FoundSocket, state: string | undefined, options: ConnectOptions): Promise<Link> {
   if (state === undefined) return link;
   try {
-    const { statePath } = (await link.request('initialize', { state }, options.callTimeoutMs)) as { statePath: string };
+    // With `wait`, timeoutMs is what is left of the wait: a server that accepts and never answers
+    // ends in the wait's bound too.
+    const bound = options.callTimeoutMs ?? (options.wait ? options.timeoutMs : undefined);
+    const { statePath } = (await link.request('initialize', { state }, bound)) as { statePath: string };
     if (await servesState(statePath, state)) return link;
     throw noServerFor(found, state, `the server at ${describeSource(found)} serves ${statePath}; nothing but initialize was sent to it`);
   } catch (err) {
