@@ -114,6 +114,13 @@ func knownStateIn(dir string) string {
 	return ""
 }
 
+// connected: a connection to the server is open (its calls need no dial).
+func (cn *connection) connected() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.client != nil && cn.client.Err() == nil
+}
+
 // lease is one use of the connection: release it when the call is done.
 type lease struct {
 	cn     *connection

@@ -53,14 +53,25 @@ func TestReadersThatCannotReachTheServerSayWhyInTheLog(t *testing.T) {
 	tp := TranscriptPath(dir, "s1")
 	pp := ParticipantsPath(dir, "s1")
 
-	if got := ReadTranscript(tp, 0); got != nil {
-		t.Fatalf("ReadTranscript without a server = %v, want nil", got)
+	// Files there (a missing one is answered empty without a server): the readers ask the
+	// server, and without one read the files themselves.
+	for p, line := range map[string]string{tp: `{"ts":"t1","role":"user","text":"x"}`, pp: "u1"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got := ReadTranscriptLast(tp); got != "" {
-		t.Fatalf("ReadTranscriptLast without a server = %q, want \"\"", got)
+
+	if got := ReadTranscript(tp, 0); len(got) != 1 || got[0].Text != "x" {
+		t.Fatalf("ReadTranscript without a server = %v, want the file's entry", got)
 	}
-	if got := ReadParticipants(pp); got != nil {
-		t.Fatalf("ReadParticipants without a server = %v, want nil", got)
+	if got := ReadTranscriptLast(tp); got != "t1" {
+		t.Fatalf("ReadTranscriptLast without a server = %q, want t1", got)
+	}
+	if got := ReadParticipants(pp); len(got) != 1 || got[0] != "u1" {
+		t.Fatalf("ReadParticipants without a server = %v, want the file's id", got)
 	}
 	st := NewState(filepath.Join(dir, "state.json"))
 	if _, ok := st.FindSession("s1"); ok {
