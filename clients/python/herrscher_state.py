@@ -45,6 +45,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "Notification", "Subscription", "connect", "spawn", "find_socket", "check_socket",
+    "shared_socket_path", "SHARED_SOCKET_NAME",
     "StateError", "ConnectionClosed", "StartError", "UntrustedSocket", "NoServer", "ERRORS_BY_CODE",
     "__version__",
 ]
@@ -159,6 +160,16 @@ class Conflict(StateError):
     code = -32050
 
 
+class StateLocked(StateError):
+    """-32060: Another process holds this state's single-writer lock; data.socket, when present, is its server's socket."""
+    code = -32060
+
+
+class NotThisState(StateError):
+    """-32061: This server does not serve the state named in initialize."""
+    code = -32061
+
+
 class RequestCancelled(StateError):
     """-32800: A read cancelled by $/cancelRequest before it was answered (writes are never cancelled)."""
     code = -32800
@@ -176,6 +187,8 @@ ERRORS_BY_CODE = {
     -32030: ShuttingDown,
     -32040: MessageTooLarge,
     -32050: Conflict,
+    -32060: StateLocked,
+    -32061: NotThisState,
     -32800: RequestCancelled,
 }
 # </generated:errors>
@@ -740,9 +753,9 @@ class Client:
     # -- one method per wire method ---------------------------------------------------------
 
     # <generated:methods> written by `npm run schema` from src/protocol; do not edit.
-    def initialize(self, processId=None, rootUri=None, capabilities=None, clientInfo=None, timeout=None) -> Any:
+    def initialize(self, processId=None, rootUri=None, capabilities=None, clientInfo=None, state=None, timeout=None) -> Any:
         """Optional handshake: who the server is, which state file it serves, which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown keys are ignored, so a newer client never breaks an older server. (initialize)"""
-        return self.call("initialize", _timeout=timeout, processId=processId, rootUri=rootUri, capabilities=capabilities, clientInfo=clientInfo)
+        return self.call("initialize", _timeout=timeout, processId=processId, rootUri=rootUri, capabilities=capabilities, clientInfo=clientInfo, state=state)
 
     def shutdown(self, timeout=None) -> Any:
         """Finishes every pending write, then refuses writes with -32030; send `exit` next. (shutdown)"""
@@ -902,6 +915,18 @@ def default_socket_folder(env: Optional[Dict[str, str]] = None) -> str:
         return os.path.join(os.path.abspath(runtime), "herrscher-state")
     tmp = env.get("TMPDIR") or "/tmp"
     return os.path.join(os.path.abspath(tmp), "herrscher-state-%d" % os.getuid())
+
+
+# The file name of the per-user shared server's socket (`serve --shared`) in default_socket_folder().
+# <generated:shared-socket> written by `npm run schema` from src/transport/socket.ts; do not edit.
+SHARED_SOCKET_NAME = "herrscher-state-shared.sock"
+# </generated:shared-socket>
+
+
+def shared_socket_path(env: Optional[Dict[str, str]] = None) -> str:
+    """Where the per-user shared server (`serve --shared`) listens: SHARED_SOCKET_NAME in
+    default_socket_folder()."""
+    return os.path.join(default_socket_folder(env), SHARED_SOCKET_NAME)
 
 
 def server_record_path(state: str) -> str:

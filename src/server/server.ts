@@ -1,5 +1,6 @@
 // The server: one store, any number of connections, and the lifecycle they share (initialize,
 // shutdown, exit). Transports hand it a reader and writer per client; it never opens files.
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';
@@ -14,6 +15,7 @@ import { backupStore } from '../store/backup.js';
 import { isPathComponent } from '../store/paths.js';
 import type { Store } from '../store/store.js';
 import type { ForwardCursor } from '../store/transcript.js';
+import { realStatePath } from '../transport/discovery.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
 import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
@@ -27,9 +29,10 @@ export interface ServerOptions {
   readonly onExit: (code: number) => void;
   /**
    * Which connections may send `shutdown` and `exit`: with a host on stdio, only it (a socket
-   * client must not stop the server under the host); without one, any client (the operator).
+   * client must not stop the server under the host); without one, any client (the operator);
+   * none on the shared server, whose other states' clients it serves too.
    */
-  readonly lifecycleOwner?: 'stdio' | 'any';
+  readonly lifecycleOwner?: 'stdio' | 'any' | 'none';
   /** Where the server listens now (it can move after an instance id change); none for stdio alone. */
   readonly socket?: () => string | undefined;
   /**
@@ -100,15 +103,18 @@ export class StateServer {
       store,
       writes: this.writes,
       metrics: this.metrics,
-      initialize: () => ({
-        serverInfo: { name: 'herrscher-state', version: options.version },
-        protocolVersion: PROTOCOL_VERSION,
-        statePath: store.statePath,
-        capabilities: {
-          methods: methodList.map((d) => d.method),
-          params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
-        },
-      }),
+      initialize: async (params) => {
+        if (params.state !== undefined) await this.assertServes(params.state);
+        return {
+          serverInfo: { name: 'herrscher-state', version: options.version },
+          protocolVersion: PROTOCOL_VERSION,
+          statePath: store.statePath,
+          capabilities: {
+            methods: methodList.map((d) => d.method),
+            params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
+          },
+        };
+      },
       status: () => this.status(),
       backup: (dest) => this.backup(dest),
       shutdown: () => this.shutdown(),
@@ -123,7 +129,12 @@ export class StateServer {
     const owner = this.options.lifecycleOwner ?? 'any';
     const mayEnd = owner === 'any' || transport === owner;
     const refuse = (): never => {
-      throw new ResponseError(ErrorCodes.InvalidRequest, 'shutdown and exit belong to the host on stdio; this connection may not end the server');
+      throw new ResponseError(
+        ErrorCodes.InvalidRequest,
+        owner === 'none'
+          ? 'the shared server serves other clients too: it stops on SIGTERM or once unused (--exit-when-idle), never for one client'
+          : 'shutdown and exit belong to the host on stdio; this connection may not end the server',
+      );
     };
     let sentShutdown = false;
     const ctx: ServerContext = {
@@ -153,6 +164,13 @@ export class StateServer {
     conn.listen();
     conn.log.debug('connection opened');
     return conn;
+  }
+
+  /** Refuses (NotThisState) a `state` that names another file than the one this server serves. */
+  private async assertServes(state: string): Promise<void> {
+    const wanted = path.resolve(state);
+    if ((await realStatePath(wanted)) === this.store.statePath) return;
+    throw new ResponseError(ErrorCodes.NotThisState, `this server serves ${this.store.statePath}, not ${wanted}`);
   }
 
   /** What `status` answers: identity, load and storage health, as of now. */
