@@ -14,7 +14,7 @@ func BenchmarkFindSessionFromTheReplica(b *testing.B) {
 	for i := 0; i < 21; i++ {
 		d.Sessions = append(d.Sessions, Session{Name: fmt.Sprint("s", i), ChannelID: fmt.Sprint(i), Type: "text", Cmd: "claude"})
 	}
-	srv := &connection{statePath: "/nonexistent/state.json", client: &stateclient.Client{}, owned: true, remote: d, version: 1, loaded: true}
+	srv := &connection{statePath: "/nonexistent/state.json", client: &stateclient.Client{}, remote: d, version: 1, loaded: true}
 	st := &State{path: srv.statePath, srv: srv}
 	if _, ok := st.FindSession("s10"); !ok {
 		b.Fatal("no row")

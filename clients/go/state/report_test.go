@@ -42,8 +42,20 @@ func captureLog(t *testing.T) *lockedBuffer {
 	return b
 }
 
+// noSharedServer points the package at a socket folder where no shared server runs.
+func noSharedServer(t *testing.T) {
+	t.Helper()
+	runtime, err := os.MkdirTemp("", "hs-rt") // short: a socket path has a bound
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runtime) })
+	t.Setenv("XDG_RUNTIME_DIR", runtime)
+}
+
 func TestReadersThatCannotReachTheServerSayWhyInTheLog(t *testing.T) {
 	dir := stateDir(t)
+	noSharedServer(t)
 	t.Setenv("HERRSCHER_STATE_BIN", filepath.Join(dir, "no-such-herrscher-state"))
 	// A state dir (its state.json exists), so its transcripts and journals are served.
 	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte("{}"), 0o600); err != nil {
@@ -127,9 +139,10 @@ func TestSetBackendTargetWithoutTheServerKeepsTheChangeAndSaysWhy(t *testing.T) 
 	if err := st.AddSession(Session{Name: "s1", Vendor: "claude", Cmd: "old", ResumeToken: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	// The server stops once this process's connection is closed and it is idle; none can start.
+	// This process's connection closed, and from now on no server can be found (a socket
+	// folder without one) or started.
 	closeUnder(dir)
-	eventually(t, "the server stopped", func() bool { return lockFree(lockPathOf(path)) })
+	noSharedServer(t)
 	t.Setenv("HERRSCHER_STATE_BIN", filepath.Join(dir, "no-such-herrscher-state"))
 	// A state dir (its state.json exists), so its transcripts and journals are served.
 	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte("{}"), 0o600); err != nil {
