@@ -34,13 +34,15 @@ const inUseExit = 4
 const maxStartExits = 3
 
 // lockedRetries and lockedPause: a state whose lock another process holds without serving it on
-// a socket is asked for again this often before that is the answer, unless the holder is a
-// herrscher-state server (one stopping, or starting, holds the lock without a record for a
-// while): that one is waited for within the call's deadline. Any other holder keeps the lock,
-// and the call fails at once with one error naming it. No server is ever started for it.
+// a socket is asked for again this often before that is the answer: a foreign holder keeps the
+// lock, and the call fails at once with one error naming it. A herrscher-state server as the
+// holder (one stopping, or starting, holds the lock without a record for a moment) is waited
+// for longer, serverLockedRetries times (3 s), and then named likewise (a host's server with
+// --no-socket never lets another process in). No server is ever started for it.
 const (
-	lockedRetries = 2
-	lockedPause   = 50 * time.Millisecond
+	lockedRetries       = 2
+	serverLockedRetries = 60
+	lockedPause         = 50 * time.Millisecond
 )
 
 // holderIsServer: pid is a live `herrscher-state serve` (its command line has the argument
@@ -92,6 +94,7 @@ func serverArgs() []string {
 type lockedError struct {
 	statePath string
 	pid       int
+	server    bool // the holder is a herrscher-state server (serving without a socket)
 	err       error
 }
 
@@ -99,6 +102,9 @@ func (e *lockedError) Error() string {
 	holder := "another process"
 	if e.pid > 0 {
 		holder = fmt.Sprintf("process %d", e.pid)
+	}
+	if e.server {
+		holder = "a herrscher-state server (" + holder + ")"
 	}
 	return fmt.Sprintf("state: %s is locked by %s, which serves it on no socket (%s is its single-writer lock); stop that process, or serve the state from it: %v",
 		e.statePath, holder, serverLockOf(e.statePath), e.err)
@@ -149,8 +155,10 @@ func findOrStart(ctx context.Context, statePath string) (*stateclient.Client, er
 					return c, nil
 				}
 			}
-			if locked++; holder.Socket == "" && locked > lockedRetries && !holderIsServer(holder.Pid) {
-				return nil, &lockedError{statePath: statePath, pid: holder.Pid, err: err}
+			if locked++; holder.Socket == "" && locked > lockedRetries {
+				if server := holderIsServer(holder.Pid); !server || locked > serverLockedRetries {
+					return nil, &lockedError{statePath: statePath, pid: holder.Pid, server: server, err: err}
+				}
 			}
 			lastErr = err
 			pause(ctx, lockedPause)
