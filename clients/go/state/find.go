@@ -113,7 +113,9 @@ func (e *lockedError) Error() string {
 func (e *lockedError) Unwrap() error { return e.err }
 
 // serverLockOf is the state's single-writer lock as the store names it (src/store/paths.ts:
-// `.herrscher-state/` for state.json, `.herrscher-state/<base>.d/` for any other base).
+// `.herrscher-state/` for state.json, `.herrscher-state/<base>.d/` for any other base), for the
+// error that tells a user what is held. TestServerLockOfIsTheLockTheServerHolds keeps the two in
+// step.
 func serverLockOf(statePath string) string {
 	side := ".herrscher-state"
 	if base := filepath.Base(statePath); base != "state.json" {

@@ -152,3 +152,26 @@ func TestAForeignHolderOfTheStatesLockGetsOneClearError(t *testing.T) {
 		t.Fatalf("%d servers started, want the one shared server", n)
 	}
 }
+
+// serverLockOf names the lock the server takes for a state (the store's rule, src/store/paths.ts:
+// .herrscher-state/ for state.json, .herrscher-state/<base>.d/ for any other base): the one its
+// errors name is the one held while the state is served.
+func TestServerLockOfIsTheLockTheServerHolds(t *testing.T) {
+	t.Parallel()
+	dir := stateDir(t)
+	for _, base := range []string{"state.json", "other.json"} {
+		path := filepath.Join(dir, base)
+		if err := mustLoad(t, path).SetWorkspace("/ws"); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(serverLockOf(path), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", base, err)
+		}
+		held := !tryFlock(f)
+		f.Close()
+		if !held {
+			t.Fatalf("%s: %s is not held while the state is served", base, serverLockOf(path))
+		}
+	}
+}
