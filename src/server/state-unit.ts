@@ -12,7 +12,7 @@ import { IdleWatch } from './idle-watch.js';
 import { StateServer } from './server.js';
 import type { SubscriptionLimits } from './subscriptions.js';
 import type { StateDirWatch } from './state-dir-watch.js';
-import { watchStateDir } from './state-dir-watch.js';
+import { SHARED_POLL_MS, watchStateDir } from './state-dir-watch.js';
 
 export interface StateUnitOptions {
   log: Logger;
@@ -57,6 +57,8 @@ export class StateUnit {
         void this.drop(why);
       },
       (err) => o.log.warn({ err, dir: store.dir }, 'the state dir cannot be watched: its removal is noticed by polling only'),
+      undefined,
+      SHARED_POLL_MS,
     );
     this.idle.start();
   }

@@ -149,3 +149,18 @@ test('two racing serve --shared on one socket: one serves, the other exits 4 at 
   winner.child.kill('SIGTERM');
   assert.deepEqual(await winner.exited, { code: 0, signal: null });
 });
+
+test('serve --shared --exit-when-idle stops with 0 once its last connection is gone, a refused one included, and removes its socket', TIMEOUT, async (t) => {
+  const runtime = tempDir('hs-shared-run-');
+  // Long enough that no start under load is taken for idleness before the test's first connection.
+  const server = startShared(t, runtime, ['--exit-when-idle', '3000']);
+  const socket = path.join(runtime, 'herrscher-state', SHARED_SOCKET_NAME);
+  await waitForSocket(socket, server);
+  const refused = await connectRaw(socket, 'ndjson', t);
+  assert.equal((await refused.request('initialize', { state: '' })).error?.code, -32602);
+  const c = await connectRaw(socket, 'ndjson', t);
+  await c.call('initialize', { state: statePathIn(tempDir('hs-shared-idle-')) });
+  c.end();
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
+  assert.deepEqual(readdirSync(path.dirname(socket)), []);
+});

@@ -3,11 +3,12 @@
 // store, lock and answers), a state that cannot be opened fails only its own calls, and a
 // dedicated server refuses a state it does not serve.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import { ErrorCodes } from '../../src/protocol/errors.js';
+import { MAX_HELD_MESSAGES } from '../../src/server/shared-hub.js';
 import { SharedService } from '../../src/server/shared-service.js';
 import { Store } from '../../src/store/store.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../src/transport/limits.js';
@@ -93,10 +94,12 @@ test('a first request other than initialize with a state binds to the default st
   assert.equal(status.statePath, statePathIn(path.join(root, 'home')));
 });
 
-test('a locked state and a damaged state fail only their own calls, with the store\'s code', TIMEOUT, async (t) => {
+test('a locked, a damaged and a not private state fail only their own calls, with the store\'s code', TIMEOUT, async (t) => {
   const s = await startShared(t);
   const locked = s.stateIn('locked');
   const damaged = s.stateIn('damaged');
+  const open = s.stateIn('open-to-group');
+  chmodSync(path.dirname(open), 0o775);
   const fine = s.stateIn('fine');
   // Another holder of locked's single-writer lock (a store of its own, as another server would have).
   const holder = await Store.open(locked);
@@ -111,9 +114,13 @@ test('a locked state and a damaged state fail only their own calls, with the sto
   assert.deepEqual(lockedReply.error?.data, { pid: process.pid }, 'the holder\'s pid; no socket: the holder serves none');
   assert.equal((await cl.response(held)).error?.code, ErrorCodes.StateLocked, 'every held request gets the error');
   await cl.ended; // and the connection ends
+  const co = await s.connect();
+  const openReply = await co.request('initialize', { state: open });
+  assert.equal(openReply.error?.code, ErrorCodes.StorageFailure, JSON.stringify(openReply));
+  assert.match(openReply.error?.message ?? '', /writable by its group/);
   const damagedReply = await cd.response(id);
   assert.ok(damagedReply.error, 'a damaged state answers an error');
-  assert.notEqual(damagedReply.error.code, ErrorCodes.InternalError, `the store's own code, not a bug: ${JSON.stringify(damagedReply.error)}`);
+  assert.equal(damagedReply.error.code, ErrorCodes.InvalidParams, `the store's own code for a file it cannot read, not a bug: ${JSON.stringify(damagedReply.error)}`);
   await cf.call('initialize', { state: fine });
   assert.ok(await cf.call('session/add', session('x')), 'another state keeps serving');
   assert.equal(s.service.hub.size, 1, 'only the state that opened is held');
@@ -172,4 +179,59 @@ test('the t.TempDir() pattern: writes, the client closes, the folder is removed 
   assert.deepEqual(drops, [{ state, why: `the state dir ${dir} was removed` }]);
   assert.equal(existsSync(dir), false, 'the folder stays removed after the state was dropped and its store closed');
   assert.deepEqual(s.logs.filter((l) => l.level >= 50), [], 'no error line');
+});
+
+test('concurrent first calls on one fresh state share one open', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const state = s.stateIn('together');
+  const clients = await Promise.all(Array.from({ length: 5 }, () => s.connect()));
+  const answers = (await Promise.all(clients.map((c) => c.call('initialize', { state })))) as { statePath: string }[];
+  assert.deepEqual(answers.map((a) => a.statePath), Array(5).fill(state));
+  assert.equal(s.service.hub.size, 1);
+  assert.equal(s.logs.filter((l) => l.msg === 'state opened').length, 1, 'opened once');
+});
+
+test('a connection whose first request names a state of the wrong type, or that floods before its first request, is refused alone', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const bad = await s.connect();
+  const reply = await bad.request('initialize', { state: 42 });
+  assert.equal(reply.error?.code, ErrorCodes.InvalidParams);
+  await bad.ended;
+  const flood = await s.connect();
+  for (let i = 0; i <= MAX_HELD_MESSAGES + 1; i++) flood.notify('$/progress', { i });
+  await flood.ended;
+  assert.equal(s.service.hub.size, 0, 'no state was opened for either');
+  const fine = await s.connect();
+  await fine.call('initialize', { state: s.stateIn('fine') });
+});
+
+test('a client that leaves before its first request gets its connection ended, and opens no state', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const c = await s.connect();
+  c.end();
+  await c.ended;
+  assert.equal(s.service.hub.size, 0);
+});
+
+test('a state a dedicated server serves answers StateLocked with that server\'s socket, so a client dials it', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const dedicated = await startServer(t);
+  const c = await s.connect();
+  const reply = await c.request('initialize', { state: dedicated.state });
+  assert.equal(reply.error?.code, ErrorCodes.StateLocked, JSON.stringify(reply));
+  assert.deepEqual(reply.error?.data, { pid: process.pid, socket: dedicated.socket });
+  const direct = await dedicated.raw('ndjson');
+  assert.equal(((await direct.call('initialize', { state: dedicated.state })) as { statePath: string }).statePath, dedicated.state, 'the socket named serves it');
+});
+
+test('paths to one state file through a linked folder or `..` share one unit', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const real = s.stateIn('real');
+  symlinkSync(path.dirname(real), path.join(s.root, 'link'));
+  const names = [real, path.join(s.root, 'link', 'state.json'), path.join(s.root, 'link', '..', 'real', 'state.json')];
+  const clients = await Promise.all(names.map(() => s.connect()));
+  const answers = (await Promise.all(clients.map((c, i) => c.call('initialize', { state: names[i] })))) as { statePath: string }[];
+  const expected = path.join(realpathSync(path.dirname(real)), 'state.json');
+  assert.deepEqual(answers.map((a) => a.statePath), [expected, expected, expected]);
+  assert.equal(s.service.hub.size, 1);
 });
