@@ -43,3 +43,4 @@ func TestAnIdleConnectionLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("after the reconnect: %+v", a)
 	}
 }
+
