@@ -65,8 +65,9 @@
 // stops 2 s after its last connection closed.
 //
 // The executable is $HERRSCHER_STATE_BIN (a path; one ending in .js is run with node), else
-// herrscher-state from PATH. $HERRSCHER_STATE_DURABILITY (sync or write) is passed to the
-// server the package starts; unset, the server's default (sync) applies.
+// herrscher-state from PATH. The server the package starts writes with --durability write
+// (no fsync, as Go's Save: a temporary file renamed), unless $HERRSCHER_STATE_DURABILITY names
+// another (sync: every acknowledged write survives a power loss).
 //
 // Every call is bounded: finding or starting the server, the request and its answer take at
 // most $HERRSCHER_STATE_CALL_TIMEOUT_MS milliseconds (default 35000), after which the call

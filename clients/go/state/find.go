@@ -80,13 +80,19 @@ func serverCommand() []string {
 	return []string{bin}
 }
 
+// defaultDurability is the durability of the server the package starts when
+// $HERRSCHER_STATE_DURABILITY names none: write, as Go's package writes (its Save writes a
+// temporary file and renames it, with no fsync). A call then costs a round trip and the write,
+// not an fsync; sync is there for whoever wants more than Go gave.
+const defaultDurability = "write"
+
 // serverArgs are the serve options every server the package starts gets.
 func serverArgs() []string {
-	args := []string{"--log-level", "warn"}
-	if d := os.Getenv("HERRSCHER_STATE_DURABILITY"); d != "" {
-		args = append(args, "--durability", d)
+	durability := os.Getenv("HERRSCHER_STATE_DURABILITY")
+	if durability == "" {
+		durability = defaultDurability
 	}
-	return args
+	return []string{"--log-level", "warn", "--durability", durability}
 }
 
 // lockedError: another process holds the state's single-writer lock and serves it on no

@@ -43,4 +43,3 @@ func TestAnIdleConnectionLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("after the reconnect: %+v", a)
 	}
 }
-
