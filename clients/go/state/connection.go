@@ -643,6 +643,21 @@ func (cn *connection) changed(epoch int, name string, set func(r *Session) bool)
 	}
 }
 
+// added makes a row this process's AddSession added on the server show in the replica. The
+// feed's event of that commit, with the row as the server filled it in, came before the answer
+// and is applied first; without it (events dropped) the document is read again at the next read.
+func (cn *connection) added(epoch int, name string) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.epoch != epoch || cn.client == nil {
+		return
+	}
+	cn.drainLocked()
+	if row(&cn.remote, name) == nil {
+		cn.stale = true
+	}
+}
+
 // conflicted: a save was refused because someone wrote first: read the document again.
 func (cn *connection) conflicted(epoch int) {
 	cn.mu.Lock()
