@@ -15,7 +15,8 @@
 // sees its change.
 //
 // Mutators change the document as Go's do and save it whole (state/save), with
-// compare-and-set on the revision it was built on. Direct edits of the exported fields are
+// compare-and-set on the revision it was built on; on a State without unsaved edits,
+// AddSession and the session setters send their one row to the server's row methods instead. Direct edits of the exported fields are
 // saved with the next save of that value, as in Go. A save that meets another writer's
 // commit is rebuilt on the newer document and retried. Unsaved edits merge three ways with
 // what others committed since this State's revision: top-level fields one by one, session
