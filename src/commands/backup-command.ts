@@ -11,11 +11,12 @@ export const backupCommand = defineCommand({
     'and participants/ as they stood at one revision (every write answered before it, none after),\n' +
     'fsynced, with backup-manifest.json (revision, epoch, sha256 and size of each file). Writes wait\n' +
     'only while the copy is fixed, reads never. With no server running, the state dir is copied\n' +
-    'under the server\'s lock (no server can start meanwhile). DEST must not exist or be an empty\n' +
-    'folder, outside the state dir. Check it with verify, bring it back with restore.',
+    'under the server\'s lock (no server can start meanwhile): no server run, so no revision (it\n' +
+    'says offline). DEST must not exist or be an empty folder, outside the state dir. Check it\n' +
+    'with verify, bring it back with restore.',
   args: [{ name: 'DEST', help: 'the folder to write the backup into (created; must not exist, or be empty)' }],
   flags: {
-    json: { type: 'boolean', help: 'print the result (dest, revision, epoch, createdAt, files, bytes) as JSON' },
+    json: { type: 'boolean', help: 'print the result (dest, revision, epoch, createdAt, files, bytes, offline) as JSON; offline: revision and epoch null' },
     ...CLIENT_FLAGS,
   },
   examples: [

@@ -1,12 +1,14 @@
 // `herrscher-state backup DEST`: asks the running server for a backup (the `backup` method, which
 // writes DEST itself: docs/operations.md says why), or, when no server runs, opens the state as
 // `serve` would (its locks, so no server starts meanwhile; a crash's write-ahead log replayed)
-// and copies it the same way.
+// and copies it the same way. Such a copy is at no server run's revision: it says `offline` and
+// names none. `--json` prints one shape for both, with `offline`.
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { connect } from '../client/client.js';
 import type { StateClient } from '../client/client.js';
-import type { BackupResult } from '../store/backup.js';
+import type { BackupResult, OfflineBackupResult } from '../store/backup.js';
+import { describeBackup } from '../store/backup-manifest.js';
 import { SocketError } from '../transport/socket.js';
 import type { ClientOptions } from './client-options.js';
 import { EXIT } from './command.js';
@@ -29,11 +31,11 @@ export async function backup(o: ClientOptions & { json: boolean; dest: string })
     const explicit = o.socket !== undefined || process.env.HERRSCHER_STATE_SOCKET;
     if (!(err instanceof SocketError) || !NO_SERVER.has(err.code ?? '') || explicit) throw err;
   }
-  let result: BackupResult;
+  let result: (BackupResult & { offline: false }) | OfflineBackupResult;
   let how: string;
   if (client) {
     try {
-      result = await client.backup({ dest });
+      result = { ...(await client.backup({ dest })), offline: false };
     } finally {
       await client.close();
     }
@@ -45,15 +47,15 @@ export async function backup(o: ClientOptions & { json: boolean; dest: string })
       return EXIT.locked;
     }
     result = copied;
-    how = 'no server was running: copied under its lock';
+    how = 'copied under its lock';
   }
   process.stdout.write(o.json ? `${JSON.stringify(result, null, 2)}\n`
-    : `backup at revision ${result.revision} (epoch ${result.epoch}), ${how}: ${result.files} files, ${result.bytes} bytes in ${result.dest}\n`);
+    : `backup ${describeBackup(result)}, ${how}: ${result.files} files, ${result.bytes} bytes in ${result.dest}\n`);
   return 0;
 }
 
 /** The backup, or why the lock could not be taken (a server holds it, yet did not answer where it was looked for). */
-async function offline(state: string, dest: string): Promise<BackupResult | string> {
+async function offline(state: string, dest: string): Promise<OfflineBackupResult | string> {
   const statePath = path.resolve(state);
   try {
     await access(path.dirname(statePath));
@@ -61,7 +63,7 @@ async function offline(state: string, dest: string): Promise<BackupResult | stri
     throw new Error(`no server answers for ${statePath}, and its folder does not exist: nothing to back up`);
   }
   const { Store } = await import('../store/store.js');
-  const { backupStore } = await import('../store/backup.js');
+  const { backupOffline } = await import('../store/backup.js');
   const say = (message: string, err?: unknown): void => {
     process.stderr.write(`herrscher-state backup: ${message}${err ? `: ${(err as Error).message}` : ''}\n`);
   };
@@ -75,7 +77,7 @@ async function offline(state: string, dest: string): Promise<BackupResult | stri
     return `${err.message}; it did not answer where its socket was looked for: pass its --socket PATH`;
   }
   try {
-    return await backupStore(store, dest);
+    return await backupOffline(store, dest);
   } finally {
     await store.close();
   }

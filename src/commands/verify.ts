@@ -1,6 +1,7 @@
 // `herrscher-state verify [DIR | --state FILE]`: store/verify.ts's report, one line per problem.
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { describeBackup } from '../store/backup-manifest.js';
 import { formatProblem, verifyStateDir } from '../store/verify.js';
 import { defaultStatePath } from './state-path.js';
 
@@ -15,7 +16,7 @@ export async function verify(dir: string | undefined, state: string | undefined)
   }
   const report = await verifyStateDir(folder, path.basename(statePath));
   for (const p of report.problems) process.stdout.write(`${formatProblem(p)}\n`);
-  const what = report.backup ? `backup${report.manifest ? ` at revision ${report.manifest.revision} (epoch ${report.manifest.epoch})` : ''}` : 'state dir';
+  const what = report.backup ? `backup${report.manifest ? ` ${describeBackup(report.manifest)}` : ''}` : 'state dir';
   if (report.problems.length === 0) {
     process.stderr.write(`verify: ${folder}: ${what}: ${report.files} files checked, no problem\n`);
     return 0;

@@ -16,7 +16,7 @@ import { isErrno } from '../common/errno.js';
 import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import type { Io } from './io.js';
 import { ioError } from './store-error.js';
-import type { KeyedAnswer, WriterKey } from './writer-sequences.js';
+import type { KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
 import { KeyTable } from './writer-sequences.js';
 
 /** The log's file in the state's side folder. */
@@ -43,6 +43,25 @@ interface Line {
   a: { seq: number };
   p?: AppendPlace;
 }
+
+/** One line of the log, read: a key, a line of a newer format than this build reads, or a damaged line. */
+export function decodeKeyLine(raw: string): { line: Line } | { newer: number } | { damaged: string } {
+  const got = unsealLine(raw);
+  if ('newer' in got) return { newer: got.newer };
+  if ('damaged' in got) return { damaged: 'its checksum does not match (a torn last line is one)' };
+  const line = got.value as Line;
+  if (typeof line?.w !== 'string' || typeof line.q !== 'number') return { damaged: 'not a key (no writer id and seq)' };
+  return { line };
+}
+
+const encodeLines = (lines: readonly Line[]): string => lines.map((l) => sealLine(JSON.stringify(l))).join('');
+
+/**
+ * The log for the keys `table` (answers `{seq}`), a line each and no place: what a backup holds
+ * and a restore puts in the new side folder (their bytes are in the files copied with them).
+ */
+export const encodeAppendKeys = (table: KeyEntries): string =>
+  encodeLines(table.flatMap(([w, answers]) => answers.map(([q, a]): Line => ({ w, q, a: a as { seq: number } }))));
 
 export class AppendKeys {
   readonly keys = new KeyTable();
@@ -74,11 +93,10 @@ export class AppendKeys {
     const kept: KeyedAnswer[] = [];
     for (const raw of text.split('\n')) {
       if (raw === '') continue;
-      const got = unsealLine(raw);
+      const got = decodeKeyLine(raw);
       if ('newer' in got) throw new NewerFormatError(path.basename(file), got.newer);
       if ('damaged' in got) continue; // a torn last line: its append was never written either
-      const line = got.value as Line;
-      if (typeof line?.w !== 'string' || typeof line.q !== 'number') continue;
+      const { line } = got;
       if (line.p === undefined || (await k.landed(line.p))) kept.push({ key: { id: line.w, seq: line.q }, answer: line.a });
     }
     k.keys.remember(kept);
@@ -113,7 +131,7 @@ export class AppendKeys {
   note(lines: readonly (KeyedAnswer & { place: AppendPlace })[]): Promise<void> {
     const rows = lines.map(({ key, answer, place }): Line => ({ w: key.id, q: key.seq, a: answer as { seq: number }, p: place }));
     for (const row of rows) this.unsettled.set(`${row.w}\u0000${row.q}`, row);
-    const text = rows.map((row) => sealLine(JSON.stringify(row))).join('');
+    const text = encodeLines(rows);
     const run = this.chain.then(async () => {
       if (this.size > REWRITE_BYTES) await this.rewrite();
       try {
@@ -165,9 +183,7 @@ export class AppendKeys {
 
   /** Writes the log again with the keys kept (checked already), atomically. */
   private async rewrite(): Promise<void> {
-    const lines: Line[] = this.keys.entries().flatMap(([w, answers]) => answers.map(([q, a]): Line => ({ w, q, a: a as { seq: number } })));
-    lines.push(...this.unsettled.values());
-    const text = lines.map((l) => sealLine(JSON.stringify(l))).join('');
+    const text = encodeAppendKeys(this.keys.entries()) + encodeLines([...this.unsettled.values()]);
     // The old file is replaced whole below: a failed close of it loses nothing the new one holds.
     await this.fh?.close().catch(() => undefined);
     this.fh = undefined;

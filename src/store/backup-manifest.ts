@@ -3,7 +3,9 @@
 // files that name files by inode are not copied: a restore writes them anew for its own files),
 // and the size and SHA-256 of every file. Written last, after every file is synced: a backup
 // folder without it is incomplete. Read by verify and restore (one definition of the format).
-import { isPathComponent } from './paths.js';
+import { APPEND_KEYS_FILE } from './append-keys.js';
+import { isPathComponent, sideOf } from './paths.js';
+import { WRITERS_FILE } from './writer-sequences.js';
 
 export const MANIFEST_NAME = 'backup-manifest.json';
 /**
@@ -12,8 +14,19 @@ export const MANIFEST_NAME = 'backup-manifest.json';
  */
 export const UNFINISHED_NAME = `.${MANIFEST_NAME}.tmp`;
 const FORMAT = 'herrscher-state backup';
-/** The manifest format this build writes; it reads this one and every earlier one. */
-export const MANIFEST_VERSION = 1;
+/**
+ * The manifest format this build writes; it reads this one and every earlier one. Version 2 added
+ * `offline` (revision and epoch null then) and the idempotency keys (KEY_FILES).
+ */
+export const MANIFEST_VERSION = 2;
+
+/**
+ * The side folder of a backup's state.json (paths.ts, sideOf), and the side files a backup holds
+ * in it: the idempotency keys, written anew from what the store answered (no inode, no stamp), so a
+ * write sent again after a restore is answered as it was, not applied twice.
+ */
+export const BACKUP_SIDE = sideOf('state.json');
+export const KEY_FILES = { writers: `${BACKUP_SIDE}/${WRITERS_FILE}`, appendKeys: `${BACKUP_SIDE}/${APPEND_KEYS_FILE}` } as const;
 
 export interface ManifestFile {
   size: number;
@@ -30,9 +43,14 @@ export interface Numbering {
 export interface BackupManifest {
   format: typeof FORMAT;
   version: number;
-  /** The state revision the copy holds, of the server run `epoch` (the change feed's). */
-  revision: number;
-  epoch: string;
+  /**
+   * Taken with no server running: the command opened the state itself, so there was no server run
+   * whose revision the copy is at (revision and epoch are null). Version 1 manifests: false.
+   */
+  offline: boolean;
+  /** The state revision the copy holds, of the server run `epoch` (the change feed's); null when offline. */
+  revision: number | null;
+  epoch: string | null;
   /** When the copy was fixed (ISO 8601, UTC). */
   createdAt: string;
   /** The state file copied, absolute. */
@@ -45,21 +63,26 @@ export interface BackupManifest {
   files: Record<string, ManifestFile>;
 }
 
-/** The files a backup holds: state.json, transcripts/<name>.jsonl, participants/<name>.log. */
+/** The files a backup holds: state.json, transcripts/<name>.jsonl, participants/<name>.log (and KEY_FILES). */
 const BACKUP_FILE = /^(?:state\.json|transcripts\/(.+)\.jsonl|participants\/(.+)\.log)$/s;
 
 /** Whether `rel` is a path a backup may hold (a name that is one safe path component: no way out of the folder). */
 export function isBackupFile(rel: string): boolean {
+  if (rel === KEY_FILES.writers || rel === KEY_FILES.appendKeys) return true;
   const m = BACKUP_FILE.exec(rel);
   if (!m) return false;
   const name = m[1] ?? m[2];
   return name === undefined || isPathComponent(name);
 }
 
+/** Where a backup stands, for the commands' lines: `at revision 17 (epoch …)`, or when it was taken offline. */
+export const describeBackup = (b: { revision: number | null; epoch: string | null; createdAt: string }): string =>
+  b.revision === null ? `taken offline at ${b.createdAt} (no server was running, so no revision)` : `at revision ${b.revision} (epoch ${b.epoch})`;
+
 export function encodeManifest(m: Omit<BackupManifest, 'format' | 'version'>): string {
   const sorted = (o: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   const out: BackupManifest = {
-    format: FORMAT, version: MANIFEST_VERSION, revision: m.revision, epoch: m.epoch, createdAt: m.createdAt, source: m.source,
+    format: FORMAT, version: MANIFEST_VERSION, offline: m.offline, revision: m.revision, epoch: m.epoch, createdAt: m.createdAt, source: m.source,
     numbering: sorted(m.numbering) as BackupManifest['numbering'],
     seqMarks: sorted(m.seqMarks) as BackupManifest['seqMarks'],
     files: sorted(m.files) as BackupManifest['files'],
@@ -83,9 +106,12 @@ export function parseManifest(text: string): { manifest: BackupManifest } | { pr
   if (v.version > MANIFEST_VERSION) {
     return { problem: `written in manifest version ${v.version} by a newer herrscher-state; this build reads versions up to ${MANIFEST_VERSION}: use the newer build` };
   }
-  if (!isCount(v.revision) || typeof v.epoch !== 'string' || typeof v.createdAt !== 'string' || typeof v.source !== 'string') {
-    return { problem: 'revision, epoch, createdAt or source is missing or of the wrong type' };
+  if (v.version === 1) v.offline = false; // version 1 was always written with a revision
+  if (typeof v.offline !== 'boolean') return { problem: '"offline" is missing or not true or false' };
+  if (v.offline ? v.revision !== null || v.epoch !== null : !isCount(v.revision) || typeof v.epoch !== 'string') {
+    return { problem: v.offline ? 'an offline backup has no revision and epoch (null), yet this one names them' : 'revision or epoch is missing or of the wrong type' };
   }
+  if (typeof v.createdAt !== 'string' || typeof v.source !== 'string') return { problem: 'createdAt or source is missing or of the wrong type' };
   if (!isObject(v.files) || !isObject(v.numbering) || !isObject(v.seqMarks)) return { problem: 'files, numbering or seqMarks is not an object' };
   for (const [rel, f] of Object.entries(v.files)) {
     if (!isBackupFile(rel)) return { problem: `lists ${JSON.stringify(rel)}, which is not a file a backup holds` };

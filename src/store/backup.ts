@@ -7,20 +7,25 @@
 //  2. write (writes flow again): those bytes are copied into DEST, synced file by file and
 //     folder by folder, the manifest written last, the staging folder removed.
 // The copy names no inode: the metas (which do) are not copied, their numbering goes into the
-// manifest, and a restore writes metas for its own files. docs/operations.md, "Back up".
+// manifest, and a restore writes metas for its own files. The idempotency keys the store answered
+// by are written anew from memory (the files name inodes and state.json stamps), so a write sent
+// again after a restore is answered as it was. docs/operations.md, "Back up".
 import { randomUUID } from 'node:crypto';
 import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
+import { encodeAppendKeys } from './append-keys.js';
 import type { ManifestFile, Numbering } from './backup-manifest.js';
-import { encodeManifest, MANIFEST_NAME, UNFINISHED_NAME } from './backup-manifest.js';
-import { copyPrefix, syncFolder } from './file-copy.js';
+import { encodeManifest, KEY_FILES, MANIFEST_NAME, UNFINISHED_NAME } from './backup-manifest.js';
+import { copyPrefix, syncFolder, writeNewFile } from './file-copy.js';
 import { nodeIo } from './io.js';
 import { isPathComponent } from './paths.js';
 import { ioError, StoreError } from './store-error.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { sumToJson } from './usage.js';
+import type { KeyEntries } from './writer-sequences.js';
+import { encodeWriters } from './writer-sequences.js';
 
 /** What a store tells a backup about itself (Store.backupSource). */
 export interface BackupSource {
@@ -33,9 +38,12 @@ export interface BackupSource {
   epoch: string;
   /** The seq high-water marks, by transcript name. */
   marks: ReadonlyMap<string, number>;
+  /** The idempotency keys answered so far: of the document's writes, of transcript appends. */
+  writerKeys: KeyEntries;
+  appendKeys: KeyEntries;
 }
 
-/** What `backup` answers. */
+/** What `backup` answers: a copy at a revision of the server run that took it. */
 export interface BackupResult {
   dest: string;
   revision: number;
@@ -43,6 +51,16 @@ export interface BackupResult {
   createdAt: string;
   files: number;
   bytes: number;
+}
+
+/**
+ * What a backup taken with no server running returns: the command opened the state itself, so no
+ * server run counted its revisions (a revision of the command's own run would say nothing).
+ */
+export interface OfflineBackupResult extends Omit<BackupResult, 'revision' | 'epoch'> {
+  revision: null;
+  epoch: null;
+  offline: true;
 }
 
 /** One file as fixed: where its bytes are kept until they are copied, and how many count. */
@@ -56,10 +74,14 @@ interface Fixed {
 /** A backup fixed and not yet written. */
 export interface FixedBackup {
   source: BackupSource;
+  /** Taken with no server running (the manifest then names no revision). */
+  offline: boolean;
   createdAt: string;
   staging: string;
   files: Fixed[];
   numbering: Record<string, Numbering>;
+  /** The side files written from memory (the keys), by path in the backup: only those that hold any. */
+  written: { rel: string; text: string }[];
 }
 
 /**
@@ -126,7 +148,7 @@ export async function realpathOfNearest(p: string): Promise<string> {
  * (but for a torn tail, below): a link, an open, a stat and a one-byte read per file, and the
  * metas of compacted transcripts, FILES_AT_ONCE at a time.
  */
-export async function fixBackup(source: BackupSource): Promise<FixedBackup> {
+export async function fixBackup(source: BackupSource, offline = false): Promise<FixedBackup> {
   const { dir, side } = source;
   await removeStaleStaging(path.join(dir, side));
   const staging = path.join(dir, side, `${STAGING_PREFIX}${randomUUID()}`);
@@ -135,7 +157,11 @@ export async function fixBackup(source: BackupSource): Promise<FixedBackup> {
   } catch (err) {
     throw ioError('create', path.relative(dir, staging), err);
   }
-  const fixed: FixedBackup = { source, createdAt: new Date().toISOString(), staging, files: [], numbering: {} };
+  const written = [
+    ...(source.writerKeys.length > 0 ? [{ rel: KEY_FILES.writers, text: encodeWriters(source.writerKeys) }] : []),
+    ...(source.appendKeys.length > 0 ? [{ rel: KEY_FILES.appendKeys, text: encodeAppendKeys(source.appendKeys) }] : []),
+  ];
+  const fixed: FixedBackup = { source, offline, createdAt: new Date().toISOString(), staging, files: [], numbering: {}, written };
   try {
     const rels = ['state.json', ...(await storeFiles(dir, 'transcripts', '.jsonl')), ...(await storeFiles(dir, 'participants', '.log'))];
     const from = (rel: string): string => path.join(dir, rel === 'state.json' ? path.basename(source.statePath) : rel);
@@ -255,12 +281,18 @@ export async function removeStaleStaging(sideDir: string): Promise<void> {
   for (const n of names.filter((x) => x.startsWith(STAGING_PREFIX))) await fs.rm(path.join(sideDir, n), { recursive: true, force: true });
 }
 
+/** What a backup wrote (backupStore and backupOffline add what it is at). */
+interface Written {
+  files: number;
+  bytes: number;
+}
+
 /**
  * Step 2: copies what was fixed into `dest` (which checkBackupDest allowed), syncs every file and
  * folder, then writes the manifest; removes the staging folder whatever happens. A failure
  * removes what it wrote into `dest`.
  */
-export async function writeBackup(fixed: FixedBackup, dest: string): Promise<BackupResult> {
+export async function writeBackup(fixed: FixedBackup, dest: string): Promise<Written> {
   const made: string[] = [];
   let createdDest = false;
   try {
@@ -276,22 +308,24 @@ export async function writeBackup(fixed: FixedBackup, dest: string): Promise<Bac
     await (await fs.open(tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600)).close();
     await syncFolder(dest);
     const folders = new Set<string>();
-    for (const f of fixed.files) {
-      const folder = path.dirname(f.rel);
+    for (const rel of [...fixed.files.map((f) => f.rel), ...fixed.written.map((w) => w.rel)]) {
+      const folder = path.dirname(rel);
       if (folder !== '.' && !folders.has(folder)) {
         await fs.mkdir(path.join(dest, folder), { mode: 0o700 });
         made.push(folder);
         folders.add(folder);
       }
-      made.push(f.rel);
+      made.push(rel);
     }
     const copied = await inParallel(fixed.files, FILES_AT_ONCE, (f) => copyPrefix(f.held, path.join(dest, f.rel), f.size));
     const files: Record<string, ManifestFile> = Object.fromEntries(fixed.files.map((f, i) => [f.rel, copied[i] as ManifestFile]));
-    const bytes = fixed.files.reduce((n, f) => n + f.size, 0);
+    for (const w of fixed.written) files[w.rel] = await writeNewFile(path.join(dest, w.rel), w.text);
+    const bytes = Object.values(files).reduce((n, f) => n + f.size, 0);
     for (const folder of folders) await syncFolder(path.join(dest, folder));
     const { source } = fixed;
     const manifest = encodeManifest({
-      revision: source.revision, epoch: source.epoch, createdAt: fixed.createdAt, source: source.statePath,
+      offline: fixed.offline, revision: fixed.offline ? null : source.revision, epoch: fixed.offline ? null : source.epoch,
+      createdAt: fixed.createdAt, source: source.statePath,
       numbering: fixed.numbering, seqMarks: Object.fromEntries(source.marks), files,
     });
     const fh = await fs.open(tmp, C.O_WRONLY | C.O_TRUNC | C.O_NOFOLLOW);
@@ -304,7 +338,7 @@ export async function writeBackup(fixed: FixedBackup, dest: string): Promise<Bac
     await fs.rename(tmp, path.join(dest, MANIFEST_NAME));
     await syncFolder(dest);
     await syncFolder(path.dirname(dest));
-    return { dest, revision: source.revision, epoch: source.epoch, createdAt: fixed.createdAt, files: fixed.files.length, bytes };
+    return { files: Object.keys(files).length, bytes };
   } catch (err) {
     if (createdDest) await fs.rm(dest, { recursive: true, force: true }).catch(() => undefined);
     else for (const rel of made.reverse()) await fs.rm(path.join(dest, rel), { recursive: true, force: true }).catch(() => undefined);
@@ -332,5 +366,18 @@ export async function backupStore(store: BackupStore, dest: string, quiet: <T>(f
     await store.flush();
     return fixBackup(store.backupSource());
   });
-  return writeBackup(fixed, dest);
+  const { files, bytes } = await writeBackup(fixed, dest);
+  return { dest, revision: fixed.source.revision, epoch: fixed.source.epoch, createdAt: fixed.createdAt, files, bytes };
+}
+
+/**
+ * The backup of a store that the caller opened itself with no server running (it holds the
+ * locks, so nothing else writes): as backupStore, but at no server run's revision.
+ */
+export async function backupOffline(store: BackupStore, dest: string): Promise<OfflineBackupResult> {
+  await checkBackupDest(dest, store.dir);
+  await store.flush();
+  const fixed = await fixBackup(store.backupSource(), true);
+  const { files, bytes } = await writeBackup(fixed, dest);
+  return { dest, revision: null, epoch: null, offline: true, createdAt: fixed.createdAt, files, bytes };
 }

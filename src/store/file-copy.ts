@@ -1,5 +1,6 @@
 // Copying a store file for a backup or a restore: the first `size` bytes (a file appended to
-// meanwhile keeps growing past them), hashed on the way, synced before it counts as written.
+// meanwhile keeps growing past them), hashed on the way, synced before it counts as written; and
+// writing a backup's file made from memory the same way.
 import { createHash } from 'node:crypto';
 import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -42,6 +43,19 @@ export async function copyPrefix(from: string, to: string, size?: number): Promi
   } finally {
     await src.close();
   }
+}
+
+/** Writes `text` into a new file `file` (0600, O_EXCL), fdatasynced; its size and SHA-256. */
+export async function writeNewFile(file: string, text: string): Promise<Copied> {
+  const bytes = Buffer.from(text);
+  const fh = await fs.open(file, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
+  try {
+    await fh.writeFile(bytes);
+    await fh.datasync();
+  } finally {
+    await fh.close();
+  }
+  return { size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
 }
 
 /** SHA-256 and size of a whole file (verify). */

@@ -3,7 +3,9 @@
 // a target is either untouched or holds the whole backup. The side files that name files by
 // inode (metas) are written anew for the restored files, from the numbering the manifest kept,
 // and the seq high-water marks with them: the restored transcripts number their entries as the
-// originals did. docs/operations.md, "Restore".
+// originals did. The idempotency keys the backup holds go into the new side folder as they are
+// (they name no inode): a write answered before the backup and sent again is answered as it was.
+// docs/operations.md, "Restore".
 import { randomUUID } from 'node:crypto';
 import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -11,6 +13,7 @@ import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import { realpathOfNearest } from './backup.js';
 import type { BackupManifest } from './backup-manifest.js';
+import { BACKUP_SIDE } from './backup-manifest.js';
 import { copyPrefix, syncFolder } from './file-copy.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
 import { nodeIo } from './io.js';
@@ -33,8 +36,11 @@ export class RestoreRefused extends Error {
 
 export interface Restored {
   statePath: string;
-  revision: number;
-  epoch: string;
+  /** The backup's revision and epoch; null for a backup taken with no server running (`offline`). */
+  revision: number | null;
+  epoch: string | null;
+  offline: boolean;
+  createdAt: string;
   files: number;
 }
 
@@ -55,10 +61,12 @@ export async function restoreBackup(backupDir: string, statePath: string): Promi
   }
   await checkTarget(paths.dir, paths.serverLockPath);
   const parent = path.dirname(paths.dir);
-  await fs.mkdir(parent, { recursive: true, mode: 0o700 });
   const tmp = path.join(parent, `.${path.basename(paths.dir)}.restore-${randomUUID()}`);
-  await fs.mkdir(tmp, { mode: 0o700 });
+  // The folders above the target that this restore makes: a failed one removes them again.
+  const made = await missingFolders(parent);
   try {
+    await fs.mkdir(parent, { recursive: true, mode: 0o700 });
+    await fs.mkdir(tmp, { mode: 0o700 });
     await writeFiles(backupDir, tmp, path.basename(paths.statePath), paths.side, manifest);
     try {
       await fs.rename(tmp, paths.dir);
@@ -71,9 +79,42 @@ export async function restoreBackup(backupDir: string, statePath: string): Promi
     await syncFolder(parent);
   } catch (err) {
     await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    await removeFolders(made);
     throw err instanceof RestoreRefused || err instanceof StoreError ? err : ioError('restore into', paths.dir, err);
   }
-  return { statePath: paths.statePath, revision: manifest.revision, epoch: manifest.epoch, files: Object.keys(manifest.files).length };
+  return {
+    statePath: paths.statePath, revision: manifest.revision, epoch: manifest.epoch, offline: manifest.offline, createdAt: manifest.createdAt,
+    files: Object.keys(manifest.files).length,
+  };
+}
+
+/** `dir` and each folder above it that does not exist, the deepest first. */
+async function missingFolders(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (let at = dir; at !== path.dirname(at); at = path.dirname(at)) {
+    try {
+      await fs.lstat(at);
+      break;
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) break;
+      out.push(at);
+    }
+  }
+  return out;
+}
+
+/**
+ * Removes the empty folders `made` (the deepest first), so a failed restore leaves no trace; one
+ * that holds anything now (someone else's since) is left, and with it every folder above.
+ */
+async function removeFolders(made: readonly string[]): Promise<void> {
+  for (const dir of made) {
+    try {
+      await fs.rmdir(dir);
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) return;
+    }
+  }
 }
 
 /** Refuses a target that is not a folder, or holds anything (naming the server when one serves it). */
@@ -96,10 +137,11 @@ async function checkTarget(dir: string, serverLockPath: string): Promise<void> {
 async function writeFiles(backupDir: string, tmp: string, stateBase: string, side: string, m: BackupManifest): Promise<void> {
   const folders = new Set<string>();
   for (const [rel, want] of Object.entries(m.files)) {
-    const to = rel === 'state.json' ? stateBase : rel;
+    // The backup's state file is state.json and its side folder that one's; the target's are named by --state.
+    const to = rel === 'state.json' ? stateBase : rel.startsWith(`${BACKUP_SIDE}/`) ? `${side}/${rel.slice(BACKUP_SIDE.length + 1)}` : rel;
     const folder = path.dirname(to);
     if (folder !== '.' && !folders.has(folder)) {
-      await fs.mkdir(path.join(tmp, folder), { mode: 0o700 });
+      await fs.mkdir(path.join(tmp, folder), { recursive: true, mode: 0o700 });
       folders.add(folder);
     }
     const got = await copyPrefix(path.join(backupDir, rel), path.join(tmp, to));
@@ -132,9 +174,13 @@ async function writeFiles(backupDir: string, tmp: string, stateBase: string, sid
   const marks = await HighWater.load(nodeIo, tmp, log, highWaterRelIn(side));
   for (const [name, next] of Object.entries(m.seqMarks)) marks.raise(name, next);
   await marks.save();
-  for (const folder of folders) await syncFolder(path.join(tmp, folder));
-  await syncFolder(path.join(tmp, side)).catch((err: unknown) => {
-    if (!isErrno(err, 'ENOENT')) throw err; // no side file to write: none made
-  });
+  // Each folder written, and each folder above it (the side folder may be two deep).
+  const toSync = new Set<string>();
+  for (const folder of [...folders, side]) for (let f = folder; f !== '.'; f = path.dirname(f)) toSync.add(f);
+  for (const f of toSync) {
+    await syncFolder(path.join(tmp, f)).catch((err: unknown) => {
+      if (!isErrno(err, 'ENOENT')) throw err; // no side file to write: none made
+    });
+  }
   await syncFolder(tmp);
 }

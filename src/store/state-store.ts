@@ -15,7 +15,7 @@ import type { Doc, Outcome } from './state-document.js';
 import { backfill, emptyDocument, fromDecoded } from './state-document.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
-import type { FileStamp, KeyedAnswer, WriterKey } from './writer-sequences.js';
+import type { FileStamp, KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
 import { WriterSequences } from './writer-sequences.js';
 
 /** What tells one state.json from another without reading it: null when there is none. */
@@ -171,6 +171,11 @@ export class StateStore {
   /** The document with every accepted mutation applied, committed or not (for existence checks). */
   get pendingDocument(): Doc {
     return this.head;
+  }
+
+  /** The keys of the document's writes applied so far (a backup's copy); none when the store keeps none. */
+  writerKeys(): KeyEntries {
+    return this.writers?.keys.entries() ?? [];
   }
 
   onCommit(listener: CommitListener): () => void {

@@ -111,7 +111,10 @@ export class Store {
 
   /** What a backup fixes of this store (backup.ts): call it while no write is in flight. */
   backupSource(): BackupSource {
-    return { dir: this.dir, statePath: this.statePath, side: this.parts.side, revision: this.revisionCount, epoch: this.epoch, marks: new Map(this.parts.marks.entries()) };
+    return {
+      dir: this.dir, statePath: this.statePath, side: this.parts.side, revision: this.revisionCount, epoch: this.epoch, marks: new Map(this.parts.marks.entries()),
+      writerKeys: this.parts.state.writerKeys(), appendKeys: this.parts.appendKeys.keys.entries(),
+    };
   }
 
   /** Registers listeners for committed changes; returns the function that removes them. */

@@ -1,13 +1,14 @@
 // A read-only check of a state dir or of a backup (docs/operations.md, "Verify"): every file
 // loads, every transcript and journal line is one its readers take, the side files agree with
-// the files they describe, and a backup's files match its manifest. Nothing is written: no
+// the files they describe, the idempotency keys read, and a backup's files match its manifest. Nothing is written: no
 // repair, no lock taken, no side file rebuilt (the store's own readers repair; this one reports).
 import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import type { BackupManifest } from './backup-manifest.js';
-import { isBackupFile, MANIFEST_NAME, parseManifest, UNFINISHED_NAME } from './backup-manifest.js';
+import { APPEND_KEYS_FILE, decodeKeyLine } from './append-keys.js';
+import { isBackupFile, KEY_FILES, MANIFEST_NAME, parseManifest, UNFINISHED_NAME } from './backup-manifest.js';
 import { hashFile } from './file-copy.js';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import { goDecodeUtf8, goTrimSpace } from './go-text.js';
@@ -20,6 +21,7 @@ import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { parseLine } from './transcript-read.js';
 import { NewerFormatError } from './sealed-line.js';
 import { scanWal, walRelIn } from './wal.js';
+import { decodeWriters, WRITERS_FILE } from './writer-sequences.js';
 
 /** One thing wrong: the file (relative to the folder checked), the line when there is one, what. */
 export interface Problem {
@@ -89,6 +91,8 @@ export async function verifyStateDir(dir: string, stateBase = 'state.json'): Pro
     await checkJournal(dir, rel, problem);
   }
   if (!report.backup) report.files += await checkSideFiles(dir, sideOf(stateBase), problem);
+  const keys = report.backup ? KEY_FILES : { writers: `${sideOf(stateBase)}/${WRITERS_FILE}`, appendKeys: `${sideOf(stateBase)}/${APPEND_KEYS_FILE}` };
+  await checkKeys(dir, keys, report.backup, problem);
   return report;
 }
 
@@ -214,6 +218,40 @@ async function checkJournal(dir: string, rel: string, problem: Report): Promise<
       return false;
     }
     if (!terminated) problem(rel, 'torn last line (no newline): readers skip it, the next append cuts it', n);
+  });
+}
+
+/**
+ * The idempotency keys (writer-sequences.ts, append-keys.ts) read as the server reads them. What it
+ * skips loses keys (a write sent again is then applied twice), so each skip is named; in a live
+ * dir but for a torn last line of the appends' log, which a crash leaves (its append was never
+ * written either). Their places are checked by the server's start (against the files after the
+ * log's replay), not here. Files already counted (a backup's) or not there are not counted again.
+ */
+async function checkKeys(dir: string, rels: { writers: string; appendKeys: string }, backup: boolean, problem: Report): Promise<void> {
+  const read = async (rel: string): Promise<string | undefined> => {
+    try {
+      return (await nodeIo.readFile(path.join(dir, rel))).toString('utf8');
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) problem(rel, `cannot be read: ${(err as Error).message}`);
+      return undefined;
+    }
+  };
+  const writers = await read(rels.writers);
+  if (writers !== undefined) {
+    const got = decodeWriters(writers);
+    if ('problem' in got) problem(rels.writers, `${got.problem}: the server ignores it, so a write it holds the key of is applied again when sent again`);
+  }
+  const appendKeys = await read(rels.appendKeys);
+  if (appendKeys === undefined) return;
+  const lines = appendKeys.split('\n');
+  lines.forEach((raw, i) => {
+    if (raw === '') return;
+    const got = decodeKeyLine(raw);
+    if ('newer' in got) problem(rels.appendKeys, new NewerFormatError(rels.appendKeys, got.newer).message, i + 1);
+    else if ('damaged' in got && (backup || i < lines.length - 1)) {
+      problem(rels.appendKeys, `${got.damaged}: the server skips it, so the append it holds the key of is written again when sent again`, i + 1);
+    }
   });
 }
 

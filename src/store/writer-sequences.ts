@@ -37,12 +37,34 @@ const WINDOW = 64;
 /** Writers kept; the one unused longest goes first. */
 const MAX_WRITERS = 256;
 
-interface FileFormat {
+/** The file's content (version 1). */
+export interface FileFormat {
   v: 1;
   before: FileStamp;
   table: [string, [number, unknown][]][];
   last: [string, number, unknown][];
 }
+
+/** A table's keys: per writer id (the one used longest ago first), its seqs and their answers. */
+export type KeyEntries = [string, [number, unknown][]][];
+
+/** The file, read: a table of writers, or why it is not one. */
+export function decodeWriters(text: string): FileFormat | { problem: string } {
+  let data: FileFormat;
+  try {
+    data = parseExactJson(text) as FileFormat;
+  } catch (err) {
+    return { problem: `not JSON (${(err as Error).message})` };
+  }
+  if (data?.v !== 1 || !Array.isArray(data.table) || !Array.isArray(data.last)) return { problem: 'not a table of writers (version 1)' };
+  return data;
+}
+
+/**
+ * The file for `table` with no commit under way (nothing in `last`, so no state.json stamp to
+ * judge it by): what a backup holds, and a restore puts in the new side folder.
+ */
+export const encodeWriters = (table: KeyEntries): string => stringifyExactJson({ v: 1, before: null, table, last: [] } satisfies FileFormat);
 
 const sameStamp = (a: FileStamp, b: FileStamp): boolean =>
   a === b || (a !== null && b !== null && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs);
@@ -82,7 +104,7 @@ export class KeyTable {
   }
 
   /** Every answer kept, writer by writer (the oldest first). */
-  entries(): [string, [number, unknown][]][] {
+  entries(): KeyEntries {
     return [...this.table].map(([id, answers]) => [id, [...answers]]);
   }
 
@@ -126,14 +148,9 @@ export class WriterSequences {
       if (isErrno(err, 'ENOENT')) return w;
       throw ioError('read', path.basename(file), err);
     }
-    let data: FileFormat;
-    try {
-      data = parseExactJson(text) as FileFormat;
-      if (data?.v !== 1 || !Array.isArray(data.table) || !Array.isArray(data.last)) throw new Error('not a table of writers');
-    } catch {
-      // Written atomically, so only a foreign file: keys are lost, never invented (a retry applies again).
-      return w;
-    }
+    const data = decodeWriters(text);
+    // Written atomically, so only a foreign file: keys are lost, never invented (a retry applies again).
+    if ('problem' in data) return w;
     w.keys.remember(data.table.flatMap(([id, answers]) => answers.map(([seq, answer]) => ({ key: { id, seq }, answer }))));
     if (data.last.length > 0) {
       if (sameStamp(data.before, current)) w.dirty = true; // the rename never happened

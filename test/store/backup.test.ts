@@ -6,6 +6,7 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSyn
 import path from 'node:path';
 import { test } from 'node:test';
 import { backupStore } from '../../src/store/backup.js';
+import { MANIFEST_VERSION } from '../../src/store/backup-manifest.js';
 import { RestoreRefused, restoreBackup } from '../../src/store/restore.js';
 import { Store } from '../../src/store/store.js';
 import { StoreError } from '../../src/store/store-error.js';
@@ -134,7 +135,7 @@ test('verify names each kind of damage by file (and line), and writes nothing', 
     ['a manifest of a newer format', async () => {
       const d = fresh();
       const file = path.join(d, 'backup-manifest.json');
-      writeFileSync(file, readFileSync(file, 'utf8').replace('"version": 1', '"version": 9'));
+      writeFileSync(file, readFileSync(file, 'utf8').replace(`"version": ${MANIFEST_VERSION}`, '"version": 9'));
       return d;
     }, [/^backup-manifest\.json: written in manifest version 9 by a newer herrscher-state/]],
   ];
@@ -195,7 +196,7 @@ test('backup refuses a DEST inside the state dir, or one that is not empty; rest
   assert.deepEqual(readdirSync(path.dirname(target)), [], 'not even a temp folder beside it');
 });
 
-test('backup with no server copies under the lock, after replaying what a crash kept only in the write-ahead log', async () => {
+test('backup with no server copies under the lock, after replaying what a crash kept only in the write-ahead log; it names no revision (no server run had one) and says offline', async () => {
   const dir = tempDir();
   const crashed = await Store.open(statePathIn(dir), { lock: false });
   await crashed.addSession(newSession('s'));
@@ -204,11 +205,18 @@ test('backup with no server copies under the lock, after replaying what a crash 
   const dest = path.join(tempDir(), 'bk');
   const got = await runToEnd(['backup', dest, '--state', statePathIn(dir), '--socket', path.join(dir, 'none.sock')]);
   assert.equal(got.code, 1, 'an explicit socket with no server is an error: the state is not guessed');
-  const offline = await runToEnd(['backup', dest, '--state', statePathIn(dir)]);
+  const offline = await runToEnd(['backup', dest, '--state', statePathIn(dir), '--json']);
   assert.equal(offline.code, 0, offline.stderr);
-  assert.match(offline.stdout, /no server was running: copied under its lock/);
+  const result = JSON.parse(offline.stdout) as Record<string, unknown>;
+  assert.deepEqual({ revision: result.revision, epoch: result.epoch, offline: result.offline, files: result.files }, { revision: null, epoch: null, offline: true, files: 2 });
   assert.deepEqual(readFileSync(path.join(dest, 'transcripts/s.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { text: string }).text), ['t1', 't2', 't3']);
-  assert.deepEqual((await verifyStateDir(dest)).problems, []);
+  const report = await verifyStateDir(dest);
+  assert.deepEqual(report.problems, []);
+  assert.deepEqual({ revision: report.manifest?.revision, epoch: report.manifest?.epoch, offline: report.manifest?.offline }, { revision: null, epoch: null, offline: true });
+  const text = await runToEnd(['backup', path.join(tempDir(), 'bk'), '--state', statePathIn(dir)]);
+  assert.match(text.stdout, /^backup taken offline at \S+ \(no server was running, so no revision\), copied under its lock: 2 files/);
+  const restored = await runToEnd(['restore', dest, '--state', statePathIn(path.join(tempDir(), 'restored'))]);
+  assert.match(restored.stdout, /^restored the backup taken offline at /, restored.stderr);
 });
 
 test('backup with the lock held by a server that does not answer exits 3, names the holder and writes nothing', async () => {

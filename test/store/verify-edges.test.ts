@@ -2,7 +2,7 @@
 // no state dir, or a backup whose writer stopped, does not pass as a state dir; a restore never
 // writes into its backup; a start removes what a killed backup left in the side folder.
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, statSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { backupStore, STAGING_PREFIX } from '../../src/store/backup.js';
@@ -105,4 +105,50 @@ test('a start removes the staging folder a backup killed mid-way left (its hard 
   await reopened.close();
   assert.equal(existsSync(staging), false);
   assert.equal(statSync(path.join(dir, 'transcripts/a.jsonl')).nlink, 1, 'the transcript has no other link left');
+});
+
+test('a restore that fails leaves no folder it made: neither the target\'s parents nor its temp folder', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir), { durability: 'write' });
+  await store.addSession(newSession('a'));
+  await store.appendTranscript('a', { ts: '2026-01-01T00:00:00Z', role: 'user', text: 'x' });
+  const dest = path.join(tempDir(), 'bk');
+  await backupStore(store, dest);
+  await store.close();
+  const root = tempDir();
+  // Names the file system refuses (ENAMETOOLONG, its 255-byte limit) once the parents are made:
+  // the folder written beside a target whose name is 230 bytes long; the side folder of a state
+  // file whose name is 254 bytes long (`<name>.d`), after the state file and the transcripts are copied.
+  const failing: [string, string][] = [
+    ['the temp folder cannot be made', path.join(root, 'p1', 'p2', 'd'.repeat(230), 'state.json')],
+    ['a side file cannot be written, after the files were copied', path.join(root, 'q1', 'q2', 'target', 's'.repeat(254))],
+  ];
+  for (const [what, statePath] of failing) {
+    await assert.rejects(restoreBackup(dest, statePath), (err: unknown) => err instanceof StoreError && /ENAMETOOLONG|too long/i.test(err.message), what);
+    assert.deepEqual(readdirSync(root), [], `${what}: nothing is left where the restore was to go`);
+  }
+});
+
+test('a manifest of version 1 (no "offline", always a revision) is still read: verified and restored', async () => {
+  const dir = tempDir();
+  const store = await Store.open(statePathIn(dir), { durability: 'write' });
+  await store.addSession(newSession('a'));
+  const dest = path.join(tempDir(), 'bk');
+  const taken = await backupStore(store, dest);
+  await store.close();
+  const file = path.join(dest, MANIFEST_NAME);
+  const { offline, ...v2 } = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const v1 = { ...v2, version: 1 };
+  assert.equal(offline, false);
+  writeFileSync(file, JSON.stringify(v1));
+  const report = await verifyStateDir(dest);
+  assert.deepEqual(report.problems, []);
+  assert.deepEqual({ offline: report.manifest?.offline, revision: report.manifest?.revision }, { offline: false, revision: taken.revision });
+  const restored = await restoreBackup(dest, statePathIn(path.join(tempDir(), 'restored')));
+  assert.equal(restored.revision, taken.revision);
+  // Version 2 says which kind it is, and an offline one names no revision.
+  writeFileSync(file, JSON.stringify({ ...v1, version: 2 }));
+  assert.deepEqual((await verifyStateDir(dest)).problems.map(formatProblem), ['backup-manifest.json: "offline" is missing or not true or false']);
+  writeFileSync(file, JSON.stringify({ ...v1, version: 2, offline: true }));
+  assert.match((await verifyStateDir(dest)).problems.map(formatProblem).join('\n'), /^backup-manifest\.json: an offline backup has no revision and epoch/);
 });
