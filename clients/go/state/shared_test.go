@@ -135,10 +135,13 @@ func rssOf(pid int) string {
 	return "?"
 }
 
-// onlySocketAndLog fails unless the socket folder holds the shared socket and its log alone.
+// onlySocketAndLog fails unless the socket folder holds the shared socket, the server's lifetime
+// lock beside it (the socket's name with .lock) and its log alone.
 func onlySocketAndLog(t *testing.T, folder string) {
 	t.Helper()
-	want := []string{"herrscher-state-shared.sock", sharedLogName}
+	sock := stateclient.SharedSocketName
+	want := []string{strings.TrimSuffix(sock, ".sock") + ".lock", sock, sharedLogName}
+	sort.Strings(want)
 	got := entries(t, folder)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("the socket folder holds %v, want %v", got, want)
