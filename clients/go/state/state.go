@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
@@ -24,11 +26,16 @@ func NewState(path string) *State {
 // LoadState reads state from path; a missing file yields an empty state.
 //
 // The server of path (found, or started: see the package doc) reads the file; a legacy file
-// gets its ids and incarnations there, persisted as Go's LoadState persists them.
+// gets its ids and incarnations there, persisted as Go's LoadState persists them. A missing
+// file is answered here, as Go's LoadState answers it: no server is asked or started and
+// nothing is created on disk (the first write does that).
 func LoadState(path string) (*State, error) {
 	s := NewState(path)
 	if s.path == "" {
 		return nil, errNoPath
+	}
+	if missing(s.path) {
+		return s, nil
 	}
 	// A load reads what the server holds now, not this process's copy: the server notices
 	// an outside edit of the file as it answers.
@@ -43,6 +50,17 @@ func LoadState(path string) (*State, error) {
 }
 
 var errNoPath = errors.New("state: no state file path")
+
+// missing: nothing is at path (as Go's os.ReadFile finds it: a dangling link is missing too).
+// Any other failure to look (a folder without search permission) is not "missing": the server
+// is asked, and says why.
+func missing(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
+}
 
 // sync brings the exported fields up to the served document, keeping this value's own
 // unsaved edits (a three-way merge against the document they were made on). s.mu is taken
@@ -101,7 +119,13 @@ func (s *State) read() {
 			return
 		}
 	}
+	unserved := s.srv == nil || !s.srv.connected()
 	s.mu.Unlock()
+	if unserved && missing(s.path) {
+		// Nothing written yet (or the folder is gone): no server has anything to add to the
+		// fields, so none is asked or started for a read.
+		return
+	}
 	ctx, cancel := callContext()
 	defer cancel()
 	if err := s.sync(ctx); err != nil && !errors.Is(err, errNoPath) {
