@@ -1,5 +1,5 @@
-// Opening a state dir: its folder checked (private, reached through at most one link), the state
-// file's lock and the server lock taken (or a host's adopted), temp files a crash left swept, the
+// Opening a state dir: its folder checked (private, reached through at most one link), the server
+// lock taken (and a host's daemon lock adopted, when handed over), temp files a crash left swept, the
 // side files recovered (recovery.ts), state.json loaded, and in sync mode the write-ahead log
 // opened. A start that fails releases what it took and removes the folders it made, so a refused
 // start leaves the dir as it found it.
@@ -14,7 +14,7 @@ import type { HighWater } from './high-water.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import type { HeldLock } from './lock.js';
-import { adoptLock, loadFlockBinding, lockServer, lockStateFile } from './lock.js';
+import { adoptLock, loadFlockBinding, lockServer } from './lock.js';
 import { cachedNamesForFdLimit } from './name-cache.js';
 import type { StatePaths } from './paths.js';
 import { statePaths } from './paths.js';
@@ -33,9 +33,13 @@ import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
   durability?: Durability;
-  /** Take the state file's flock (default true). */
+  /** Take the server lock in the side folder (default true; paths.ts serverLockPath). */
   lock?: boolean;
-  /** Adopt the flock a host holds through this descriptor instead of taking it (`serve --lock-fd`). */
+  /**
+   * A descriptor through which the host that started us holds Herrscher's daemon lock
+   * `<dir>/.<base>.lock` (`serve --lock-fd`): adopted and held until close, besides the server
+   * lock. Without it the daemon lock is never created nor taken.
+   */
   lockFd?: number;
   /** The file-system seam (tests inject failures through it). */
   io?: Io;
@@ -94,9 +98,9 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
   const paths = statePaths(path.join(dir, path.basename(given.statePath)));
   const counters = options.counters ?? new StoreCounters();
   const io = countingSyncs(confine(baseIo, dir), counters);
-  const lock = options.lock === false ? undefined
-    : options.lockFd !== undefined ? adoptLock(options.lockFd, paths.lockPath, paths.statePath)
-    : lockStateFile(paths.lockPath, paths.statePath);
+  // The daemon's lock only when a host hands it over: the store's own is the server lock below.
+  const lock = options.lock === false || options.lockFd === undefined ? undefined
+    : adoptLock(options.lockFd, paths.lockPath, paths.statePath);
   const health = options.health ?? new StorageHealth();
   const log = storeLog({ warn: options.warn, error: options.error, health });
   let wal: WriteAheadLog | undefined;
@@ -105,7 +109,7 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
   const created = await missingFolders(io, paths.dir, paths.side);
   try {
     await io.mkdir(path.join(paths.dir, paths.side), 0o700);
-    if (lock) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
+    if (options.lock !== false) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
     await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
     // A backup killed before its end left hard links to every file it fixed: they pin the disk
     // space of transcripts compacted or removed since, until the next backup; no backup runs yet.
@@ -172,7 +176,7 @@ async function removeIfCreated(io: Io, paths: StatePaths, created: string[]): Pr
   }
 }
 
-/** The server lock, then the state file's lock, released as one (the server's first). */
+/** The server lock, then the adopted daemon lock, released as one (the server's first). */
 function bothLocks(server: HeldLock | undefined, state: HeldLock | undefined): HeldLock | undefined {
   if (!state) return server;
   return {
