@@ -15,12 +15,12 @@ import { backupStore } from '../store/backup.js';
 import { isPathComponent } from '../store/paths.js';
 import type { Store } from '../store/store.js';
 import type { ForwardCursor } from '../store/transcript.js';
-import { realStatePath } from '../transport/discovery.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
 import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
 import { WriteHold } from './write-hold.js';
+import { stateKey } from './state-key.js';
 import { CallMetrics } from './call-metrics.js';
 
 export interface ServerOptions {
@@ -62,6 +62,15 @@ export function paramNames(def: MethodDef): string[] {
     s = (s as { _zod?: { def?: { innerType?: unknown } } })._zod?.def?.innerType;
   }
   return [];
+}
+
+let capabilitiesOnce: { methods: string[]; params: Record<string, string[]> } | undefined;
+/** initialize's capabilities: the same for every server of the process, so made once (every connection of the shared server asks). */
+function capabilities(): { methods: string[]; params: Record<string, string[]> } {
+  return (capabilitiesOnce ??= {
+    methods: methodList.map((d) => d.method),
+    params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
+  });
 }
 
 export class StateServer {
@@ -109,10 +118,7 @@ export class StateServer {
           serverInfo: { name: 'herrscher-state', version: options.version },
           protocolVersion: PROTOCOL_VERSION,
           statePath: store.statePath,
-          capabilities: {
-            methods: methodList.map((d) => d.method),
-            params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
-          },
+          capabilities: capabilities(),
         };
       },
       status: () => this.status(),
@@ -169,7 +175,7 @@ export class StateServer {
   /** Refuses (NotThisState) a `state` that names another file than the one this server serves. */
   private async assertServes(state: string): Promise<void> {
     const wanted = path.resolve(state);
-    if ((await realStatePath(wanted)) === this.store.statePath) return;
+    if ((await stateKey(wanted)) === this.store.statePath) return;
     throw new ResponseError(ErrorCodes.NotThisState, `this server serves ${this.store.statePath}, not ${wanted}`);
   }
 

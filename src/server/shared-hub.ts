@@ -12,11 +12,11 @@ import { ErrorCodes } from '../protocol/errors.js';
 import type { StoreOptions } from '../store/store.js';
 import { Store } from '../store/store.js';
 import { StoreError } from '../store/store-error.js';
-import { realStatePath } from '../transport/discovery.js';
 import type { FramedTransport } from '../transport/framing.js';
 import { readLiveServerRecord } from '../transport/server-record.js';
 import type { ServerConnection } from './connection.js';
 import { HeldReader } from './held-reader.js';
+import { stateKey } from './state-key.js';
 import { StateUnit } from './state-unit.js';
 import type { SubscriptionLimits } from './subscriptions.js';
 import { toRpcError } from './to-rpc-error.js';
@@ -127,7 +127,7 @@ export class SharedHub {
 
   private async unitFor(state: string): Promise<StateUnit> {
     if (this.stopping) throw new ResponseError(ErrorCodes.ShuttingDown, 'the shared server is stopping');
-    const key = await realStatePath(state);
+    const key = await stateKey(state);
     const unit = this.units.get(key);
     if (unit && !unit.isDropping) return unit;
     let opening = this.opening.get(key);

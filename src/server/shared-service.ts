@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { StoreOptions } from '../store/store.js';
 import type { FramedTransportOptions } from '../transport/framing.js';
 import { createFramedTransport } from '../transport/framing.js';
-import { MAX_CONNECTIONS } from '../transport/limits.js';
+import { MAX_SHARED_CONNECTIONS } from '../transport/limits.js';
 import type { UnixSocketListener } from '../transport/socket.js';
 import { listenUnixSocket } from '../transport/socket.js';
 import { ensureSocketFolder } from '../transport/socket-folder.js';
@@ -88,7 +88,8 @@ export class SharedService {
       if (options.makeFolder) await ensureSocketFolder(path.dirname(at));
       this.listener = await listenUnixSocket(at, (socket) => this.accept(socket), {
         onError: (err) => this.o.log.error({ err, socket: at }, 'the listening socket failed to accept a connection; it keeps listening'),
-        onDrop: () => this.o.log.warn({ socket: at, max: MAX_CONNECTIONS }, 'a connection was closed on arrival: the most connections served at once are open'),
+        onDrop: () => this.o.log.warn({ socket: at, max: MAX_SHARED_CONNECTIONS }, 'a connection was closed on arrival: the most connections served at once are open'),
+        maxConnections: MAX_SHARED_CONNECTIONS,
       });
       return this.listener.path;
     })();

@@ -39,7 +39,7 @@ function rssMb(pid: number): number {
   return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim()) / 1024;
 }
 
-test(`${STATES} state files in one shared server: one process, each state its own, memory bounded`, TIMEOUT, async (t) => {
+test(`${STATES} state files in one shared server, two connections each: one process, each state its own, memory bounded`, TIMEOUT, async (t) => {
   const runtime = tempDir('hs-shared-run-');
   const server = startShared(t, runtime, ['--durability', 'write']);
   const socket = path.join(runtime, 'herrscher-state', SHARED_SOCKET_NAME);
@@ -52,12 +52,15 @@ test(`${STATES} state files in one shared server: one process, each state its ow
     await c.call('initialize', { state });
     await c.call('session/add', { session: { name: `n${i}`, channelID: 'c1', type: 'text', cmd: 'claude' } });
     await c.call('transcript/append', { name: `n${i}`, entry: { ts: '2026-01-01T00:00:00Z', role: 'user', text: `hello ${i}` } });
-    clients.push(c);
+    // A second program on the same state: 400 connections at once, past a dedicated server's 256.
+    const reader = await connectRaw(socket, 'ndjson', t);
+    await reader.call('initialize', { state });
+    clients.push(c, reader);
   }
   const statuses = (await Promise.all(clients.map((c) => c.call('status', {})))) as { pid: number; statePath: string; connections: number }[];
   assert.deepEqual(new Set(statuses.map((s) => s.pid)), new Set([server.pid]), 'one server process serves them all');
-  assert.deepEqual(statuses.map((s) => s.statePath), states, 'each connection is answered by its own state');
-  assert.ok(statuses.every((s) => s.connections === 1));
+  assert.deepEqual(statuses.map((s) => s.statePath), states.flatMap((s) => [s, s]), 'each connection is answered by its own state');
+  assert.ok(statuses.every((s) => s.connections === 2));
   const rss = rssMb(server.pid);
   assert.ok(rss < MAX_RSS_MB, `resident memory with ${STATES} states open: ${rss.toFixed(1)} MB, bound ${MAX_RSS_MB} MB`);
   assert.deepEqual(readdirSync(path.dirname(socket)), [SHARED_SOCKET_NAME], 'the socket folder holds the socket alone');

@@ -3,7 +3,7 @@
 // store, lock and answers), a state that cannot be opened fails only its own calls, and a
 // dedicated server refuses a state it does not serve.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -222,4 +222,16 @@ test('a state a dedicated server serves answers StateLocked with that server\'s 
   assert.deepEqual(reply.error?.data, { pid: process.pid, socket: dedicated.socket });
   const direct = await dedicated.raw('ndjson');
   assert.equal(((await direct.call('initialize', { state: dedicated.state })) as { statePath: string }).statePath, dedicated.state, 'the socket named serves it');
+});
+
+test('paths to one state file through a linked folder or `..` share one unit', TIMEOUT, async (t) => {
+  const s = await startShared(t);
+  const real = s.stateIn('real');
+  symlinkSync(path.dirname(real), path.join(s.root, 'link'));
+  const names = [real, path.join(s.root, 'link', 'state.json'), path.join(s.root, 'link', '..', 'real', 'state.json')];
+  const clients = await Promise.all(names.map(() => s.connect()));
+  const answers = (await Promise.all(clients.map((c, i) => c.call('initialize', { state: names[i] })))) as { statePath: string }[];
+  const expected = path.join(realpathSync(path.dirname(real)), 'state.json');
+  assert.deepEqual(answers.map((a) => a.statePath), [expected, expected, expected]);
+  assert.equal(s.service.hub.size, 1);
 });
