@@ -600,7 +600,11 @@ var writeSentHook func()
 var errStale = errors.New("state: the connection changed; read again")
 
 // saved records a document this process saved at rev, so its own reads see it at once.
-// refetch: the server filled in what the document left out (incarnations): read it back.
+// refetch: the server filled in what the document left out (incarnations). The commit's feed
+// events came before the save's answer and are applied first: with them the replica holds the
+// server's rows, filled in, and nothing is read back. Only when they did not describe it (the
+// replica is to be read again anyway, or the events were dropped) is d installed, and read back
+// at the next read when it needs filling.
 func (cn *connection) saved(epoch int, d document, rev int, refetch bool) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
@@ -611,9 +615,9 @@ func (cn *connection) saved(epoch int, d document, rev int, refetch bool) {
 	if rev > cn.remoteRev {
 		cn.remote, cn.remoteRev, cn.applying = d.clone(), rev, 0
 		cn.version++
-	}
-	if refetch {
-		cn.stale = true
+		if refetch {
+			cn.stale = true
+		}
 	}
 }
 
@@ -636,6 +640,21 @@ func (cn *connection) changed(epoch int, name string, set func(r *Session) bool)
 	set(r)
 	if !sameSession(&before, r) {
 		cn.version++
+	}
+}
+
+// added makes a row this process's AddSession added on the server show in the replica. The
+// feed's event of that commit, with the row as the server filled it in, came before the answer
+// and is applied first; without it (events dropped) the document is read again at the next read.
+func (cn *connection) added(epoch int, name string) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.epoch != epoch || cn.client == nil {
+		return
+	}
+	cn.drainLocked()
+	if row(&cn.remote, name) == nil {
+		cn.stale = true
 	}
 }
 

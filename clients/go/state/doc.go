@@ -15,7 +15,8 @@
 // sees its change.
 //
 // Mutators change the document as Go's do and save it whole (state/save), with
-// compare-and-set on the revision it was built on. Direct edits of the exported fields are
+// compare-and-set on the revision it was built on; on a State without unsaved edits,
+// AddSession and the session setters send their one row to the server's row methods instead. Direct edits of the exported fields are
 // saved with the next save of that value, as in Go. A save that meets another writer's
 // commit is rebuilt on the newer document and retried. Unsaved edits merge three ways with
 // what others committed since this State's revision: top-level fields one by one, session
@@ -65,8 +66,9 @@
 // stops 2 s after its last connection closed.
 //
 // The executable is $HERRSCHER_STATE_BIN (a path; one ending in .js is run with node), else
-// herrscher-state from PATH. $HERRSCHER_STATE_DURABILITY (sync or write) is passed to the
-// server the package starts; unset, the server's default (sync) applies.
+// herrscher-state from PATH. The server the package starts writes with --durability write
+// (no fsync, as Go's Save: a temporary file renamed), unless $HERRSCHER_STATE_DURABILITY names
+// another (sync: every acknowledged write survives a power loss).
 //
 // Every call is bounded: finding or starting the server, the request and its answer take at
 // most $HERRSCHER_STATE_CALL_TIMEOUT_MS milliseconds (default 35000), after which the call

@@ -80,13 +80,19 @@ func serverCommand() []string {
 	return []string{bin}
 }
 
+// defaultDurability is the durability of the server the package starts when
+// $HERRSCHER_STATE_DURABILITY names none: write, as Go's package writes (its Save writes a
+// temporary file and renames it, with no fsync). A call then costs a round trip and the write,
+// not an fsync; sync is there for whoever wants more than Go gave.
+const defaultDurability = "write"
+
 // serverArgs are the serve options every server the package starts gets.
 func serverArgs() []string {
-	args := []string{"--log-level", "warn"}
-	if d := os.Getenv("HERRSCHER_STATE_DURABILITY"); d != "" {
-		args = append(args, "--durability", d)
+	durability := os.Getenv("HERRSCHER_STATE_DURABILITY")
+	if durability == "" {
+		durability = defaultDurability
 	}
-	return args
+	return []string{"--log-level", "warn", "--durability", durability}
 }
 
 // lockedError: another process holds the state's single-writer lock and serves it on no
@@ -254,6 +260,11 @@ func sameFile(a, b string) bool {
 // exits. lost: it exited because another server holds the socket (another start won, or the
 // last one has not gone yet): dial again. It is never killed: once started it serves every
 // process of the user, and stops by itself once none has used it for sharedIdleExitMs.
+//
+// The starts of this package are one at a time per user: each holds an flock on shared.log
+// (its own open of it) from before it looks at the socket again until its server accepts or
+// exits, so starts that found a dead server's socket at once do not replace each other's
+// socket; the later ones find the first one's server listening and start nothing.
 func startShared(ctx context.Context, socket string) (lost bool, err error) {
 	dir := filepath.Dir(socket)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -263,6 +274,24 @@ func startShared(ctx context.Context, socket string) (lost bool, err error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return false, err
+	}
+	starting, err := os.Open(logPath) // the start lock's own open file: the server does not share it
+	if err != nil {
+		logFile.Close()
+		return false, err
+	}
+	defer starting.Close() // releases the start lock
+	for syscall.Flock(int(starting.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if pause(ctx, 5*time.Millisecond); ctx.Err() != nil {
+			logFile.Close()
+			return false, ctx.Err()
+		}
+	}
+	var d net.Dialer
+	if nc, err := d.DialContext(ctx, "unix", socket); err == nil {
+		nc.Close() // the start before this one's server listens
+		logFile.Close()
+		return false, nil
 	}
 	var from int64
 	if fi, err := logFile.Stat(); err == nil {
@@ -297,7 +326,6 @@ func startShared(ctx context.Context, socket string) (lost bool, err error) {
 			return false, ctx.Err()
 		case <-tick.C:
 		}
-		var d net.Dialer
 		if nc, err := d.DialContext(ctx, "unix", socket); err == nil {
 			nc.Close()
 			return false, nil

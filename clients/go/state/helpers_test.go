@@ -60,7 +60,8 @@ func TestMain(m *testing.M) {
 func startRecorder(dir, cli string) (bin, starts string, err error) {
 	// Not named herrscher-state: that is the socket folder's name in dir.
 	bin, starts = filepath.Join(dir, "serve-recorder"), filepath.Join(dir, "starts")
-	script := fmt.Sprintf("#!/bin/sh\necho $$ >> '%s'\nexec node '%s' \"$@\"\n", starts, cli)
+	// The arguments of each start go to starts.args, one line each.
+	script := fmt.Sprintf("#!/bin/sh\necho $$ >> '%s'\necho \"$@\" >> '%s.args'\nexec node '%s' \"$@\"\n", starts, starts, cli)
 	return bin, starts, os.WriteFile(bin, []byte(script), 0o755)
 }
 

@@ -233,3 +233,21 @@ func TestALostStartRaceIsRecognised(t *testing.T) {
 		t.Fatalf("served by %d after the lost start, was %d", got, pid)
 	}
 }
+
+// The server the package starts writes as Go's package does (no fsync) unless
+// $HERRSCHER_STATE_DURABILITY asks for another durability.
+func TestTheStartedServerWritesAsGoDoesUnlessTold(t *testing.T) {
+	for _, c := range []struct{ env, want string }{{"", "--durability write"}, {"sync", "--durability sync"}} {
+		t.Run("env="+c.env, func(t *testing.T) {
+			t.Setenv("HERRSCHER_STATE_DURABILITY", c.env)
+			starts, _ := ownSharedServer(t)
+			if err := mustLoad(t, filepath.Join(stateDir(t), "state.json")).SetWorkspace("/ws"); err != nil {
+				t.Fatal(err)
+			}
+			args, err := os.ReadFile(starts + ".args")
+			if err != nil || !strings.Contains(string(args), "serve --shared") || !strings.Contains(string(args), c.want) {
+				t.Fatalf("started with %q (%v), want %s", args, err, c.want)
+			}
+		})
+	}
+}
