@@ -17,7 +17,7 @@ import { findCli, resolutionBases } from './cli-path.js';
 import type { CallOptions } from './call-options.js';
 import { ClientCore } from './client-core.js';
 import type { MethodName, MethodParams, MethodResults, NotificationName, NotificationParams } from './contract-types.js';
-import { ConnectionClosedError, START_ERROR_STDERR_LINES, StartError } from './client-errors.js';
+import { CallTimeoutError, ConnectionClosedError, START_ERROR_STDERR_LINES, StartError } from './client-errors.js';
 import { Link, LOCAL_CODES } from './link.js';
 import { stderrTail } from './stderr-tail.js';
 import { methodNames } from './method-names.js';
@@ -161,6 +161,7 @@ const NOT_THERE_YET = new Set<string>(['ENOENT', 'ECONNREFUSED', 'ENOSERVER']);
 async function dialWaiting(options: ConnectOptions): Promise<Link> {
   const bound = options.timeoutMs ?? 2000;
   const deadline = Date.now() + bound;
+  let previous: SocketError | ResponseError | undefined;
   for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
     try {
       return await dialSocket({ ...options, timeoutMs: Math.max(1, deadline - Date.now()) });
@@ -168,9 +169,13 @@ async function dialWaiting(options: ConnectOptions): Promise<Link> {
       if (!notThereYet(err)) throw err;
       const left = deadline - Date.now();
       if (left <= 0) {
-        const waited = `${(err as Error).message} (waited ${bound} ms)`;
-        throw err instanceof SocketError ? new SocketError(waited, err.code) : new ResponseError(err.code, waited, err.data);
+        // An attempt cut short by the wait's own end says less than the one before it (the
+        // server's answer): that one is told.
+        const told = previous !== undefined && err.cause instanceof CallTimeoutError ? previous : err;
+        const waited = `${told.message} (waited ${bound} ms)`;
+        throw told instanceof SocketError ? new SocketError(waited, told.code) : new ResponseError(told.code, waited, told.data);
       }
+      previous = err;
       await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left)));
     }
   }
@@ -251,7 +256,10 @@ async function openSocket(found: FoundSocket, options: ConnectOptions, state: st
 async function introduce(link: Link, found: FoundSocket, state: string | undefined, options: ConnectOptions): Promise<Link> {
   if (state === undefined) return link;
   try {
-    const { statePath } = (await link.request('initialize', { state }, options.callTimeoutMs)) as { statePath: string };
+    // With `wait`, timeoutMs is what is left of the wait: a server that accepts and never answers
+    // ends in the wait's bound too.
+    const bound = options.callTimeoutMs ?? (options.wait ? options.timeoutMs : undefined);
+    const { statePath } = (await link.request('initialize', { state }, bound)) as { statePath: string };
     if (await servesState(statePath, state)) return link;
     throw noServerFor(found, state, `the server at ${describeSource(found)} serves ${statePath}; nothing but initialize was sent to it`);
   } catch (err) {
@@ -265,7 +273,7 @@ async function introduce(link: Link, found: FoundSocket, state: string | undefin
     if (err instanceof ResponseError && !LOCAL_CODES.has(err.code)) {
       throw new ResponseError(err.code, `${state}: the server at ${describeSource(found)} cannot serve it: ${err.message}`, err.data);
     }
-    throw noServerFor(found, state, `the server at ${describeSource(found)} did not say which state it serves: ${(err as Error).message}`);
+    throw Object.assign(noServerFor(found, state, `the server at ${describeSource(found)} did not say which state it serves: ${(err as Error).message}`), { cause: err });
   }
 }
 

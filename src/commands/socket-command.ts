@@ -9,7 +9,8 @@ export const socketCommand = defineCommand({
   description:
     'Finds the server as call does ($HERRSCHER_STATE_SOCKET, else the socket the live server of\n' +
     'the state file recorded, else the shared server\'s socket when it exists, else the default\n' +
-    'socket) and prints its path once it answers.',
+    'socket) and prints the path of the socket that answered (the state\'s own server\'s when\n' +
+    'the shared server names it as the holder of the state\'s lock).',
   flags: { ...CLIENT_FLAGS },
   examples: [
     { command: 'herrscher-state socket', says: 'the socket of the server of the default state' },

@@ -56,13 +56,15 @@ describe('clients of the shared server', { concurrency: 2 }, () => {
     // An initialize the caller sends names the client's state too: the bound state answers.
     assert.equal((await ca.initialize()).statePath, a);
 
-    const [status, statusJson, call, sessions, tail] = await Promise.all([
+    const [status, statusJson, call, sessions, tail, where] = await Promise.all([
       runToEnd(['status', '--state', a], { env }),
       runToEnd(['status', '--json', '--state', b], { env }),
       runToEnd(['call', '--state', b, 'session/list'], { env }),
       runToEnd(['sessions', '--state', a], { env }),
       runToEnd(['tail', 'alpha', '--state', a], { env }),
+      runToEnd(['socket', '--state', a], { env }),
     ]);
+    assert.deepEqual([where.code, where.stdout], [0, `${shared}\n`], where.stderr);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, new RegExp(`^state: +${a}$`, 'm'));
     assert.match(status.stdout, new RegExp(`^answered by: +${shared} \\(the per-user shared server;`, 'm'));
@@ -120,6 +122,8 @@ describe('clients of the shared server', { concurrency: 2 }, () => {
     const direct = await connect({ env, state: c });
     t.after(() => direct.close());
     assert.equal(direct.server?.source, 'record');
+    const where = await runToEnd(['socket', '--socket', shared, '--state', c], { env });
+    assert.deepEqual([where.code, where.stdout], [0, `${own.socket}\n`], 'socket prints the socket that answered: the holder\'s');
 
     // d's lock held by a server on stdio alone (no socket, no record): nothing to dial.
     const d = stateIn('d');
