@@ -27,7 +27,8 @@ export const serveCommand = defineCommand({
   summary: 'own a state dir and serve it on stdio and/or a unix socket',
   usage: ['serve [--state FILE] [--stdio] [--socket PATH] [options]', 'serve --shared [--socket PATH] [--exit-when-idle MS] [--state-idle-ms MS] [options]'],
   description:
-    'Takes the state dir\'s lock (as Herrscher\'s Go daemon does), so one process writes it.\n' +
+    'Takes the state\'s single-writer lock (<dir>/.herrscher-state/server.lock), so one process\n' +
+    'writes it; Herrscher\'s daemon lock (<dir>/.<base>.lock) only when handed over (--lock-fd).\n' +
     'Stops in order (answers what it received, finishes writes, removes its socket) on stdin EOF\n' +
     'in --stdio mode, on the exit notification, on SIGTERM, SIGINT or SIGHUP, and with exit 0\n' +
     'when its state dir is removed.\n\n' +
@@ -61,7 +62,7 @@ export const serveCommand = defineCommand({
     'lock-fd': {
       type: 'string',
       value: 'N',
-      help: 'the host holds the state\'s flock and passes its open lock file\n(<dir>/.<base>.lock) as descriptor N, e.g. Go\'s cmd.ExtraFiles: 3',
+      help: 'the host holds Herrscher\'s daemon lock and passes its open lock file\n(<dir>/.<base>.lock) as descriptor N, e.g. Go\'s cmd.ExtraFiles: 3; held too until exit',
     },
     durability: {
       type: 'string',

@@ -45,7 +45,7 @@ export async function serveShared(o: ServeSharedOptions): Promise<void> {
       // A lost start race: the winner serves; a starter dials it on this code.
       log.debug({ err }, 'another shared server listens on the socket');
       logging.flush();
-      process.stderr.write(`herrscher-state: another shared server listens on ${socket} already; use that one\n`);
+      process.stderr.write(`herrscher-state: another shared server serves ${socket} already (or is starting or stopping there); use that one\n`);
       process.exit(EXIT.inUse);
     }
     exitOnStartFailure(logging, 'socket', socket, err);

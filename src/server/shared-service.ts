@@ -11,13 +11,15 @@ import type { FramedTransportOptions } from '../transport/framing.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { MAX_SHARED_CONNECTIONS } from '../transport/limits.js';
 import type { UnixSocketListener } from '../transport/socket.js';
-import { listenUnixSocket } from '../transport/socket.js';
+import { assertFolderSafe, listenUnixSocket, SocketError } from '../transport/socket.js';
 import { ensureSocketFolder } from '../transport/socket-folder.js';
 import { IdleWatch } from './idle-watch.js';
 import { STOP_GRACE_MS } from './service.js';
 import type { Stopped } from './service.js';
 import { DEFAULT_STATE_IDLE_MS } from './shared-defaults.js';
 import { SharedHub } from './shared-hub.js';
+import type { SocketLock } from './socket-lock.js';
+import { lockSocket, socketLockPath } from './socket-lock.js';
 import type { SubscriptionLimits } from './subscriptions.js';
 
 export interface SharedServiceOptions {
@@ -49,6 +51,8 @@ export class SharedService {
   private listening: Promise<unknown> = Promise.resolve();
   private readonly idleWatch: IdleWatch | undefined;
   private readonly sockets = new Set<net.Socket>();
+  /** Held from before the socket is looked at until the stop has finished (socket-lock.ts). */
+  private lock: SocketLock | undefined;
 
   constructor(private readonly o: SharedServiceOptions) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
@@ -78,14 +82,19 @@ export class SharedService {
   }
 
   /**
-   * Listens on `socketPath` (the default folder is made 0700 when `makeFolder`); throws
-   * SocketError when it cannot (EADDRINUSE: another live server listens there, untouched).
+   * Takes the socket's lifetime lock, then listens on `socketPath` (the default folder is made
+   * 0700 when `makeFolder`); throws SocketError when it cannot (EADDRINUSE: another shared server
+   * holds the lock or listens there; its socket is left untouched).
    */
   async listen(socketPath: string, options: { makeFolder?: boolean } = {}): Promise<string> {
     if (this.listener || this.stopping) throw new Error(this.stopping ? 'the shared server is stopping' : 'the shared server listens already');
     const at = path.resolve(socketPath);
     const listening = (async () => {
       if (options.makeFolder) await ensureSocketFolder(path.dirname(at));
+      // The folder is checked before the lock file is made in it.
+      await assertFolderSafe(path.dirname(at));
+      this.lock ??= lockSocket(at);
+      if (!this.lock) throw new SocketError(`another shared server holds ${socketLockPath(at)}: it serves ${at}, or is starting or stopping there`, 'EADDRINUSE');
       this.listener = await listenUnixSocket(at, (socket) => this.accept(socket), {
         onError: (err) => this.o.log.error({ err, socket: at }, 'the listening socket failed to accept a connection; it keeps listening'),
         onDrop: () => this.o.log.warn({ socket: at, max: MAX_SHARED_CONNECTIONS }, 'a connection was closed on arrival: the most connections served at once are open'),
@@ -94,6 +103,11 @@ export class SharedService {
       return this.listener.path;
     })();
     this.listening = listening.catch(() => undefined);
+    // A start that failed holds nothing.
+    listening.catch(() => {
+      this.lock?.release();
+      this.lock = undefined;
+    });
     return listening;
   }
 
@@ -116,6 +130,8 @@ export class SharedService {
       await this.listener?.close().catch((err: unknown) => log.error({ err }, 'closing the socket failed'));
       await this.hub.stop();
       for (const socket of this.sockets) socket.destroy();
+      // Last: a successor starts only once every state's lock is released and the socket is gone.
+      this.lock?.release();
       log.info({ code }, 'stopped');
       const stopped = { code, why };
       this.resolveStopped(stopped);

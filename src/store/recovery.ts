@@ -11,10 +11,15 @@ import { replayWal, walRelIn } from './wal.js';
 /** The session name of `transcripts/<name>.jsonl`. */
 const nameOfTranscript = (rel: string): string => rel.slice('transcripts/'.length, -'.jsonl'.length);
 
-/** Recovers the state dir `dir` for the state file whose side folder is `side`; returns its marks. `sync`: the store's durability is `sync`. */
-export async function recover(io: Io, dir: string, side: string, log: StoreLog, sync = true): Promise<HighWater> {
-  const marks = await HighWater.load(io, dir, log, highWaterRelIn(side));
+/**
+ * Recovers the state dir `dir` for the state file whose side folder is `side`; returns its marks.
+ * `freshSide`: the open just made the side folder, so it holds no marks and no log to replay.
+ * `sync`: the store's durability is `sync` (the take-over's own replaces are synced only then).
+ */
+export async function recover(io: Io, dir: string, side: string, log: StoreLog, { freshSide = false, sync = true }: { freshSide?: boolean; sync?: boolean } = {}): Promise<HighWater> {
+  const marks = freshSide ? HighWater.none(io, dir, highWaterRelIn(side)) : await HighWater.load(io, dir, log, highWaterRelIn(side));
   await adoptSharedSideFiles(io, dir, side, { marks, nameOf: nameOfTranscript, log, sync });
+  if (freshSide) return marks;
   await replayWal(io, dir, log, async (seqs) => {
     for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
     await marks.save();

@@ -23,6 +23,7 @@ import { recover } from './recovery.js';
 import type { Durability } from './state-store.js';
 import { StateStore } from './state-store.js';
 import { assertPrivateDir, confine } from './state-dir.js';
+import { StateDirWatch } from './state-gone.js';
 import type { StoreLog } from './store-log.js';
 import { ioError } from './store-error.js';
 import { storeLog } from './store-log.js';
@@ -84,6 +85,8 @@ export interface StoreParts {
   counters: StoreCounters;
   /** How many idle names keep their Transcript and Participants objects. */
   cachedNames: number;
+  /** Whether the state dir is still the one opened (state-gone.ts). */
+  dirWatch: StateDirWatch;
 }
 
 /** Locks, sweeps temp files a crash left, recovers the side files and loads state.json (see StateStore.load). */
@@ -102,10 +105,11 @@ async function openStoreWith(statePath: string, options: StoreOptions, baseIo: I
   const given = statePaths(statePath);
   const durability = options.durability ?? 'sync';
   if (options.lock !== false) loadFlockBinding(); // before anything is made on disk
-  await baseIo.mkdir(given.dir, 0o700);
+  // Go's Save makes the folders down to the state dir (MkdirAll); only an open does here.
+  const freshDir = await mkdirAll(baseIo, given.dir);
   // The dir itself may be reached through a link (a configured path); nothing inside it is.
   const dir = await baseIo.realpath(given.dir);
-  await assertPrivateDir(baseIo, dir);
+  const dirStat = await assertPrivateDir(baseIo, dir);
   const paths = statePaths(path.join(dir, path.basename(given.statePath)));
   const counters = options.counters ?? new StoreCounters();
   const io = countingSyncs(confine(baseIo, dir), counters);
@@ -118,18 +122,21 @@ async function openStoreWith(statePath: string, options: StoreOptions, baseIo: I
   let serverLock: HeldLock | undefined;
   // Folders this start creates: a start that fails removes them again (a refused start changes nothing).
   const created = await missingFolders(io, paths.dir, paths.side);
+  // What this open makes holds nothing to sweep, recover or load: those looks are skipped (a new
+  // state costs a call, not a dozen reads that find nothing).
+  const fresh = { dir: freshDir, side: created.includes(paths.side) };
   try {
     await io.mkdir(path.join(paths.dir, paths.side), 0o700);
     if (options.lock !== false) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
-    await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
+    await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side, fresh);
     // A backup killed before its end left hard links to every file it fixed: they pin the disk
     // space of transcripts compacted or removed since, until the next backup; no backup runs yet.
-    await removeStaleStaging(path.join(paths.dir, paths.side)).catch((err: unknown) => log.error('backup staging folders not removed', ioError('remove', paths.side, err)));
+    if (!fresh.side) await removeStaleStaging(path.join(paths.dir, paths.side)).catch((err: unknown) => log.error('backup staging folders not removed', ioError('remove', paths.side, err)));
     // Before anything reads a transcript: put back what a crash kept from the files.
-    const marks = await recover(io, paths.dir, paths.side, log, durability === 'sync');
+    const marks = await recover(io, paths.dir, paths.side, log, { freshSide: fresh.side, sync: durability === 'sync' });
     // After the replay: a key counts only if its append's bytes are in the file.
-    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE));
-    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE));
+    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE), fresh.side);
+    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE), fresh);
     const id = state.document.instanceID ?? '';
     if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
       // Written by another writer (Go checks nothing): served all the same, on the socket without it.
@@ -144,7 +151,7 @@ async function openStoreWith(statePath: string, options: StoreOptions, baseIo: I
     }
     return {
       statePath: paths.statePath, dir: paths.dir, side: paths.side, state, io, durability, lock: bothLocks(serverLock, lock), log, wal,
-      marks, appendKeys, health, counters, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
+      marks, appendKeys, health, counters, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(), dirWatch: new StateDirWatch(baseIo, dir, dirStat),
     };
   } catch (err) {
     serverLock?.release();
@@ -152,6 +159,23 @@ async function openStoreWith(statePath: string, options: StoreOptions, baseIo: I
     lock?.release();
     throw err;
   }
+}
+
+/**
+ * Makes `dir` and every missing folder above it, one at a time (Io.mkdir makes one); true when
+ * `dir` itself was made here (it holds nothing yet). One that exists is only looked at.
+ */
+async function mkdirAll(io: Io, dir: string): Promise<boolean> {
+  try {
+    await io.lstat(dir);
+    return false; // what it is (a folder, a link to one, private) is checked next
+  } catch (err) {
+    if (!isErrno(err, 'ENOENT')) throw err;
+  }
+  const parent = path.dirname(dir);
+  if (parent !== dir) await mkdirAll(io, parent);
+  await io.mkdir(dir, 0o700);
+  return true;
 }
 
 /** The folders of `side` (relative to dir) that do not exist yet, outermost first. */

@@ -4,10 +4,12 @@
 // exits with 4 at once, leaving the winner's socket alone).
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { EXIT } from '../../src/commands/command.js';
+import { socketLockPath } from '../../src/server/socket-lock.js';
+import { tryFlock } from '../../src/store/lock.js';
 import { SHARED_SOCKET_NAME } from '../../src/transport/socket.js';
 import type { Child, Ctx } from '../helpers/cli.js';
 import { runCli, waitForSocket } from '../helpers/cli.js';
@@ -15,6 +17,8 @@ import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw } from '../helpers/wire.js';
 
 const TIMEOUT = { timeout: 180_000 };
+/** The shared server's lifetime lock beside its socket (src/server/socket-lock.ts). */
+const LOCK_NAME = path.basename(socketLockPath(SHARED_SOCKET_NAME));
 const STATES = 200;
 /** A generous bound on the server's resident memory with STATES states open (the issue's: 150 MB). */
 const MAX_RSS_MB = 150;
@@ -63,11 +67,11 @@ test(`${STATES} state files in one shared server, two connections each: one proc
   assert.ok(statuses.every((s) => s.connections === 2));
   const rss = rssMb(server.pid);
   assert.ok(rss < MAX_RSS_MB, `resident memory with ${STATES} states open: ${rss.toFixed(1)} MB, bound ${MAX_RSS_MB} MB`);
-  assert.deepEqual(readdirSync(path.dirname(socket)), [SHARED_SOCKET_NAME], 'the socket folder holds the socket alone');
+  assert.deepEqual(readdirSync(path.dirname(socket)).sort(), [LOCK_NAME, SHARED_SOCKET_NAME], 'the socket folder holds the socket and its lock alone');
   for (const state of states) assert.equal(existsSync(path.join(path.dirname(state), '.herrscher-state', 'state.json.serving.json')), false, 'no server record');
   server.child.kill('SIGTERM');
   assert.deepEqual(await server.exited, { code: 0, signal: null });
-  assert.deepEqual(readdirSync(path.dirname(socket)), [], 'the stop removed the socket');
+  assert.deepEqual(readdirSync(path.dirname(socket)), [LOCK_NAME], 'the stop removed the socket (the lock file stays, unlocked)');
 });
 
 /** A client process: for each state, connect, initialize it, append once, close; prints the pids that answered. */
@@ -130,7 +134,7 @@ test(`4 client processes on the same ${STATES} states: one server process, every
     assert.deepEqual(read.entries.map((e) => e.text).sort(), ['w', 'x', 'y', 'z']);
     c.end();
   }
-  assert.deepEqual(readdirSync(path.dirname(socket)), [SHARED_SOCKET_NAME], 'the socket folder holds the socket alone: no log, no per-state socket');
+  assert.deepEqual(readdirSync(path.dirname(socket)).sort(), [LOCK_NAME, SHARED_SOCKET_NAME], 'the socket folder holds the socket and its lock alone: no log, no per-state socket');
   server.child.kill('SIGTERM');
   assert.deepEqual(await server.exited, { code: 0, signal: null });
 });
@@ -142,7 +146,7 @@ test('two racing serve --shared on one socket: one serves, the other exits 4 at 
   const first = await Promise.race([a.exited.then(() => a), b.exited.then(() => b)]);
   const winner = first === a ? b : a;
   assert.deepEqual(await first.exited, { code: EXIT.inUse, signal: null }, `the loser's stderr: ${first.stderr()}`);
-  assert.match(first.stderr(), /another shared server listens on .* already/);
+  assert.match(first.stderr(), /another shared server serves .* already/);
   await waitForSocket(socket, winner);
   const c = await connectRaw(socket, 'ndjson', t);
   await c.call('initialize', { state: statePathIn(tempDir('hs-shared-race-')) });
@@ -165,5 +169,44 @@ test('serve --shared --exit-when-idle stops with 0 once its last connection is g
   await c.call('initialize', { state: statePathIn(tempDir('hs-shared-idle-')) });
   c.end();
   assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
-  assert.deepEqual(readdirSync(path.dirname(socket)), []);
+  assert.deepEqual(readdirSync(path.dirname(socket)), [LOCK_NAME]);
+});
+
+test('serve --shared exits 4 at once while another holds its socket\'s lock, and never touches the socket path', TIMEOUT, async (t) => {
+  const runtime = tempDir('hs-shared-run-');
+  const folder = path.join(runtime, 'herrscher-state');
+  mkdirSync(folder, { mode: 0o700 });
+  const socket = path.join(folder, SHARED_SOCKET_NAME);
+  // Another server mid-start (or mid-stop): the lock held, no socket yet.
+  const fd = openSync(socketLockPath(socket), 'a+', 0o600);
+  t.after(() => closeSync(fd));
+  assert.equal(tryFlock(fd), true);
+  const server = startShared(t, runtime);
+  assert.deepEqual(await server.exited, { code: EXIT.inUse, signal: null }, server.stderr());
+  assert.deepEqual(readdirSync(folder), [LOCK_NAME], 'no socket was made');
+});
+
+test('4 serve --shared started at once over a stale socket file: exactly one serves, the others exit 4', { timeout: 60_000 }, async (t) => {
+  const runtime = tempDir('hs-shared-run-');
+  const folder = path.join(runtime, 'herrscher-state');
+  mkdirSync(folder, { mode: 0o700 });
+  const socket = path.join(folder, SHARED_SOCKET_NAME);
+  // A server killed with -9 leaves its socket file: nothing answers on it.
+  const dead = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(socket)}, () => process.stdout.write('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => dead.stdout.once('data', () => resolve()));
+  dead.kill('SIGKILL');
+  await new Promise((resolve) => dead.once('exit', resolve));
+  assert.ok(existsSync(socket), 'the stale socket file is there');
+  const starts = [0, 1, 2, 3].map(() => startShared(t, runtime));
+  await Promise.any(starts.map((s) => waitForSocket(socket, s)));
+  const c = await connectRaw(socket, 'ndjson', t);
+  await c.call('initialize', { state: statePathIn(tempDir('hs-shared-stale-')) });
+  const { pid } = (await c.call('status', {})) as { pid: number };
+  const winner = starts.find((s) => s.pid === pid);
+  assert.ok(winner, 'the socket is one of the starts\'');
+  // Every other start ends with 4 (one left running, unreachable, would never end: the test's timeout).
+  for (const s of starts.filter((x) => x !== winner)) assert.deepEqual(await s.exited, { code: EXIT.inUse, signal: null }, s.stderr());
+  c.end();
+  winner.child.kill('SIGTERM');
+  assert.deepEqual(await winner.exited, { code: 0, signal: null });
 });

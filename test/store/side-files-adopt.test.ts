@@ -49,12 +49,13 @@ interface Run {
   errors: string[];
 }
 
-async function adopt(dir: string, io: Io = nodeIo): Promise<Run> {
+async function adopt(dir: string, io: Io = nodeIo, sync = true): Promise<Run> {
   const warnings: string[] = [];
   const errors: string[] = [];
   const log = storeLog({ warn: (m) => warnings.push(m), error: (m) => errors.push(m) });
+  mkdirSync(path.join(dir, SIDE), { recursive: true, mode: 0o700 }); // as the store's open makes it, before the take-over
   const marks = await HighWater.load(io, dir, log, highWaterRelIn(SIDE));
-  await adoptSharedSideFiles(io, dir, SIDE, { marks, nameOf, log });
+  await adoptSharedSideFiles(io, dir, SIDE, { marks, nameOf, log, sync });
   return { marks, warnings, errors };
 }
 
@@ -104,9 +105,7 @@ test('with durability write the take-over syncs nothing of its own: the metas an
       return nodeIo.syncDir(d);
     },
   });
-  const log = storeLog({});
-  const marks = await HighWater.load(io, dir, log, highWaterRelIn(SIDE));
-  await adoptSharedSideFiles(io, dir, SIDE, { marks, nameOf, log, sync: false });
+  await adopt(dir, io, false);
   for (const rel of [path.join(SIDE, 'transcripts/s.json'), path.join(SIDE, 'transcripts/s.json.copy'), MARKER]) assert.equal(replaces.get(rel), false, rel);
   assert.equal(synced.includes(path.join(SIDE, 'transcripts')), false, `synced: ${synced.join(', ')}`);
   assert.equal(readFileSync(path.join(dir, SIDE, 'transcripts', 's.json'), 'utf8'), 'shared s.json\n');
