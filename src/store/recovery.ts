@@ -14,10 +14,11 @@ const nameOfTranscript = (rel: string): string => rel.slice('transcripts/'.lengt
 /**
  * Recovers the state dir `dir` for the state file whose side folder is `side`; returns its marks.
  * `freshSide`: the open just made the side folder, so it holds no marks and no log to replay.
+ * `sync`: the store's durability is `sync` (the take-over's own replaces are synced only then).
  */
-export async function recover(io: Io, dir: string, side: string, log: StoreLog, freshSide = false): Promise<HighWater> {
+export async function recover(io: Io, dir: string, side: string, log: StoreLog, { freshSide = false, sync = true }: { freshSide?: boolean; sync?: boolean } = {}): Promise<HighWater> {
   const marks = freshSide ? HighWater.none(io, dir, highWaterRelIn(side)) : await HighWater.load(io, dir, log, highWaterRelIn(side));
-  await adoptSharedSideFiles(io, dir, side, { marks, nameOf: nameOfTranscript, log });
+  await adoptSharedSideFiles(io, dir, side, { marks, nameOf: nameOfTranscript, log, sync });
   if (freshSide) return marks;
   await replayWal(io, dir, log, async (seqs) => {
     for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);

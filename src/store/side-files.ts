@@ -9,7 +9,9 @@
 // - the shared log is replayed (idempotent: bytes already in place are skipped) and left as it is
 //   for state.json, but only while no server of state.json holds its server lock (one that does
 //   replayed that log at its own start, and writes to it now).
-// A marker file ends it: later starts do nothing here.
+// A marker file ends it: later starts do nothing here. What it writes is synced when the store's
+// durability is `sync`; with `write` (no fsync anywhere, as Go's package) it is not, and a power
+// loss that drops the marker only makes the next start take the shared files over again (each step is idempotent).
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import { HIGH_WATER_REL, HighWater } from './high-water.js';
@@ -28,14 +30,14 @@ export async function adoptSharedSideFiles(
   io: Io,
   dir: string,
   side: string,
-  { marks, nameOf, log }: { marks: HighWater; nameOf: (transcriptRel: string) => string; log: StoreLog },
+  { marks, nameOf, log, sync = true }: { marks: HighWater; nameOf: (transcriptRel: string) => string; log: StoreLog; sync?: boolean },
 ): Promise<void> {
   if (side === LEGACY_SIDE) return;
   const marker = path.join(dir, side, MARKER);
   if (await exists(io, marker)) return;
   const shared = await HighWater.load(io, dir, log, HIGH_WATER_REL);
   for (const [name, next] of shared.entries()) marks.raise(name, next);
-  await copyMetas(io, dir, side);
+  await copyMetas(io, dir, side, sync);
   let serverLock;
   try {
     serverLock = lockServer(
@@ -59,13 +61,13 @@ export async function adoptSharedSideFiles(
   await marks.save();
   try {
     // Stryker disable next-line StringLiteral: only the marker's existence is ever looked at; its text is for a reader
-    await io.writeAtomic(marker, 'the shared side files of .herrscher-state/ were taken over\n', { mode: 0o600, sync: true });
+    await io.writeAtomic(marker, 'the shared side files of .herrscher-state/ were taken over\n', { mode: 0o600, sync });
   } catch (err) {
     throw ioError('write', path.join(side, MARKER), err);
   }
 }
 
-async function copyMetas(io: Io, dir: string, side: string): Promise<void> {
+async function copyMetas(io: Io, dir: string, side: string, sync: boolean): Promise<void> {
   const from = path.join(LEGACY_SIDE, 'transcripts');
   let names: string[];
   try {
@@ -86,12 +88,12 @@ async function copyMetas(io: Io, dir: string, side: string): Promise<void> {
       throw ioError('read', path.join(from, n), err);
     }
     try {
-      await io.writeAtomic(path.join(dir, to, n), bytes, { mode: 0o600, sync: true });
+      await io.writeAtomic(path.join(dir, to, n), bytes, { mode: 0o600, sync });
     } catch (err) {
       throw ioError('write', path.join(to, n), err);
     }
   }
-  await io.syncDir(path.join(dir, to));
+  if (sync) await io.syncDir(path.join(dir, to));
 }
 
 async function exists(io: Io, file: string): Promise<boolean> {

@@ -13,6 +13,7 @@ import { countingSyncs, StoreCounters } from './store-counters.js';
 import type { HighWater } from './high-water.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
+import { openingIo } from './open-io.js';
 import type { HeldLock } from './lock.js';
 import { adoptLock, loadFlockBinding, lockServer } from './lock.js';
 import { cachedNamesForFdLimit } from './name-cache.js';
@@ -90,8 +91,18 @@ export interface StoreParts {
 
 /** Locks, sweeps temp files a crash left, recovers the side files and loads state.json (see StateStore.load). */
 export async function openStore(statePath: string, options: StoreOptions = {}): Promise<StoreParts> {
+  if (options.io) return openStoreWith(statePath, options, options.io);
+  // The open's many small calls on the main thread, not one thread-pool hop each (open-io.ts).
+  const opening = openingIo(nodeIo);
+  try {
+    return await openStoreWith(statePath, options, opening.io);
+  } finally {
+    opening.end();
+  }
+}
+
+async function openStoreWith(statePath: string, options: StoreOptions, baseIo: Io): Promise<StoreParts> {
   const given = statePaths(statePath);
-  const baseIo = options.io ?? nodeIo;
   const durability = options.durability ?? 'sync';
   if (options.lock !== false) loadFlockBinding(); // before anything is made on disk
   // Go's Save makes the folders down to the state dir (MkdirAll); only an open does here.
@@ -122,7 +133,7 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
     // space of transcripts compacted or removed since, until the next backup; no backup runs yet.
     if (!fresh.side) await removeStaleStaging(path.join(paths.dir, paths.side)).catch((err: unknown) => log.error('backup staging folders not removed', ioError('remove', paths.side, err)));
     // Before anything reads a transcript: put back what a crash kept from the files.
-    const marks = await recover(io, paths.dir, paths.side, log, fresh.side);
+    const marks = await recover(io, paths.dir, paths.side, log, { freshSide: fresh.side, sync: durability === 'sync' });
     // After the replay: a key counts only if its append's bytes are in the file.
     const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE), fresh.side);
     const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE), fresh);

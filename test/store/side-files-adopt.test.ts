@@ -49,13 +49,13 @@ interface Run {
   errors: string[];
 }
 
-async function adopt(dir: string, io: Io = nodeIo): Promise<Run> {
+async function adopt(dir: string, io: Io = nodeIo, sync = true): Promise<Run> {
   const warnings: string[] = [];
   const errors: string[] = [];
   const log = storeLog({ warn: (m) => warnings.push(m), error: (m) => errors.push(m) });
   mkdirSync(path.join(dir, SIDE), { recursive: true, mode: 0o700 }); // as the store's open makes it, before the take-over
   const marks = await HighWater.load(io, dir, log, highWaterRelIn(SIDE));
-  await adoptSharedSideFiles(io, dir, SIDE, { marks, nameOf, log });
+  await adoptSharedSideFiles(io, dir, SIDE, { marks, nameOf, log, sync });
   return { marks, warnings, errors };
 }
 
@@ -89,6 +89,27 @@ test('the take-over raises the marks from the shared ones and the shared log, co
   const server = await Store.open(path.join(dir, 'state.json'));
   await server.close();
   assert.deepEqual(run.warnings, []);
+});
+
+test('with durability write the take-over syncs nothing of its own: the metas and the marker are replaced unsynced, their folder is not synced', async () => {
+  const dir = await sharedDir();
+  const replaces = new Map<string, boolean>();
+  const synced: string[] = [];
+  const io = withIo({
+    writeAtomic: (f, d, o) => {
+      replaces.set(path.relative(dir, f), o.sync);
+      return nodeIo.writeAtomic(f, d, o);
+    },
+    syncDir: (d) => {
+      synced.push(path.relative(dir, d));
+      return nodeIo.syncDir(d);
+    },
+  });
+  await adopt(dir, io, false);
+  for (const rel of [path.join(SIDE, 'transcripts/s.json'), path.join(SIDE, 'transcripts/s.json.copy'), MARKER]) assert.equal(replaces.get(rel), false, rel);
+  assert.equal(synced.includes(path.join(SIDE, 'transcripts')), false, `synced: ${synced.join(', ')}`);
+  assert.equal(readFileSync(path.join(dir, SIDE, 'transcripts', 's.json'), 'utf8'), 'shared s.json\n');
+  assert.ok(existsSync(path.join(dir, MARKER)));
 });
 
 test('a second take-over does nothing: the marker is there', async () => {
