@@ -3,6 +3,7 @@
 // record and no per-state file of its own: its socket (and the optional log the process writes)
 // live in the socket folder only. `serve --shared` adds argv, signals and process.exit; the tests
 // and the bench run this same object.
+import { lstatSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -39,7 +40,18 @@ export interface SharedServiceOptions {
   feed?: SubscriptionLimits;
   /** Told once a state is dropped and its store closed (a test awaits it). */
   dropped?: (statePath: string, why: string) => void;
+  /** How often the socket file is checked to still be ours (default SOCKET_CHECK_MS; tests go lower). */
+  socketCheckMs?: number;
+  /** Told after each check that found the socket file in place (a test counts them). */
+  socketStillThere?: () => void;
 }
+
+/**
+ * How often the shared server checks that its socket file is still the one it made. Removed or
+ * replaced (a cleaner of the runtime folder, an operator's rm), no client can reach it any more,
+ * yet it holds the socket's lifetime lock, so no successor could start: it stops instead.
+ */
+export const SOCKET_CHECK_MS = 2000;
 
 export class SharedService {
   readonly hub: SharedHub;
@@ -53,6 +65,8 @@ export class SharedService {
   private readonly sockets = new Set<net.Socket>();
   /** Held from before the socket is looked at until the stop has finished (socket-lock.ts). */
   private lock: SocketLock | undefined;
+  /** The check that the socket file is still ours (socketGone). */
+  private socketCheck: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: SharedServiceOptions) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
@@ -100,6 +114,7 @@ export class SharedService {
         onDrop: () => this.o.log.warn({ socket: at, max: MAX_SHARED_CONNECTIONS }, 'a connection was closed on arrival: the most connections served at once are open'),
         maxConnections: MAX_SHARED_CONNECTIONS,
       });
+      this.watchSocketFile(this.listener.path);
       return this.listener.path;
     })();
     this.listening = listening.catch(() => undefined);
@@ -125,6 +140,7 @@ export class SharedService {
     this.stopping ??= (async () => {
       const log = this.o.log;
       this.idleWatch?.stop();
+      clearInterval(this.socketCheck);
       log.info({ why }, 'stopping');
       await this.listening;
       await this.listener?.close().catch((err: unknown) => log.error({ err }, 'closing the socket failed'));
@@ -138,6 +154,25 @@ export class SharedService {
       return stopped;
     })();
     return this.stopping;
+  }
+
+  /** Stops the server once the file at `at` is no longer the socket it listens on. */
+  private watchSocketFile(at: string): void {
+    const made = lstatSync(at);
+    const ms = this.o.socketCheckMs ?? SOCKET_CHECK_MS;
+    this.socketCheck = setInterval(() => {
+      let now;
+      try {
+        now = lstatSync(at);
+      } catch {
+        now = undefined; // removed (or its folder made unreadable): unreachable all the same
+      }
+      if (now && now.ino === made.ino && now.dev === made.dev) {
+        this.o.socketStillThere?.();
+        return;
+      }
+      void this.stop(0, `the socket file ${at} was ${now ? 'replaced' : 'removed'}: no client can reach this server any more`);
+    }, ms).unref();
   }
 
   private accept(socket: net.Socket): void {

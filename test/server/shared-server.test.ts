@@ -20,7 +20,7 @@ import { connectRaw } from '../helpers/wire.js';
 const TIMEOUT = { timeout: 30_000 };
 
 /** A SharedService on a socket in a fresh folder; stopped when the test ends. */
-async function startShared(t: { after(fn: () => unknown): void }, o: { defaultState?: string; stateIdleMs?: number; dropped?: (state: string, why: string) => void } = {}) {
+async function startShared(t: { after(fn: () => unknown): void }, o: { defaultState?: string; stateIdleMs?: number; dropped?: (state: string, why: string) => void; socketCheckMs?: number; socketStillThere?: () => void } = {}) {
   const root = tempDir('hs-shared-');
   const logs: LogLine[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
@@ -32,6 +32,8 @@ async function startShared(t: { after(fn: () => unknown): void }, o: { defaultSt
     stopGraceMs: 2000,
     stateIdleMs: o.stateIdleMs ?? 60_000,
     ...(o.dropped ? { dropped: o.dropped } : {}),
+    ...(o.socketCheckMs ? { socketCheckMs: o.socketCheckMs } : {}),
+    ...(o.socketStillThere ? { socketStillThere: o.socketStillThere } : {}),
   });
   const socket = await service.listen(path.join(root, 's.sock'));
   service.ready();
@@ -234,4 +236,30 @@ test('paths to one state file through a linked folder or `..` share one unit', T
   const expected = path.join(realpathSync(path.dirname(real)), 'state.json');
   assert.deepEqual(answers.map((a) => a.statePath), [expected, expected, expected]);
   assert.equal(s.service.hub.size, 1);
+});
+
+test('a shared server whose socket file is removed stops, releasing the socket\'s lock for a successor', TIMEOUT, async (t) => {
+  const s = await startShared(t, { socketCheckMs: 10 });
+  const c = await s.connect();
+  await c.call('initialize', { state: s.stateIn('a') });
+  rmSync(s.socket);
+  const stopped = await s.service.stopped;
+  assert.equal(stopped.code, 0);
+  assert.match(stopped.why, /socket file .* was removed/);
+  // The lock is free: a successor listens on the same path.
+  const next = new SharedService({ log: pino({ level: 'silent' }), version: 'test', defaultState: s.stateIn('d'), framing: { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES } });
+  t.after(() => next.stop(0, 'test ended'));
+  assert.equal(await next.listen(s.socket), s.socket);
+});
+
+test('a shared server whose socket file stays in place keeps serving past many checks', TIMEOUT, async (t) => {
+  let checks = 0;
+  let threeChecks!: () => void;
+  const checked = new Promise<void>((resolve) => (threeChecks = resolve));
+  const s = await startShared(t, { socketCheckMs: 5, socketStillThere: () => ++checks === 3 && threeChecks() });
+  const c = await s.connect();
+  await c.call('initialize', { state: s.stateIn('a') });
+  await checked;
+  assert.equal(s.service.isStopping, false);
+  assert.deepEqual(await c.call('session/list', {}), { sessions: [] });
 });

@@ -43,7 +43,7 @@
 //     process (each with its own single-writer lock, <dir>/.herrscher-state/server.lock): the
 //     connection names its state in initialize. When none listens on the shared socket
 //     (herrscher-state-shared.sock in the per-user socket folder), the package starts
-//     `herrscher-state serve --shared --exit-when-idle 2000` detached (its own session; stdin
+//     `herrscher-state serve --shared --exit-when-idle 30000` detached (its own session; stdin
 //     and stdout /dev/null; stderr appended to shared.log beside the socket: one file per user,
 //     nothing per state) and dials it. Two processes starting it at once: the second start exits
 //     with code 4 and its process dials the first. A server that cannot start at all is started
@@ -63,7 +63,7 @@
 // A connection closes 200–400 ms after its last call (no goroutine of the package stays behind
 // a test that is done with a state); the next call dials again, about a millisecond to a running
 // server. The shared server drops a state that no connection has used for a few seconds, and
-// stops 2 s after its last connection closed.
+// stops 30 s after its last connection closed.
 //
 // The executable is $HERRSCHER_STATE_BIN (a path; one ending in .js is run with node), else
 // herrscher-state from PATH. The server the package starts writes with --durability write

@@ -18,10 +18,11 @@ import (
 )
 
 // sharedIdleExitMs is the --exit-when-idle of a shared server the package starts: it stops
-// this long after its last connection closed. Well above the connections' idle close (one to
-// two idleClose ticks), so a process that calls every few hundred milliseconds keeps one
-// server rather than starting one per call.
-const sharedIdleExitMs = "2000"
+// this long after its last connection closed. Half a minute: a process that calls now and
+// then (an operator's commands, a test binary after the next package compiled, a bridge
+// polling) keeps one warm server instead of paying a node start (~0.2-1 s) per burst, and an
+// idle one costs only its memory (under 100 MB with 200 states) until then.
+const sharedIdleExitMs = "30000"
 
 // inUseExit is the exit code of a `serve --shared` that found the shared socket held by a live
 // server (EXIT.inUse, src/commands/command.ts): another start won the race, so it is dialled.
