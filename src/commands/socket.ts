@@ -21,6 +21,7 @@ export async function socket(o: ClientOptions): Promise<number> {
       await client.close();
     }
   } catch (err) {
+    // Only to say where it looked: the error told is err, whether or not the rule can be asked again.
     const found = await discoverSocket({ socket: o.socket, state: o.state }).catch(() => undefined);
     process.stderr.write(`herrscher-state socket: no server answers${found ? ` at ${describeSource(found)}` : ''}: ${(err as Error).message}\n`);
     return 1;

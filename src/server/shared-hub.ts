@@ -182,6 +182,8 @@ export class SharedHub {
   private async openError(state: string, err: unknown): Promise<ResponseError<unknown>> {
     if (err instanceof StoreError && err.kind === 'locked') {
       const pid = typeof err.data?.pid === 'number' && Number.isSafeInteger(err.data.pid) ? err.data.pid : undefined;
+      // The socket is a hint the client may follow; a record that cannot be read leaves it out,
+      // and the StateLocked answer (the store's words, the pid) is told all the same.
       const record = await readLiveServerRecord(state).catch(() => undefined);
       return new ResponseError(ErrorCodes.StateLocked, err.message, { ...(pid !== undefined ? { pid } : {}), ...(record ? { socket: record.socket } : {}) });
     }
