@@ -3,7 +3,6 @@ package state
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 )
 
@@ -29,27 +28,6 @@ func noServerMayStart(t *testing.T) {
 			t.Errorf("a server was started: %s", b)
 		}
 	})
-}
-
-// entries lists everything under dir (relative paths), to show what a call created.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Go's LoadState of a missing file answers an empty State and creates nothing; so do the reads
@@ -82,7 +60,7 @@ func TestLoadStateOfAMissingFileCreatesNothingAndStartsNoServer(t *testing.T) {
 			t.Fatalf("ReadParticipants: %v", got)
 		}
 	}
-	if got := entries(t, dir); len(got) != 0 {
+	if got := files(t, dir); len(got) != 0 {
 		t.Fatalf("created %v", got)
 	}
 }
@@ -104,7 +82,7 @@ func TestReadsOfAMissingTranscriptOrJournalAskNoServer(t *testing.T) {
 	if got := ReadParticipants(ParticipantsPath(dir, "a")); got != nil {
 		t.Fatalf("ReadParticipants: %v", got)
 	}
-	if got := entries(t, dir); len(got) != 1 || got[0] != "state.json" {
+	if got := files(t, dir); len(got) != 1 || got[0] != "state.json" {
 		t.Fatalf("the folder holds %v", got)
 	}
 }
@@ -160,7 +138,7 @@ func TestRelativePathsAreTheWorkingDirectorysFiles(t *testing.T) {
 		t.Fatalf("the working directory's transcript: %q %v", b, err)
 	}
 	want := []string{"participants", "participants/x.log", "transcripts", "transcripts/x.jsonl"}
-	if got := entries(t, dir); len(got) != len(want) {
+	if got := files(t, dir); len(got) != len(want) {
 		t.Fatalf("the folder holds %v, want %v", got, want)
 	}
 }

@@ -49,7 +49,7 @@ func TestATempDirStateIsRemovedCleanlyAfterItsLastCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := os.Lstat(dir); !os.IsNotExist(err) {
-			t.Fatalf("round %d: the removed folder is back (%v): %v", i, err, entries(t, dir))
+			t.Fatalf("round %d: the removed folder is back (%v): %v", i, err, files(t, dir))
 		}
 	}
 }
@@ -142,7 +142,7 @@ func onlySocketAndLog(t *testing.T, folder string) {
 	sock := stateclient.SharedSocketName
 	want := []string{strings.TrimSuffix(sock, ".sock") + ".lock", sock, sharedLogName}
 	sort.Strings(want)
-	got := entries(t, folder)
+	got := files(t, folder)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("the socket folder holds %v, want %v", got, want)
 	}
