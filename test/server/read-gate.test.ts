@@ -108,3 +108,13 @@ test('a read that waits for the flow and for a slot starts once both are free', 
   await Promise.all(queued);
   assert.equal(entered.length, MAX_RUNNING_READS + 1);
 });
+
+test('a read that starts at once, and leaves, never asks the flow to drain', async () => {
+  const { flow, waits } = stubFlow(0);
+  const gate = new ReadGate(flow);
+  await gate.enter();
+  gate.leave();
+  await gate.enter();
+  gate.leave();
+  assert.equal(waits.length, 0);
+});
