@@ -1,7 +1,8 @@
 // The Python client's generated sections (clients/python/herrscher_state.py, between its
 // `<generated:…>` markers), from the contract's OpenRPC document: an exception class per error
-// code, a method per wire method (named as the Go client's, in snake_case) and session/add's name
-// rule. `npm run schema` rewrites them; CI fails when the committed file differs.
+// code, a method per wire method (named as the Go client's, in snake_case), session/add's name
+// rule and the shared server's socket name (src/transport/socket.ts). `npm run schema` rewrites them; CI fails when the committed file differs.
+import { SHARED_SOCKET_NAME } from '../src/transport/socket.js';
 import { goMethodName, isExported, sessionNamePattern } from './contract-names.js';
 
 type Json = Record<string, unknown>;
@@ -61,6 +62,7 @@ export function pythonSections(doc: Json, errorCodes: Record<string, number>, er
     errors: `${errors.join('\n\n')}\n\n${byCode}`,
     methods: methods.join('\n'),
     'session-name': `_SESSION_NAME = re.compile(r"${pattern}")\n`,
+    'shared-socket': `SHARED_SOCKET_NAME = ${JSON.stringify(SHARED_SOCKET_NAME)}\n`,
   };
 }
 

@@ -2,6 +2,7 @@
 // (what a TypeScript bridge runs), used unchanged against our server and against the bare echo
 // server, which answers the same method names. Same bytes out, same client CPU: the ratio is
 // the server's.
+import net from 'node:net';
 import { createMessageConnection } from 'vscode-jsonrpc/node';
 import type { StateClient } from '../../src/client/client.js';
 import { connect } from '../../src/client/client.js';
@@ -28,6 +29,26 @@ export function asRpc(client: StateClient): Rpc {
 
 export async function connectRpc(socket: string): Promise<Rpc> {
   return asRpc(await connectClient(socket));
+}
+
+/** An Rpc on a fresh unix socket connection with the typed client's transport, nothing sent yet (no initialize). */
+export async function rpcOverSocket(socketPath: string): Promise<Rpc> {
+  const socket = net.createConnection(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  const t = createFramedTransport(socket, socket, { maxMessageBytes: 64 * 1024 * 1024, initialFraming: 'lsp' });
+  const connection = createMessageConnection(t.reader, t.writer);
+  connection.onClose(() => connection.dispose());
+  connection.listen();
+  return {
+    request: (method, params) => connection.sendRequest(method, params),
+    close: async () => {
+      connection.dispose();
+      socket.end();
+    },
+  };
 }
 
 /**

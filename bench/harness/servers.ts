@@ -147,6 +147,16 @@ export async function startServer(
   return Object.assign(proc, { socket });
 }
 
+/** `serve --shared --socket` (the per-user shared server), keeping every state open for the whole bench. */
+export async function startShared(name: string, socket: string, durability: Durability): Promise<SocketProc> {
+  assertBuilt();
+  const args = [...nodeFlags(name), CLI, 'serve', '--shared', '--socket', socket, '--durability', durability, '--log-level', 'warn', '--state-idle-ms', String(2 ** 31 - 1)];
+  const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = track(name, child, () => child.kill('SIGTERM'));
+  await waitForSocket(socket, proc);
+  return Object.assign(proc, { socket });
+}
+
 /** The bare vscode-jsonrpc echo server on a unix socket. */
 export async function startEcho(name: string, socket: string): Promise<SocketProc> {
   const child = spawn(process.execPath, [ECHO_SERVER, '--socket', socket], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });

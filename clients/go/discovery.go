@@ -125,6 +125,15 @@ func DefaultSocketFolder(getenv func(string) string) string {
 	return filepath.Join(abs, fmt.Sprintf("herrscher-state-%d", os.Getuid()))
 }
 
+// SharedSocketPath is where the per-user shared server (`serve --shared`) listens:
+// SharedSocketName in DefaultSocketFolder.
+func SharedSocketPath(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return filepath.Join(DefaultSocketFolder(getenv), SharedSocketName)
+}
+
 // ServerRecord is what a serving process records beside the state file it serves.
 type ServerRecord struct {
 	Pid       int    `json:"pid"`

@@ -40,9 +40,16 @@ var ErrMessageTooLarge = &ErrorCode{Code: -32040, Name: "MessageTooLarge"}
 // one; data.incarnation (data.revision) is.
 var ErrConflict = &ErrorCode{Code: -32050, Name: "Conflict"}
 
+// ErrStateLocked is error -32060: Another process holds this state's single-writer lock;
+// data.socket, when present, is its server's socket.
+var ErrStateLocked = &ErrorCode{Code: -32060, Name: "StateLocked"}
+
+// ErrNotThisState is error -32061: This server does not serve the state named in initialize.
+var ErrNotThisState = &ErrorCode{Code: -32061, Name: "NotThisState"}
+
 // ErrRequestCancelled is error -32800: A read cancelled by $/cancelRequest before it was answered
 // (writes are never cancelled).
 var ErrRequestCancelled = &ErrorCode{Code: -32800, Name: "RequestCancelled"}
 
 // errorCodes lists every code the contract defines, for errors.Is.
-var errorCodes = []*ErrorCode{ErrParseError, ErrInvalidRequest, ErrMethodNotFound, ErrInvalidParams, ErrInternalError, ErrSessionExists, ErrUnknownSession, ErrStorageFailure, ErrShuttingDown, ErrMessageTooLarge, ErrConflict, ErrRequestCancelled}
+var errorCodes = []*ErrorCode{ErrParseError, ErrInvalidRequest, ErrMethodNotFound, ErrInvalidParams, ErrInternalError, ErrSessionExists, ErrUnknownSession, ErrStorageFailure, ErrShuttingDown, ErrMessageTooLarge, ErrConflict, ErrStateLocked, ErrNotThisState, ErrRequestCancelled}

@@ -12,6 +12,7 @@ type initializeParams struct {
 	RootURI      *string                    `json:"rootUri,omitempty"`
 	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
 	ClientInfo   *InitializeClientInfo      `json:"clientInfo,omitempty"`
+	State        string                     `json:"state,omitempty"`
 }
 
 // InitializeOptions holds the optional params of Initialize; the zero value sends none.
@@ -23,13 +24,18 @@ type InitializeOptions struct {
 	// LSP: the client's capabilities; ignored.
 	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
 	ClientInfo   *InitializeClientInfo      `json:"clientInfo,omitempty"`
+	// The state file this connection works on (an absolute path; a relative one is resolved against
+	// the server's working directory). A shared server (`serve --shared`) binds the connection to it,
+	// opening it on first use; a dedicated server answers NotThisState unless it serves that file.
+	State string `json:"state,omitempty"`
 }
 
 // Initialize calls initialize: Optional handshake: who the server is, which state file it serves,
 // which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown
 // keys are ignored, so a newer client never breaks an older server.
 //
-// Wire method initialize. Errors: ErrInvalidParams.
+// Wire method initialize. Errors: ErrInvalidParams, ErrNotThisState, ErrStateLocked,
+// ErrStorageFailure.
 func (c *Client) Initialize(ctx context.Context, opts ...InitializeOptions) (InitializeResult, error) {
 	var p initializeParams
 	for _, o := range opts {
@@ -37,6 +43,7 @@ func (c *Client) Initialize(ctx context.Context, opts ...InitializeOptions) (Ini
 		p.RootURI = o.RootURI
 		p.Capabilities = o.Capabilities
 		p.ClientInfo = o.ClientInfo
+		p.State = o.State
 	}
 	var r InitializeResult
 	err := c.call(ctx, "initialize", &p, &r)

@@ -123,6 +123,14 @@ type StateDocument struct {
 	InstanceID      string    `json:"instanceID,omitempty"`
 }
 
+// StateLockedData is a part of a message.
+type StateLockedData struct {
+	// the holder's pid, as its lock file records it
+	Pid int `json:"pid,omitempty"`
+	// the socket of the live server that holds it (from its .serving.json record): dial it
+	Socket string `json:"socket,omitempty"`
+}
+
 // StateResyncParams is a part of a message.
 type StateResyncParams struct {
 	Subscription string        `json:"subscription"`

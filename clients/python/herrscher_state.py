@@ -13,9 +13,12 @@ unpacked release) installs it as the package herrscher_state; or copy it next to
 
 connect() finds the socket by the rule the CLI and the Go client use: an explicit socket >
 $HERRSCHER_STATE_SOCKET > the socket recorded by the live server of the state file
-(<dir>/.herrscher-state/<base>.serving.json) > $XDG_RUNTIME_DIR/herrscher-state/, else
-$TMPDIR/herrscher-state-<uid>/, holding herrscher-state[-<instance>].sock. Before anything is
-sent the socket is checked: ours, in a folder of ours no one else may write to.
+(<dir>/.herrscher-state/<base>.serving.json) > the per-user shared server's socket
+(`serve --shared`, SHARED_SOCKET_NAME) when it exists > $XDG_RUNTIME_DIR/herrscher-state/, else
+$TMPDIR/herrscher-state-<uid>/, holding herrscher-state[-<instance>].sock; the shared socket is
+in that folder too. Before anything is sent the socket is checked: ours, in a folder of ours no
+one else may write to. A client for a state names it in `initialize` (the shared server serves
+every state a client names; a dedicated server only its own).
 
 Every method of the server is a method here (the section between the `generated` markers is
 written by `npm run schema` from the contract, src/protocol); Client.call(method, **params)
@@ -38,13 +41,14 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 # The npm package's version (package.json), written here by `npm run schema`.
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "Notification", "Subscription", "connect", "spawn", "find_socket", "check_socket",
+    "shared_socket_path", "SHARED_SOCKET_NAME",
     "StateError", "ConnectionClosed", "StartError", "UntrustedSocket", "NoServer", "ERRORS_BY_CODE",
     "__version__",
 ]
@@ -159,6 +163,16 @@ class Conflict(StateError):
     code = -32050
 
 
+class StateLocked(StateError):
+    """-32060: Another process holds this state's single-writer lock; data.socket, when present, is its server's socket."""
+    code = -32060
+
+
+class NotThisState(StateError):
+    """-32061: This server does not serve the state named in initialize."""
+    code = -32061
+
+
 class RequestCancelled(StateError):
     """-32800: A read cancelled by $/cancelRequest before it was answered (writes are never cancelled)."""
     code = -32800
@@ -176,6 +190,8 @@ ERRORS_BY_CODE = {
     -32030: ShuttingDown,
     -32040: MessageTooLarge,
     -32050: Conflict,
+    -32060: StateLocked,
+    -32061: NotThisState,
     -32800: RequestCancelled,
 }
 # </generated:errors>
@@ -352,6 +368,9 @@ class Client:
         self._subscribing = 0
         self.closed: Optional[BaseException] = None
         self.process: Optional[subprocess.Popen] = None
+        # The state file a client made for one state (connect(state=), spawn) names in an
+        # initialize its caller sends without a state of its own.
+        self.state_file: Optional[str] = None
         # Reconnection: dial() opens a new (reader, writer); on_connect(client) checks it first.
         self._dial = dial
         self._reconnect = None if reconnect is None else dict(RECONNECT_DEFAULTS, **reconnect)
@@ -588,6 +607,8 @@ class Client:
         TimeoutError after _timeout seconds (the server is sent $/cancelRequest). While a client
         that reconnects is reconnecting, a call waits for the new connection (within _timeout)."""
         params = {k: v for k, v in params.items() if v is not None}
+        if method == "initialize" and self.state_file is not None and "state" not in params:
+            params["state"] = self.state_file
         return self._call(method, params, self.call_timeout if _timeout is None else _timeout)
 
     def _call(self, method: str, params: Dict[str, Any], timeout: Optional[float], ready: bool = True) -> Any:
@@ -740,9 +761,9 @@ class Client:
     # -- one method per wire method ---------------------------------------------------------
 
     # <generated:methods> written by `npm run schema` from src/protocol; do not edit.
-    def initialize(self, processId=None, rootUri=None, capabilities=None, clientInfo=None, timeout=None) -> Any:
+    def initialize(self, processId=None, rootUri=None, capabilities=None, clientInfo=None, state=None, timeout=None) -> Any:
         """Optional handshake: who the server is, which state file it serves, which methods (and which params of each) it has. Accepts any client params, as LSP does: unknown keys are ignored, so a newer client never breaks an older server. (initialize)"""
-        return self.call("initialize", _timeout=timeout, processId=processId, rootUri=rootUri, capabilities=capabilities, clientInfo=clientInfo)
+        return self.call("initialize", _timeout=timeout, processId=processId, rootUri=rootUri, capabilities=capabilities, clientInfo=clientInfo, state=state)
 
     def shutdown(self, timeout=None) -> Any:
         """Finishes every pending write, then refuses writes with -32030; send `exit` next. (shutdown)"""
@@ -904,6 +925,18 @@ def default_socket_folder(env: Optional[Dict[str, str]] = None) -> str:
     return os.path.join(os.path.abspath(tmp), "herrscher-state-%d" % os.getuid())
 
 
+# The file name of the per-user shared server's socket (`serve --shared`) in default_socket_folder().
+# <generated:shared-socket> written by `npm run schema` from src/transport/socket.ts; do not edit.
+SHARED_SOCKET_NAME = "herrscher-state-shared.sock"
+# </generated:shared-socket>
+
+
+def shared_socket_path(env: Optional[Dict[str, str]] = None) -> str:
+    """Where the per-user shared server (`serve --shared`) listens: SHARED_SOCKET_NAME in
+    default_socket_folder()."""
+    return os.path.join(default_socket_folder(env), SHARED_SOCKET_NAME)
+
+
 def server_record_path(state: str) -> str:
     """The file a serving process records its socket in, beside the state file it serves."""
     abs_state = os.path.abspath(state)
@@ -939,16 +972,43 @@ def read_server_record(state: str) -> Optional[Dict[str, Any]]:
 def find_socket(socket: Optional[str] = None, state: Optional[str] = None, instance: Optional[str] = None,
                 env: Optional[Dict[str, str]] = None) -> str:
     """The socket to connect to, by the discovery rule (see the module doc)."""
+    return _find_socket(socket, state, instance, env)[0]
+
+
+def _find_socket(socket: Optional[str], state: Optional[str], instance: Optional[str],
+                 env: Optional[Dict[str, str]]) -> Tuple[str, str]:
+    """The socket the rule finds and the step that chose it: explicit, env, record, shared or
+    default (the names of the TypeScript client's SocketSource)."""
     env = os.environ if env is None else env
     if socket:
-        return os.path.abspath(socket)
+        return os.path.abspath(socket), "explicit"
     if env.get("HERRSCHER_STATE_SOCKET"):
-        return os.path.abspath(env["HERRSCHER_STATE_SOCKET"])
+        return os.path.abspath(env["HERRSCHER_STATE_SOCKET"]), "env"
     record = read_server_record(state or default_state_path(env))
     if record is not None:
-        return str(record["socket"])
+        return str(record["socket"]), "record"
+    shared = shared_socket_path(env)
+    if os.path.lexists(shared):
+        return shared, "shared"
     name = "herrscher-state-%s.sock" % instance if instance else "herrscher-state.sock"
-    return os.path.join(default_socket_folder(env), name)
+    return os.path.join(default_socket_folder(env), name), "default"
+
+
+_SOURCES = {
+    "explicit": "given",
+    "env": "from $HERRSCHER_STATE_SOCKET",
+    "record": "recorded by the server of the state file",
+    "shared": "the per-user shared server; no server recorded itself for the state file",
+    "default": "the default; no server recorded itself for the state file and no shared server runs",
+}
+
+
+def _lock_holders_socket(e: BaseException) -> Optional[str]:
+    """The socket of the server that holds a state's lock, as a StateLocked answer names it."""
+    if not isinstance(e, StateLocked) or not isinstance(e.data, dict):
+        return None
+    sock = e.data.get("socket")
+    return sock if isinstance(sock, str) and sock else None
 
 
 def check_socket(path: str) -> None:
@@ -985,9 +1045,15 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
             call_timeout: Optional[float] = None, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
             reconnect: Any = False, wait: bool = False) -> Client:
     """Connects to a running server found by find_socket(), after check_socket(). Nothing
-    answering raises NoServer; with state named, so does a server that does not answer
-    initialize with that state file (real paths compared): a state with no live server never
-    falls through to another state's server. timeout bounds the connect; call_timeout bounds
+    answering raises NoServer. With state named, connect() names it in initialize before
+    anything else is sent: the shared server binds the connection to it; a dedicated server of
+    another state (NotThisState, or an answer naming another file: real paths compared) raises
+    NoServer, so a state with no live server never falls through to another state's server.
+    Found through the shared server's socket with no state named, the client names its default
+    state (default_state_path(env)). The shared server's StateLocked naming the socket of the
+    server that holds the state's lock (data["socket"]): that socket is dialled instead, once;
+    without one (a holder that is no server) StateLocked is raised, its data kept, as any other
+    error the server answers initialize with. timeout bounds the connect; call_timeout bounds
     each call that passes no timeout= of its own (None: a call waits for its reply or the
     connection's end); a reply line longer than max_message_bytes (the server's default limit)
     ends the connection.
@@ -999,12 +1065,23 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
     change once. Default off, as the TypeScript client's.
 
     wait=True: when no server answers (no socket yet, connection refused, with state=: not that
-    state's server), try again, 50 ms doubling to 1 s apart, until one does or `timeout` has
-    passed (None: no end); for a program started beside the server, as Go's DialOptions.Wait.
-    A socket check_socket refuses, and a path that holds no socket, are never waited on."""
+    state's server, or StateLocked without a server's socket: one that is starting), try again,
+    50 ms doubling to 1 s apart, until one does or `timeout` has passed (None: no end); for a
+    program started beside the server, as Go's DialOptions.Wait. A socket check_socket refuses,
+    and a path that holds no socket, are never waited on."""
+    # Where the last dial went, and (once) the socket a StateLocked answer named: the next dial's.
+    where: Dict[str, Any] = {"path": None, "source": None, "named": None, "redirect": None, "redirected": False}
 
     def dial() -> Any:
-        path = find_socket(socket, state, instance, env)
+        redirected = where["redirect"] is not None
+        if redirected:
+            path, source = where["redirect"], "record"
+            where["redirect"] = None
+        else:
+            path, source = _find_socket(socket, state, instance, env)
+        # The state named stays the one of the first dial: a redirect goes to that state's server.
+        named = where["named"] if redirected else os.path.abspath(state) if state else default_state_path(env) if source == "shared" else None
+        where.update(path=path, source=source, named=named, redirected=redirected)
         check_socket(path)
         s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         s.settimeout(timeout)
@@ -1012,21 +1089,42 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
             s.connect(path)
         except OSError as e:
             s.close()
+            start = "herrscher-state serve --shared" if source == "shared" else \
+                "herrscher-state serve --state %s" % state if state else "herrscher-state serve --socket %s" % path
             if state:
-                raise NoServer("no server for %s: nothing answers at %s: %s; start one with `herrscher-state serve --state %s`" % (state, path, e, state)) from e
-            raise NoServer("no server at %s: %s; start one with `herrscher-state serve --socket %s`" % (path, e, path)) from e
+                raise NoServer("no server for %s: nothing answers at %s (%s): %s; start one with `%s`" % (state, path, _SOURCES[source], e, start)) from e
+            raise NoServer("no server at %s (%s): %s; start one with `%s`" % (path, _SOURCES[source], e, start)) from e
         s.settimeout(None)
         return s.makefile("rb"), _SocketWriter(s)
 
     def check_state(client: Client) -> None:
         # The socket found may be another state's server (the default socket, a stale record
-        # whose pid was reused): ask before anything else is sent.
+        # whose pid was reused): name the state before anything else is sent.
+        named, at = where["named"], "%s (%s)" % (where["path"], _SOURCES[where["source"]])
+        if named is None:
+            return
         try:
-            served = client._call("initialize", {}, timeout, ready=False)["statePath"]
-        except (StateError, ConnectionClosed, TimeoutError, OSError, KeyError, TypeError) as e:
-            raise NoServer("no server for %s: the server did not say which state it serves: %s" % (state, e)) from e
-        if _real_state_path(served) != _real_state_path(str(state)):
-            raise NoServer("no server for %s: the server found serves %s; nothing but initialize was sent to it; start one with `herrscher-state serve --state %s`" % (state, served, state))
+            served = client._call("initialize", {"state": named}, timeout, ready=False)["statePath"]
+        except NotThisState as e:
+            raise NoServer("no server for %s: the server at %s serves another state (%s); nothing but initialize was sent to it" % (named, at, e.message)) from e
+        except StateError as e:
+            # The server cannot serve this state (its lock is held, its file is damaged): its
+            # code and data stay, for a caller that decides by the code.
+            raise type(e)("initialize", e.code, "%s: the server at %s cannot serve it: %s" % (named, at, e.message), e.data) from e
+        except (ConnectionClosed, TimeoutError, OSError, KeyError, TypeError) as e:
+            raise NoServer("no server for %s: the server at %s did not say which state it serves: %s" % (named, at, e)) from e
+        if _real_state_path(served) != _real_state_path(named):
+            raise NoServer("no server for %s: the server at %s serves %s; nothing but initialize was sent to it; start one with `herrscher-state serve --state %s`" % (named, at, served, named))
+
+    def check_and_follow(client: Client) -> None:
+        # A StateLocked naming the lock holder's socket: the next dial goes there (once).
+        try:
+            check_state(client)
+        except StateLocked as e:
+            holder = _lock_holders_socket(e)
+            if holder is not None and not where["redirected"]:
+                where["redirect"] = holder
+            raise
 
     if reconnect is True:
         options: Optional[Dict[str, Any]] = {}
@@ -1037,26 +1135,37 @@ def connect(socket: Optional[str] = None, state: Optional[str] = None, instance:
             raise TypeError("connect: unknown reconnect options %s (known: %s)" % (sorted(unknown), sorted(RECONNECT_DEFAULTS)))
     else:
         options = None
-    def once() -> Client:
+
+    def attempt() -> Client:
         reader, writer = dial()
         client = Client(reader, writer, max_message_bytes=max_message_bytes, call_timeout=call_timeout,
-                        dial=dial, reconnect=options, on_connect=check_state if state else None)
+                        dial=dial, reconnect=options, on_connect=check_and_follow)
+        try:
+            check_and_follow(client)
+        except (NoServer, StateError):
+            client.close()
+            raise
         if state:
-            try:
-                check_state(client)
-            except NoServer:
-                client.close()
-                raise
+            client.state_file = os.path.abspath(state)
         return client
+
+    def once() -> Client:
+        try:
+            return attempt()
+        except StateLocked:
+            if where["redirect"] is None:
+                raise
+            return attempt()  # the lock holder's own server; its answer is final
 
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.05
     while True:
         try:
             return once()
-        except NoServer as e:
+        except (NoServer, StateLocked) as e:
             # Something at the path that is no socket is not waited on: a server never replaces it.
-            if not wait or isinstance(e, _NothingListensThere):
+            # A lock holder that named its server was dialled: its answer is final.
+            if not wait or isinstance(e, _NothingListensThere) or _lock_holders_socket(e) is not None:
                 raise
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -1163,7 +1272,8 @@ def spawn(state: str, command: Optional[Sequence[str]] = None, lock_fd: Optional
     file on which the caller holds the flock; it is handed to the server (--lock-fd). stderr: where
     the server's log goes (default: passed on to sys.stderr, its last lines kept for StartError).
     A server that exits before it answers makes every call raise StartError (its exit code and
-    last stderr lines). close() sends shutdown and exit, then waits."""
+    last stderr lines). An initialize sent without a state names STATE (the server refuses
+    another). close() sends shutdown and exit, then waits."""
     argv = list(command if command is not None else server_command()) + ["serve", "--stdio", "--state", state]
     pass_fds: Sequence[int] = ()
     if lock_fd is not None:
@@ -1198,4 +1308,5 @@ def spawn(state: str, command: Optional[Sequence[str]] = None, lock_fd: Optional
 
     client = Client(proc.stdout, proc.stdin, on_close, explain_early_end=lambda cause: _start_error(proc, tail, cause))
     client.process = proc
+    client.state_file = os.path.abspath(state)
     return client

@@ -474,6 +474,134 @@ class Discovery(unittest.TestCase):
         self.assertIn("a regular file", str(got["error"]))
 
 
+class PerUserSharedServer(unittest.TestCase):
+    """The per-user shared server (`serve --shared`), found by the rule's shared step: each
+    client names its state in initialize and sees that state alone."""
+
+    def start_shared(self):
+        """A shared server on the shared socket of a private environment; returns (env, socket,
+        process, folder for states)."""
+        root = private_dir(self)
+        env = dict(os.environ)
+        env.pop("HERRSCHER_STATE_SOCKET", None)
+        env["XDG_RUNTIME_DIR"] = os.path.join(root, "run")
+        env["HERRSCHER_STATE_DIR"] = os.path.join(root, "default")
+        os.mkdir(env["XDG_RUNTIME_DIR"], 0o700)
+        os.mkdir(env["HERRSCHER_STATE_DIR"], 0o700)
+        sock = hs.shared_socket_path(env)
+        proc = subprocess.Popen(COMMAND + ["serve", "--shared"] + SERVE_ARGS, stderr=subprocess.PIPE, env=env)
+
+        def stop():
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stderr.close()
+
+        self.addCleanup(stop)
+        deadline = time.monotonic() + 20
+        while True:
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(sock)
+                s.close()
+                break
+            except OSError:
+                s.close()
+            if proc.poll() is not None:
+                raise RuntimeError("the shared server exited: %s" % proc.stderr.read().decode())
+            if time.monotonic() > deadline:
+                raise RuntimeError("the shared server never listened")
+            time.sleep(0.02)
+        return env, sock, proc, root
+
+    def state_in(self, root, name):
+        d = os.path.join(root, name)
+        os.mkdir(d, 0o700)
+        return os.path.join(d, "state.json")
+
+    def test_the_rule_takes_the_shared_socket_after_the_record_and_before_the_default(self):
+        root = private_dir(self)
+        env = {"XDG_RUNTIME_DIR": root, "HERRSCHER_STATE_DIR": root}
+        folder = os.path.join(root, "herrscher-state")
+        os.mkdir(folder, 0o700)
+        shared = os.path.join(folder, hs.SHARED_SOCKET_NAME)
+        self.assertEqual(hs.find_socket(env=env), os.path.join(folder, "herrscher-state.sock"))
+        open(shared, "w").close()
+        self.assertEqual(hs.find_socket(env=env), shared)
+        self.assertEqual(hs.find_socket(env=env, state="/elsewhere/state.json"), shared)
+        rec = hs.server_record_path(os.path.join(root, "state.json"))
+        os.makedirs(os.path.dirname(rec), mode=0o700)
+        with open(rec, "w") as f:
+            json.dump({"pid": os.getpid(), "socket": "/x/recorded.sock"}, f)
+        self.assertEqual(hs.find_socket(env=env), "/x/recorded.sock")
+        self.assertEqual(hs.find_socket(env=env, state="/elsewhere/state.json"), shared)
+
+    def test_two_states_each_see_their_own_through_the_shared_socket(self):
+        env, sock, proc, root = self.start_shared()
+        a, b = self.state_in(root, "a"), self.state_in(root, "b")
+        self.assertEqual(hs.find_socket(state=a, env=env), sock)
+        with hs.connect(state=a, env=env) as ca, hs.connect(state=b, env=env) as cb:
+            ca.add_session({"name": "alpha"})
+            cb.add_session({"name": "beta"})
+            self.assertIsNone(cb.find_session("alpha"))
+            self.assertIsNone(ca.find_session("beta"))
+            sa, sb = ca.status(), cb.status()
+            self.assertEqual((sa["statePath"], sb["statePath"]), (a, b))
+            self.assertEqual((sa["socket"], sa["pid"], sb["pid"]), (sock, proc.pid, proc.pid))
+            # An initialize sent without a state names the client's.
+            self.assertEqual(ca.initialize()["statePath"], a)
+        # No state named: the client names its own default state, not the server's.
+        with hs.connect(env=env) as c:
+            self.assertEqual(c.status()["statePath"], hs.default_state_path(env))
+
+    def test_connect_with_wait_reaches_a_shared_server_started_later(self):
+        root = private_dir(self)
+        env = dict(os.environ, XDG_RUNTIME_DIR=root, HERRSCHER_STATE_DIR=root)
+        env.pop("HERRSCHER_STATE_SOCKET", None)
+        state = self.state_in(root, "w")
+        with self.assertRaises(hs.NoServer):
+            hs.connect(state=state, env=env)  # nothing yet; without wait: at once
+        got = {}
+
+        def dial():
+            try:
+                got["client"] = hs.connect(state=state, env=env, wait=True, timeout=120)
+            except Exception as e:  # reported below
+                got["error"] = e
+
+        waiter = threading.Thread(target=dial, daemon=True)
+        waiter.start()
+        proc = subprocess.Popen(COMMAND + ["serve", "--shared"] + SERVE_ARGS, stderr=subprocess.DEVNULL, env=env)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        waiter.join(120)
+        self.assertNotIn("error", got)
+        with got["client"] as c:
+            st = c.status()
+            self.assertEqual((st["statePath"], st["pid"]), (state, proc.pid))
+
+    def test_a_state_held_by_its_own_server_is_reached_there_and_a_holder_that_is_no_server_raises_state_locked(self):
+        env, sock, proc, root = self.start_shared()
+        own = SocketServer(self)  # recorded: the shared server names its socket
+        with hs.connect(socket=sock, state=own.state, env=env) as c:
+            st = c.status()
+            self.assertEqual((st["pid"], st["statePath"]), (own.proc.pid, own.state))
+        d = self.state_in(root, "d")
+        holder = hs.spawn(d, command=COMMAND, args=["--no-socket"] + SERVE_ARGS, stderr=subprocess.DEVNULL)
+        self.addCleanup(holder.close)
+        self.assertEqual(holder.status()["statePath"], d)  # up: it holds the lock
+        with self.assertRaises(hs.StateLocked) as cm:
+            hs.connect(state=d, env=env)
+        self.assertTrue(str(cm.exception).startswith("initialize: %s: the server at %s" % (d, sock)), str(cm.exception))
+        with self.assertRaises(hs.StateLocked):
+            hs.connect(state=d, env=env, wait=True, timeout=0.3)
+        # spawn's client names its state in initialize: told another, the server refuses it.
+        self.assertEqual(holder.initialize()["statePath"], d)
+        holder.state_file = self.state_in(root, "other")
+        with self.assertRaises(hs.NotThisState):
+            holder.initialize()
+
+
 # The checkout's broken server; HERRSCHER_STATE_FAKE_SERVER names it when this file runs from
 # elsewhere (CI runs it beside an installed package, out of the checkout).
 FAKE_SERVER = os.environ.get("HERRSCHER_STATE_FAKE_SERVER") or os.path.join(HERE, "..", "..", "test", "fixtures", "fake-server.mjs")

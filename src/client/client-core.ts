@@ -63,6 +63,11 @@ export class ClientCore {
     return this.link.connection;
   }
 
+  /** Where the current connection goes (a reconnection may find another socket). */
+  get where(): Link['where'] {
+    return this.link.where;
+  }
+
   /** Why the client is closed for good; undefined while it is open or reconnecting. */
   get closed(): Error | undefined {
     return this.reason;

@@ -7,7 +7,9 @@ import path from 'node:path';
 import type { FunctionName } from '../protocol/function-name.js';
 import { functionName } from '../protocol/function-name.js';
 import type { Framing } from '../transport/frame-decoder.js';
-import { describeSource, discoverSocket, servesState } from '../transport/discovery.js';
+import { ErrorCodes } from '../protocol/error-codes.js';
+import type { FoundSocket } from '../transport/discovery.js';
+import { describeSource, discoverSocket, servesState, stateToName } from '../transport/discovery.js';
 import { connectUnixSocket, SocketError } from '../transport/socket.js';
 import { assertFolderPrivate, assertSocketTrusted } from '../transport/socket-folder.js';
 import { childCommand } from './child-command.js';
@@ -15,10 +17,11 @@ import { findCli, resolutionBases } from './cli-path.js';
 import type { CallOptions } from './call-options.js';
 import { ClientCore } from './client-core.js';
 import type { MethodName, MethodParams, MethodResults, NotificationName, NotificationParams } from './contract-types.js';
-import { ConnectionClosedError, START_ERROR_STDERR_LINES, StartError } from './client-errors.js';
-import { Link } from './link.js';
+import { CallTimeoutError, ConnectionClosedError, START_ERROR_STDERR_LINES, StartError } from './client-errors.js';
+import { Link, LOCAL_CODES } from './link.js';
 import { stderrTail } from './stderr-tail.js';
 import { methodNames } from './method-names.js';
+import { ResponseError } from './response-error.js';
 import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 
 type Params<M extends MethodName> = MethodParams[M];
@@ -49,6 +52,11 @@ export interface StateClient extends MethodFunctions {
   onConnectionState(listener: (state: ConnectionState) => void): { dispose(): void };
   /** The current connection (a reconnection replaces it): vscode-jsonrpc's MessageConnection. */
   readonly connection: RawConnection;
+  /**
+   * The socket the current connection goes to and the step of the discovery rule that chose it
+   * (`source` 'shared': the per-user shared server); undefined for a spawned server's stdio.
+   */
+  readonly server: FoundSocket | undefined;
   /** Why the client is closed for good (the connection ended and it does not reconnect); undefined while open or reconnecting. */
   readonly closed: Error | undefined;
   /** Ends the connection (and, for a spawned server, closes its stdin and waits for its exit). */
@@ -56,11 +64,17 @@ export interface StateClient extends MethodFunctions {
 }
 
 export type { Framing } from '../transport/frame-decoder.js';
+export type { FoundSocket, SocketSource } from '../transport/discovery.js';
 export type { CallOptions } from './call-options.js';
 export type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 
-function makeClient(core: ClientCore): StateClient {
-  const call = (method: string, params?: unknown, options?: CallOptions): Promise<unknown> => core.call(method, params, options);
+/**
+ * The client's functions over `core`. `state`: the file a client made for one state (connect's
+ * `state`, spawn's) names in an `initialize` its caller sends without a `state` of its own.
+ */
+function makeClient(core: ClientCore, state?: string): StateClient {
+  const call = (method: string, params?: unknown, options?: CallOptions): Promise<unknown> =>
+    core.call(method, method === 'initialize' && state !== undefined ? withState(params, state) : params, options);
   const client: Record<string, unknown> = {
     call,
     onNotification: (method: string, handler: (params: unknown) => void) => core.onNotification(method, handler),
@@ -69,21 +83,33 @@ function makeClient(core: ClientCore): StateClient {
   };
   Object.defineProperty(client, 'connection', { get: () => core.connection, enumerable: true });
   Object.defineProperty(client, 'closed', { get: () => core.closed, enumerable: true });
+  Object.defineProperty(client, 'server', { get: () => core.where, enumerable: true });
   for (const method of methodNames) client[functionName(method)] = (params?: unknown, options?: CallOptions) => call(method, params, options);
   return client as unknown as StateClient;
+}
+
+/** initialize's params with `state` added unless the caller gave one (params that are no object are left to the server). */
+function withState(params: unknown, state: string): unknown {
+  if (params === undefined || params === null) return { state };
+  if (typeof params !== 'object' || Array.isArray(params) || (params as { state?: unknown }).state !== undefined) return params;
+  return { ...params, state };
 }
 
 export interface ConnectOptions {
   /**
    * The server's socket. Default: $HERRSCHER_STATE_SOCKET, else the socket recorded by the live
-   * server of `state`, else herrscher-state.sock in the per-user default folder.
+   * server of `state`, else the per-user shared server's socket when it exists, else
+   * herrscher-state.sock in the per-user default folder.
    */
   socket?: string;
   /**
-   * The state file whose server is wanted: its server is found when no socket is given, and
-   * whatever socket is reached, connect() asks the server (`initialize`, before anything else)
-   * which state file it serves and fails with "no server for <state>" when it is another one,
-   * rather than talk to another state's server (default: as `serve` decides it, unchecked).
+   * The state file wanted. Its server is found when no socket is given, and whatever socket is
+   * reached, connect() names the file in `initialize` (its `state` param, before anything else):
+   * the shared server binds the connection to it; a dedicated server of another state is left
+   * with "no server for <state>" (SocketError ENOSERVER), rather than talked to. When the state's
+   * lock is held by its own server (StateLocked with that server's socket), connect() dials that
+   * socket instead, once. Default: on the shared server, defaultStatePath(env); elsewhere, as
+   * `serve` decided it, unchecked.
    */
   state?: string;
   framing?: Framing;
@@ -91,9 +117,10 @@ export interface ConnectOptions {
   timeoutMs?: number;
   /**
    * Wait for a server that is not there yet (starting, restarting): try again, 50 ms doubling to
-   * 1 s apart, while the socket is missing, refuses, or (with `state`) is not that state's
-   * server, until `timeoutMs` has passed, as the Go client's DialOptions.Wait. Default off: the
-   * first "no server" rejects at once.
+   * 1 s apart, while the socket is missing, refuses, (with a state) is not that state's server,
+   * or answers that another process holds the state's lock without naming its server (one that
+   * is starting), until `timeoutMs` has passed, as the Go client's DialOptions.Wait. Default off:
+   * the first "no server" rejects at once.
    */
   wait?: boolean;
   /**
@@ -122,57 +149,131 @@ export interface ConnectOptions {
 export async function connect(options: ConnectOptions = {}): Promise<StateClient> {
   const dial = (): Promise<Link> => dialSocket(options);
   const reconnect = options.reconnect === true ? {} : options.reconnect === false ? undefined : options.reconnect;
-  return makeClient(new ClientCore(await (options.wait ? dialWaiting(options) : dial()), { dial, callTimeoutMs: options.callTimeoutMs, reconnect }));
+  const first = await (options.wait ? dialWaiting(options) : dial());
+  const state = options.state === undefined ? undefined : path.resolve(options.state);
+  return makeClient(new ClientCore(first, { dial, callTimeoutMs: options.callTimeoutMs, reconnect }), state);
 }
 
-/** What a server that is starting looks like: no socket yet, a stale one, another's server there. */
+/** The SocketError codes of a server that is starting: no socket yet, a stale one, another's server there. */
 const NOT_THERE_YET = new Set<string>(['ENOENT', 'ECONNREFUSED', 'ENOSERVER']);
 
 /** connect({ wait }): dials until a server answers or timeoutMs has passed. */
 async function dialWaiting(options: ConnectOptions): Promise<Link> {
   const bound = options.timeoutMs ?? 2000;
   const deadline = Date.now() + bound;
+  let previous: SocketError | ResponseError | undefined;
   for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
     try {
       return await dialSocket({ ...options, timeoutMs: Math.max(1, deadline - Date.now()) });
     } catch (err) {
-      if (!(err instanceof SocketError) || !NOT_THERE_YET.has(err.code ?? '')) throw err;
+      if (!notThereYet(err)) throw err;
       const left = deadline - Date.now();
-      if (left <= 0) throw new SocketError(`${err.message} (waited ${bound} ms)`, err.code);
+      if (left <= 0) {
+        // An attempt cut short by the wait's own end says less than the one before it (the
+        // server's answer): that one is told.
+        const told = previous !== undefined && err.cause instanceof CallTimeoutError ? previous : err;
+        const waited = `${told.message} (waited ${bound} ms)`;
+        throw told instanceof SocketError ? new SocketError(waited, told.code) : new ResponseError(told.code, waited, told.data);
+      }
+      previous = err;
       await new Promise((resolve) => setTimeout(resolve, Math.min(delay, left)));
     }
   }
 }
 
-/** One connection to the server the discovery rule finds now, after the socket's checks. */
+/**
+ * What a server that is starting looks like: no socket yet, a stale one, another's server there,
+ * or (the shared server's answer) a lock another process holds without a server recorded yet.
+ */
+function notThereYet(err: unknown): err is SocketError | ResponseError {
+  if (err instanceof SocketError) return NOT_THERE_YET.has(err.code ?? '');
+  return err instanceof ResponseError && err.code === ErrorCodes.StateLocked && lockHoldersSocket(err) === undefined;
+}
+
+/** The socket of the server that holds a state's lock, as a StateLocked answer names it. */
+function lockHoldersSocket(err: unknown): string | undefined {
+  if (!(err instanceof ResponseError) || err.code !== ErrorCodes.StateLocked) return undefined;
+  const socket = (err.data as { socket?: unknown } | undefined)?.socket;
+  return typeof socket === 'string' && socket !== '' ? socket : undefined;
+}
+
+/**
+ * One connection to the server the discovery rule finds now, after the socket's checks, named
+ * the state it is for. A shared server that answers that the state's own server holds its lock
+ * names that server's socket: it is dialled instead, once (its answer is final).
+ */
 async function dialSocket(options: ConnectOptions): Promise<Link> {
-  const found = await discoverSocket({ socket: options.socket, state: options.state, env: options.env });
+  const env = options.env ?? process.env;
+  const found = await discoverSocket({ socket: options.socket, state: options.state, env });
+  const state = stateToName(found, options.state, env);
   try {
-    if (found.source === 'default') await assertDefaultFolder(path.dirname(found.path));
+    return await introduce(await openSocket(found, options, state), found, state, options);
+  } catch (err) {
+    const holder = lockHoldersSocket(err);
+    if (holder === undefined || state === undefined) throw err;
+    const there: FoundSocket = { path: holder, source: 'record' };
+    return introduce(await openSocket(there, options, state), there, state, options);
+  }
+}
+
+/** How to start what was not found: the shared server where its socket was tried, else the state's own. */
+function startHint(found: FoundSocket, state: string | undefined): string {
+  if (found.source === 'shared') return 'herrscher-state serve --shared';
+  return state === undefined ? `herrscher-state serve --socket ${found.path}` : `herrscher-state serve --state ${state}`;
+}
+
+/** "no server for <state>: <why>", the start hint last (one hint, never two). */
+function noServerFor(found: FoundSocket, state: string, why: string): SocketError {
+  return new SocketError(`no server for ${state}: ${why.replace(/; start one with `[^`]*`$/, '')}; start one with \`${startHint(found, state)}\``, 'ENOSERVER');
+}
+
+/** A connection to `found`, after the socket's checks; nothing sent yet. */
+async function openSocket(found: FoundSocket, options: ConnectOptions, state: string | undefined): Promise<Link> {
+  try {
+    if (found.source === 'default' || found.source === 'shared') await assertDefaultFolder(path.dirname(found.path));
     await assertSocketTrusted(found.path);
   } catch (err) {
     throw err instanceof SocketError ? new SocketError(`${err.message} [socket ${describeSource(found)}]`, err.code) : err;
   }
-  const noServerFor = (why: string): SocketError =>
-    new SocketError(`no server for ${options.state}: ${why.replace(/; start one with `[^`]*`$/, '')}; start one with \`herrscher-state serve --state ${options.state}\``, 'ENOSERVER');
   let socket;
   try {
     socket = await connectUnixSocket(found.path, { timeoutMs: options.timeoutMs ?? 2000 });
   } catch (err) {
-    throw options.state !== undefined && err instanceof SocketError ? noServerFor(err.message) : err;
+    if (!(err instanceof SocketError)) throw err;
+    if (options.state !== undefined && state !== undefined) throw noServerFor(found, state, err.message);
+    if (found.source === 'shared') throw new SocketError(`${err.message.replace(/; start one with `[^`]*`$/, '')}; start one with \`${startHint(found, state)}\``, err.code);
+    throw err;
   }
   const s = socket;
-  const link = new Link(s, s, () => s.destroy(), { framing: options.framing ?? 'lsp', maxMessageBytes: options.maxMessageBytes });
-  if (options.state === undefined) return link;
-  // The socket of a state with no live server may be another state's (the default socket, a
-  // stale record whose pid was reused): ask before anything else is sent.
+  return new Link(s, s, () => s.destroy(), { framing: options.framing ?? 'lsp', maxMessageBytes: options.maxMessageBytes, where: found });
+}
+
+/**
+ * Names `state` to the server on `link` (initialize, before anything else) and checks the file
+ * it answers it serves: the socket may be another state's server (the default socket, a stale
+ * record whose pid was reused). No state: the link as it is (a dedicated server's own).
+ */
+async function introduce(link: Link, found: FoundSocket, state: string | undefined, options: ConnectOptions): Promise<Link> {
+  if (state === undefined) return link;
   try {
-    const { statePath } = (await link.request('initialize', {}, options.callTimeoutMs)) as { statePath: string };
-    if (await servesState(statePath, options.state)) return link;
-    throw noServerFor(`the server at ${describeSource(found)} serves ${statePath}; nothing but initialize was sent to it`);
+    // With `wait`, timeoutMs is what is left of the wait: a server that accepts and never answers
+    // ends in the wait's bound too.
+    const bound = options.callTimeoutMs ?? (options.wait ? options.timeoutMs : undefined);
+    const { statePath } = (await link.request('initialize', { state }, bound)) as { statePath: string };
+    if (await servesState(statePath, state)) return link;
+    throw noServerFor(found, state, `the server at ${describeSource(found)} serves ${statePath}; nothing but initialize was sent to it`);
   } catch (err) {
     link.fail(new ConnectionClosedError('closed: not the server of the state asked for'));
-    throw err instanceof SocketError ? err : noServerFor(`the server at ${describeSource(found)} did not say which state it serves: ${(err as Error).message}`);
+    if (err instanceof SocketError) throw err;
+    if (err instanceof ResponseError && err.code === ErrorCodes.NotThisState) {
+      throw noServerFor(found, state, `the server at ${describeSource(found)} serves another state (${err.message}); nothing but initialize was sent to it`);
+    }
+    // The server answered but cannot serve this state (its lock is held, its file is damaged…):
+    // its code and data stay, for a caller that decides by the code.
+    if (err instanceof ResponseError && !LOCAL_CODES.has(err.code)) {
+      throw new ResponseError(err.code, `${state}: the server at ${describeSource(found)} cannot serve it: ${err.message}`, err.data);
+    }
+    throw Object.assign(noServerFor(found, state, `the server at ${describeSource(found)} did not say which state it serves: ${(err as Error).message}`), { cause: err });
   }
 }
 
@@ -267,7 +368,7 @@ export function spawn(options: SpawnOptions): SpawnedClient {
   // A write to a server that already exited fails with EPIPE: the connection's end reports it.
   child.stdin?.on('error', () => undefined);
   const dial = (): Promise<Link> => Promise.reject(new Error('a spawned server is not reconnected'));
-  const client = makeClient(new ClientCore(link, { dial, callTimeoutMs: options.callTimeoutMs, afterClose: () => exited.then(() => undefined) }));
+  const client = makeClient(new ClientCore(link, { dial, callTimeoutMs: options.callTimeoutMs, afterClose: () => exited.then(() => undefined) }), path.resolve(options.state));
   return Object.assign(client, { child, exited }) as SpawnedClient;
 }
 

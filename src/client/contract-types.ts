@@ -141,6 +141,7 @@ export interface MethodParams {
       name: string;
       version?: string | undefined;
     } | undefined;
+    state?: string | undefined;
   } | undefined;
   'shutdown': Record<string, never> | undefined;
   'exit': Record<string, never> | undefined;

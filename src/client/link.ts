@@ -5,6 +5,7 @@
 // `closed` is set. A server that accepts and never answers is bounded by the per-call timeout.
 import type { Message, MessageConnection, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 import { CancellationTokenSource, createMessageConnection } from 'vscode-jsonrpc/node';
+import type { FoundSocket } from '../transport/discovery.js';
 import type { Framing } from '../transport/framing.js';
 import { createFramedTransport } from '../transport/framing.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../transport/limits.js';
@@ -14,7 +15,7 @@ import { nonFiniteError } from './finite-params.js';
 type Id = string | number;
 
 /** vscode-jsonrpc's own codes for a send or read that failed here (MessageWriteError…ConnectionInactive): not the server's answer. */
-const LOCAL_CODES = new Set([-32099, -32098, -32097, -32096]);
+export const LOCAL_CODES = new Set([-32099, -32098, -32097, -32096]);
 
 const isResponse = (m: Message): boolean => !('method' in m) && ('result' in m || 'error' in m);
 
@@ -24,6 +25,8 @@ export interface LinkOptions {
   maxMessageBytes?: number;
   /** What the peer is called in errors: "the server" (the socket's path is added by the caller). */
   peer?: string;
+  /** The socket this connection goes to and the discovery step that chose it (none for stdio). */
+  where?: FoundSocket;
   /**
    * When the connection ends before the peer sent anything: resolves with the reason to give
    * instead (a spawned server's exit code and last stderr lines); pending calls wait for it.
@@ -33,6 +36,8 @@ export interface LinkOptions {
 
 export class Link {
   readonly connection: MessageConnection;
+  /** The socket this connection goes to and the discovery step that chose it; undefined for stdio. */
+  readonly where: FoundSocket | undefined;
   private reason: Error | undefined;
   /** Ids of requests sent and not answered (timed-out ones too: their late reply is expected). */
   private readonly sent = new Set<Id>();
@@ -51,6 +56,7 @@ export class Link {
     options: LinkOptions,
   ) {
     this.explainEarlyEnd = options.explainEarlyEnd;
+    this.where = options.where;
     const t = createFramedTransport(input, output, {
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
       initialFraming: options.framing,

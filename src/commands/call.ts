@@ -2,6 +2,7 @@
 // at a shell. The result goes to stdout as JSON; an error goes to stderr and the exit code is 1.
 import { ResponseError } from 'vscode-jsonrpc';
 import { connect } from '../client/client.js';
+import { answeredBy } from './answered-by.js';
 import type { ClientOptions } from './client-options.js';
 import { deadline } from './deadline.js';
 import { replyTimeoutMs } from './reply-timeout.js';
@@ -64,6 +65,8 @@ export async function call(o: CallOptions): Promise<number> {
     } else if (err instanceof ResponseError) {
       process.stderr.write(`error ${err.code}: ${err.message}\n`);
       if (err.data !== undefined) process.stderr.write(`${JSON.stringify(err.data, null, 2)}\n`);
+      const by = answeredBy(client);
+      if (by !== undefined) process.stderr.write(`(${by})\n`);
     } else {
       process.stderr.write(`herrscher-state call: ${(err as Error).message}\n`);
     }

@@ -1,7 +1,7 @@
 // How the client commands (call, tail, sessions) reach a running server: the flags they share
 // and their parsed form.
 import type { Framing } from '../client/client.js';
-import { defaultSocketPath } from '../transport/socket.js';
+import { defaultSocketPath, sharedSocketPath } from '../transport/socket.js';
 import { UsageError } from './command.js';
 import { timerMs } from './reply-timeout.js';
 
@@ -24,12 +24,12 @@ export const CLIENT_FLAGS = {
   socket: {
     type: 'string',
     value: 'PATH',
-    help: `the server's socket (default: $HERRSCHER_STATE_SOCKET, else the socket\nthe live server of --state recorded, else ${defaultSocketPath()})`,
+    help: `the server's socket (default: $HERRSCHER_STATE_SOCKET, else the socket\nthe live server of --state recorded, else the shared server's\n${sharedSocketPath()} when it exists, else ${defaultSocketPath()})`,
   },
   state: {
     type: 'string',
     value: 'FILE',
-    help: 'find the server of this state.json (default: as serve decides it)',
+    help: 'the state.json to work on: its own server\'s, else the shared server\'s\n(default: as serve decides it; on the shared server, the default state)',
   },
   framing: { type: 'string', value: 'lsp|ndjson', default: 'lsp', help: 'wire framing' },
   timeout: {

@@ -51,7 +51,8 @@ export class UsageError extends Error {
 
 /**
  * Exit codes every command shares. `locked`: `serve` found the state's lock held by another
- * process (a lost race for it, or a server already running); a program that starts servers tells
- * this case from every other failure by the code, never by the words (clients/go/state).
+ * process (a lost race for it, or a server already running); `inUse`: `serve --shared` found
+ * another live shared server on its socket (a lost start race). A program that starts servers
+ * tells these cases from every other failure by the code, never by the words (clients/go/state).
  */
-export const EXIT = { ok: 0, failed: 1, usage: 2, locked: 3 } as const;
+export const EXIT = { ok: 0, failed: 1, usage: 2, locked: 3, inUse: 4 } as const;

@@ -19,7 +19,8 @@ export const EXIT_CODES: readonly { code: number; help: string }[] = [
   { code: 0, help: 'done' },
   { code: 1, help: 'failed: the server answered an error, could not be reached or went away,\nthe state could not be opened, (tail) there is no such session,\n(status) the server is unhealthy, (verify) a problem was found,\nor (restore) the restore was refused' },
   { code: 2, help: 'the command line is wrong (unknown command or flag, bad value)' },
-  { code: 3, help: '(serve) another process holds the state\'s lock: a server already\nserving it, or Herrscher\'s daemon; (backup) no server answered, yet one\nholds the lock' },
+  { code: 3, help: '(serve) another process holds the state\'s single-writer lock: a server\nalready serving it; (backup) no server answered, yet one holds the lock' },
+  { code: 4, help: '(serve --shared) another shared server serves the socket already, or\nis starting or stopping there (a lost start race: use that one); its\nsocket was left untouched' },
 ];
 
 function column(left: string, help: string, at = HELP_COLUMN): string {

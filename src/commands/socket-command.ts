@@ -8,7 +8,9 @@ export const socketCommand = defineCommand({
   usage: ['socket [--state FILE | --socket PATH] [--framing lsp|ndjson] [--timeout MS]'],
   description:
     'Finds the server as call does ($HERRSCHER_STATE_SOCKET, else the socket the live server of\n' +
-    'the state file recorded, else the default socket) and prints its path once it answers.',
+    'the state file recorded, else the shared server\'s socket when it exists, else the default\n' +
+    'socket) and prints the path of the socket that answered (the state\'s own server\'s when\n' +
+    'the shared server names it as the holder of the state\'s lock).',
   flags: { ...CLIENT_FLAGS },
   examples: [
     { command: 'herrscher-state socket', says: 'the socket of the server of the default state' },

@@ -14,7 +14,7 @@ export const statusCommand = defineCommand({
     'hand that cannot be loaded, or stopping. Exit 1 too when no server answers, or none within\n' +
     '--timeout MS, which bounds the whole check: a supervisor\'s health check.',
   flags: {
-    json: { type: 'boolean', help: 'print the status method\'s result as JSON' },
+    json: { type: 'boolean', help: 'print the status method\'s result as JSON; no answer:\n{"healthy": false, "error": "…"}' },
     ...CLIENT_FLAGS,
   },
   examples: [

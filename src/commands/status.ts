@@ -2,7 +2,11 @@
 // Exit 0 when healthy, 1 when not (a failing checkpoint, a storage error in the last minute, a
 // state.json that cannot be loaded, a server stopping after `shutdown`) or
 // when no server answers: a host's or a monitor's health check can use the exit code alone.
+// With --json, stdout is JSON whatever happened: no answer prints `{"healthy":false,"error":…}`,
+// so a monitor that parses stdout never meets an empty document.
 import { connect } from '../client/client.js';
+import type { FoundSocket } from '../client/client.js';
+import { describeSource } from '../transport/discovery.js';
 import type { MethodTable } from '../protocol/table.js';
 import type * as z from 'zod';
 import type { ClientOptions } from './client-options.js';
@@ -13,6 +17,7 @@ type Status = z.output<MethodTable['status']['result']>;
 
 export async function status(o: ClientOptions & { json: boolean }): Promise<number> {
   let s: Status;
+  let server: FoundSocket | undefined;
   // --timeout bounds the whole check (a supervisor's health check must end); without it, the
   // connect and the reply have their own bounds.
   const limit = o.givenTimeoutMs === undefined ? undefined : deadline(o.givenTimeoutMs);
@@ -22,23 +27,26 @@ export async function status(o: ClientOptions & { json: boolean }): Promise<numb
     const client = await bounded(connecting);
     try {
       s = await bounded(client.status());
+      server = client.server;
     } finally {
       await client.close();
     }
   } catch (err) {
     // A connection that arrives after the deadline is closed, so that the process can exit.
     void connecting.then((c) => c.close(), () => undefined);
-    process.stderr.write(`herrscher-state status: ${(err as Error).message}\n`);
+    const message = (err as Error).message;
+    if (o.json) process.stdout.write(`${JSON.stringify({ healthy: false, error: message }, null, 2)}\n`);
+    process.stderr.write(`herrscher-state status: ${message}\n`);
     return 1;
   } finally {
     limit?.cancel();
   }
-  process.stdout.write(o.json ? `${JSON.stringify(s, null, 2)}\n` : formatStatus(s));
+  process.stdout.write(o.json ? `${JSON.stringify(s, null, 2)}\n` : formatStatus(s, server));
   return s.healthy ? 0 : 1;
 }
 
-/** The human form: one `key: value` line each, the verdict first. */
-export function formatStatus(s: Status): string {
+/** The human form: one `key: value` line each, the verdict first; `server`: where it was found. */
+export function formatStatus(s: Status, server?: FoundSocket): string {
   const err = s.lastStorageError;
   const rows: [string, string][] = [
     ['health', s.healthy ? 'healthy' : s.stopping ? 'STOPPING (shutdown received: writes refused)' : `UNHEALTHY${s.checkpointFailing ? ' (checkpoint failing)' : ' (a storage error in the last minute, or state.json cannot be loaded: see the last storage error)'}`],
@@ -47,6 +55,7 @@ export function formatStatus(s: Status): string {
     ['uptime', formatDuration(s.uptimeMs)],
     ['state', s.statePath],
     ['socket', s.socket ?? '(none: stdio only)'],
+    ...(server ? [['answered by', describeSource(server)] as [string, string]] : []),
     ['durability', s.durability],
     ['connections', String(s.connections)],
     ['subscriptions', String(s.subscriptions)],

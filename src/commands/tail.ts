@@ -1,7 +1,9 @@
 // `herrscher-state tail NAME [-n N] [-f]` and `herrscher-state sessions`: what an operator runs
 // to watch a session, over the running server's socket (never the files).
 import { connect } from '../client/client.js';
+import type { StateClient } from '../client/client.js';
 import type { TranscriptEntry } from '../protocol/model.js';
+import { namingServer } from './answered-by.js';
 import type { ClientOptions } from './client-options.js';
 import { replyTimeoutMs } from './reply-timeout.js';
 import { safeJson } from './escape.js';
@@ -25,6 +27,10 @@ export interface TailOptions {
  */
 export async function tail(name: string, t: TailOptions, o: ClientOptions): Promise<number> {
   const client = await connect({ ...o, reconnect: t.follow && t.reconnect, callTimeoutMs: replyTimeoutMs() });
+  return namingServer(client, () => follow(client, name, t));
+}
+
+async function follow(client: StateClient, name: string, t: TailOptions): Promise<number> {
   const print = (seq: number, entry: TranscriptEntry): void =>
     void process.stdout.write(`${t.json ? safeJson({ seq, entry }) : formatEntry(entry, { raw: t.raw })}\n`);
   const say = (message: string): void => void process.stderr.write(`herrscher-state tail: ${message}\n`);
@@ -98,7 +104,7 @@ export async function tail(name: string, t: TailOptions, o: ClientOptions): Prom
 export async function sessions(o: ClientOptions & { json: boolean; raw: boolean }): Promise<number> {
   const client = await connect({ ...o, callTimeoutMs: replyTimeoutMs() });
   try {
-    const result = await client.sessionInfos();
+    const result = await namingServer(client, () => client.sessionInfos());
     process.stdout.write(`${o.json ? safeJson(result, 2) : formatSessions(result.sessions, { raw: o.raw })}\n`);
     return 0;
   } finally {

@@ -1,5 +1,5 @@
 // Every error code a reply may carry, by name. The reserved JSON-RPC range first, then ours
-// (-32010…-32050, inside the implementation-defined server-error range -32000…-32099).
+// (-32010…-32061, inside the implementation-defined server-error range -32000…-32099).
 // Apart from their zod-described data (errors.ts) so the client loads no zod.
 
 export const ErrorCodes = {
@@ -25,6 +25,10 @@ export const ErrorCodes = {
   MessageTooLarge: -32040,
   /** The incarnation given is not the session's current one; `data.incarnation` is (null: gone). */
   Conflict: -32050,
+  /** Another process holds this state's single-writer lock; `data`: `{pid?, socket?}` (socket: its server's, to dial). */
+  StateLocked: -32060,
+  /** This server does not serve the state named (initialize's `state`); the message names both paths. */
+  NotThisState: -32061,
   /** LSP's RequestCancelled: a read cancelled by `$/cancelRequest` before it was answered. */
   RequestCancelled: -32800,
 } as const;

@@ -17,6 +17,12 @@ export const ErrorData = {
       revision: z.number().int().optional().describe('state/save: the current state revision (absent for an incarnation conflict)'),
     })
     .meta({ id: 'ConflictData' }),
+  StateLocked: z
+    .object({
+      pid: z.number().int().optional().describe('the holder\'s pid, as its lock file records it'),
+      socket: z.string().optional().describe('the socket of the live server that holds it (from its .serving.json record): dial it'),
+    })
+    .meta({ id: 'StateLockedData' }),
 } satisfies Partial<Record<ErrorName, z.ZodType>>;
 
 export const ErrorDescriptions: Record<ErrorName, string> = {
@@ -31,5 +37,7 @@ export const ErrorDescriptions: Record<ErrorName, string> = {
   ShuttingDown: 'The server is shutting down and accepts no more writes.',
   MessageTooLarge: 'The message exceeds the size limit or its Content-Length is invalid.',
   Conflict: 'The incarnation (state/save: the revision) given is not the current one; data.incarnation (data.revision) is.',
+  StateLocked: 'Another process holds this state\'s single-writer lock; data.socket, when present, is its server\'s socket.',
+  NotThisState: 'This server does not serve the state named in initialize.',
   RequestCancelled: 'A read cancelled by $/cancelRequest before it was answered (writes are never cancelled).',
 };

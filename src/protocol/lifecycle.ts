@@ -5,9 +5,9 @@ import { defineMethod } from './define.js';
 /**
  * Semver of the wire protocol: the major changes when a method or param a client may rely on
  * goes away or changes meaning; the minor when one is added (1.1.0: `status`, LSP-style
- * `initialize` params, `capabilities.params`; 1.2.0: `backup`).
+ * `initialize` params, `capabilities.params`; 1.2.0: `backup`; 1.3.0: initialize's `state`, StateLocked, NotThisState).
  */
-export const PROTOCOL_VERSION = '1.2.0';
+export const PROTOCOL_VERSION = '1.3.0';
 
 export const initialize = defineMethod({
   method: 'initialize',
@@ -19,6 +19,10 @@ export const initialize = defineMethod({
     rootUri: z.string().nullable().optional().describe('LSP: ignored.'),
     capabilities: z.record(z.string(), z.unknown()).optional().describe('LSP: the client\'s capabilities; ignored.'),
     clientInfo: z.looseObject({ name: z.string(), version: z.string().optional() }).optional(),
+    state: z.string().min(1).optional().describe(
+      'The state file this connection works on (an absolute path; a relative one is resolved against the server\'s working directory). ' +
+        'A shared server (`serve --shared`) binds the connection to it, opening it on first use; a dedicated server answers NotThisState unless it serves that file.',
+    ),
   }).default({}),
   result: () => z.object({
     serverInfo: z.object({ name: z.string(), version: z.string() }),
@@ -29,11 +33,11 @@ export const initialize = defineMethod({
       params: z.record(z.string(), z.array(z.string())).describe('For each method, the names of the params it accepts.'),
     }),
   }),
-  errors: [],
+  errors: ['NotThisState', 'StateLocked', 'StorageFailure'],
   example: {
-    params: { processId: 4242, rootUri: null, capabilities: {}, clientInfo: { name: 'herrscher', version: '1.4.0' } },
+    params: { processId: 4242, rootUri: null, capabilities: {}, clientInfo: { name: 'herrscher', version: '1.4.0' }, state: '/home/u/.config/herrscher/state.json' },
     result: {
-      serverInfo: { name: 'herrscher-state', version: '0.1.0' }, protocolVersion: '1.2.0', statePath: '/home/u/.config/herrscher/state.json',
+      serverInfo: { name: 'herrscher-state', version: '0.1.0' }, protocolVersion: '1.3.0', statePath: '/home/u/.config/herrscher/state.json',
       capabilities: { methods: ['initialize', 'session/find', '…'], params: { 'session/find': ['name'], '…': [] } },
     },
   },

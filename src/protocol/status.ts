@@ -58,7 +58,7 @@ export const status = defineMethod({
   example: {
     params: {},
     result: {
-      pid: 4242, version: '0.1.0', protocolVersion: '1.2.0', startedAt: '2026-01-01T10:00:00.000Z', uptimeMs: 3600000,
+      pid: 4242, version: '0.1.0', protocolVersion: '1.3.0', startedAt: '2026-01-01T10:00:00.000Z', uptimeMs: 3600000,
       statePath: '/home/u/.config/herrscher/state.json', socket: '/run/user/1000/herrscher-state/herrscher-state.sock',
       durability: 'sync', connections: 2, subscriptions: 1, revision: 17, walBytes: 4096,
       lastStorageError: null, checkpointFailing: false, stopping: false, healthy: true,

@@ -15,7 +15,8 @@ export interface ServerContext {
   readonly writes: WriteHold;
   /** Where every connection counts the calls it answered (status). */
   readonly metrics: CallMetrics;
-  initialize(): z.input<MethodTable['initialize']['result']>;
+  /** The handshake; `state` naming another file than the one served is refused (NotThisState). */
+  initialize(params: ParsedParamsOf<MethodTable['initialize']>): Promise<z.input<MethodTable['initialize']['result']>>;
   shutdown(): Promise<void>;
   exit(): void;
   discover(): Record<string, unknown>;
@@ -50,7 +51,7 @@ const appendOptions = (p: { incarnation?: string | undefined; requireSession?: b
   ({ incarnation: p.incarnation, requireSession: p.requireSession, writer: p.writer });
 
 export const handlers: MethodHandlers = {
-  initialize: (_p, ctx) => ctx.initialize(),
+  initialize: (p, ctx) => ctx.initialize(p),
   shutdown: async (_p, ctx) => {
     await ctx.shutdown();
     return null;

@@ -1,5 +1,6 @@
 // The server: one store, any number of connections, and the lifecycle they share (initialize,
 // shutdown, exit). Transports hand it a reader and writer per client; it never opens files.
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 import { ResponseError } from 'vscode-jsonrpc/node';
@@ -19,6 +20,7 @@ import { ServerConnection } from './connection.js';
 import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
 import { WriteHold } from './write-hold.js';
+import { stateKey } from './state-key.js';
 import { CallMetrics } from './call-metrics.js';
 
 export interface ServerOptions {
@@ -27,9 +29,10 @@ export interface ServerOptions {
   readonly onExit: (code: number) => void;
   /**
    * Which connections may send `shutdown` and `exit`: with a host on stdio, only it (a socket
-   * client must not stop the server under the host); without one, any client (the operator).
+   * client must not stop the server under the host); without one, any client (the operator);
+   * none on the shared server, whose other states' clients it serves too.
    */
-  readonly lifecycleOwner?: 'stdio' | 'any';
+  readonly lifecycleOwner?: 'stdio' | 'any' | 'none';
   /** Where the server listens now (it can move after an instance id change); none for stdio alone. */
   readonly socket?: () => string | undefined;
   /**
@@ -59,6 +62,15 @@ export function paramNames(def: MethodDef): string[] {
     s = (s as { _zod?: { def?: { innerType?: unknown } } })._zod?.def?.innerType;
   }
   return [];
+}
+
+let capabilitiesOnce: { methods: string[]; params: Record<string, string[]> } | undefined;
+/** initialize's capabilities: the same for every server of the process, so made once (every connection of the shared server asks). */
+function capabilities(): { methods: string[]; params: Record<string, string[]> } {
+  return (capabilitiesOnce ??= {
+    methods: methodList.map((d) => d.method),
+    params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
+  });
 }
 
 export class StateServer {
@@ -100,15 +112,15 @@ export class StateServer {
       store,
       writes: this.writes,
       metrics: this.metrics,
-      initialize: () => ({
-        serverInfo: { name: 'herrscher-state', version: options.version },
-        protocolVersion: PROTOCOL_VERSION,
-        statePath: store.statePath,
-        capabilities: {
-          methods: methodList.map((d) => d.method),
-          params: Object.fromEntries(methodList.map((d) => [d.method, paramNames(d)])),
-        },
-      }),
+      initialize: async (params) => {
+        if (params.state !== undefined) await this.assertServes(params.state);
+        return {
+          serverInfo: { name: 'herrscher-state', version: options.version },
+          protocolVersion: PROTOCOL_VERSION,
+          statePath: store.statePath,
+          capabilities: capabilities(),
+        };
+      },
       status: () => this.status(),
       backup: (dest) => this.backup(dest),
       shutdown: () => this.shutdown(),
@@ -123,7 +135,12 @@ export class StateServer {
     const owner = this.options.lifecycleOwner ?? 'any';
     const mayEnd = owner === 'any' || transport === owner;
     const refuse = (): never => {
-      throw new ResponseError(ErrorCodes.InvalidRequest, 'shutdown and exit belong to the host on stdio; this connection may not end the server');
+      throw new ResponseError(
+        ErrorCodes.InvalidRequest,
+        owner === 'none'
+          ? 'the shared server serves other clients too: it stops on SIGTERM or once unused (--exit-when-idle), never for one client'
+          : 'shutdown and exit belong to the host on stdio; this connection may not end the server',
+      );
     };
     let sentShutdown = false;
     const ctx: ServerContext = {
@@ -153,6 +170,13 @@ export class StateServer {
     conn.listen();
     conn.log.debug('connection opened');
     return conn;
+  }
+
+  /** Refuses (NotThisState) a `state` that names another file than the one this server serves. */
+  private async assertServes(state: string): Promise<void> {
+    const wanted = path.resolve(state);
+    if ((await stateKey(wanted)) === this.store.statePath) return;
+    throw new ResponseError(ErrorCodes.NotThisState, `this server serves ${this.store.statePath}, not ${wanted}`);
   }
 
   /** What `status` answers: identity, load and storage health, as of now. */

@@ -14,7 +14,7 @@ const byKind: Record<StoreErrorKind, number> = {
   'invalid-input': ErrorCodes.InvalidParams,
   conflict: ErrorCodes.Conflict,
   io: ErrorCodes.StorageFailure,
-  locked: ErrorCodes.StorageFailure,
+  locked: ErrorCodes.StateLocked,
   binding: ErrorCodes.StorageFailure,
   closed: ErrorCodes.ShuttingDown,
 };

@@ -47,6 +47,11 @@ export interface AppendFileOptions<T> {
   beforeWrite?(tags: T[], ino: number, offsets: number[], bufs: Buffer[]): Promise<void>;
   /** The seq after a batch of appends, recorded with it in the log (transcripts only). */
   nextSeq?(tags: T[]): number | undefined;
+  /**
+   * Awaited after a write that runs no compaction (`cutAfter` false), before its callers are
+   * answered: work the write makes due (a transcript's summary) belongs to its call.
+   */
+  afterWrite?(): Promise<void>;
   /** Told the file's size and inode once it is open (and its tail repaired). */
   opened?(size: number, ino: number): void;
   /**
@@ -117,6 +122,11 @@ export class AppendFile<T = undefined> {
       if (replaces) await this.options.wal?.checkpoint();
       return run();
     });
+  }
+
+  /** The head (file-head.ts) of the file as the last write left it: its first bytes, up to HEAD_BYTES. */
+  get head(): string {
+    return headOf(this.prefix);
   }
 
   /** Resolves when the queue is empty. */
@@ -193,19 +203,21 @@ export class AppendFile<T = undefined> {
     if (this.prefix.length < HEAD_BYTES) this.prefix = Buffer.concat([this.prefix, buf]).subarray(0, HEAD_BYTES);
     for (const j of jobs) j.written = true;
     this.options.written?.(jobs.map((j) => j.tag), this.size);
-    if (this.options.afterCut && this.options.cutAfter?.(this.size)) {
-      // As Go's AppendTranscript, the append that triggers compaction returns after it.
-      await this.closeHandle();
-      // Compaction replaces the file: the log may hold no record of the old one by then. If it
-      // cannot be emptied, the file stays as it is and the next append tries again (as Go's does).
-      try {
-        await this.options.wal?.checkpoint();
-      } catch (err) {
-        this.options.log.error(`compaction of ${this.rel} skipped: the write-ahead log could not be checkpointed first; retried after the next append`, err);
-        return;
-      }
-      await this.options.afterCut();
+    if (!this.options.afterCut || !this.options.cutAfter?.(this.size)) {
+      await this.options.afterWrite?.();
+      return;
     }
+    // As Go's AppendTranscript, the append that triggers compaction returns after it.
+    await this.closeHandle();
+    // Compaction replaces the file: the log may hold no record of the old one by then. If it
+    // cannot be emptied, the file stays as it is and the next append tries again (as Go's does).
+    try {
+      await this.options.wal?.checkpoint();
+    } catch (err) {
+      this.options.log.error(`compaction of ${this.rel} skipped: the write-ahead log could not be checkpointed first; retried after the next append`, err);
+      return;
+    }
+    await this.options.afterCut();
   }
 
   /**

@@ -77,9 +77,13 @@ export class AppendKeys {
     private readonly file: string,
   ) {}
 
-  /** Reads the log, keeps the keys whose bytes are in their files, and writes it again with those. */
-  static async load(io: Io, dir: string, file: string): Promise<AppendKeys> {
+  /**
+   * Reads the log, keeps the keys whose bytes are in their files, and writes it again with those.
+   * `fresh`: its folder was just made (no log to read).
+   */
+  static async load(io: Io, dir: string, file: string, fresh = false): Promise<AppendKeys> {
     const k = new AppendKeys(io, dir, file);
+    if (fresh) return k;
     let text = '';
     try {
       text = (await io.readFile(file)).toString('utf8');

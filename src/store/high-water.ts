@@ -50,6 +50,11 @@ export class HighWater {
     return new HighWater(io, rel, file, marks);
   }
 
+  /** No marks yet, for the side folder an open just made (nothing to read). */
+  static none(io: Io, dir: string, rel = HIGH_WATER_REL): HighWater {
+    return new HighWater(io, rel, path.join(dir, rel), new Map());
+  }
+
   /** The mark for `name` (0 when none). */
   get(name: string): number {
     return this.marks.get(name) ?? 0;

@@ -39,6 +39,10 @@ export interface Io {
   size(fh: fs.FileHandle): Promise<number>;
   inode(fh: fs.FileHandle): Promise<number>;
   rename(from: string, to: string): Promise<void>;
+  /**
+   * Makes one folder (its parent must exist: a removed state dir fails with ENOENT, never made
+   * again); one that exists already is fine.
+   */
   mkdir(dir: string, mode: number): Promise<void>;
   unlink(file: string): Promise<void>;
   readdir(dir: string): Promise<string[]>;
@@ -154,7 +158,11 @@ export const nodeIo: Io = {
   inode: async (fh) => (await fh.stat()).ino,
   rename: (from, to) => fs.rename(from, to),
   mkdir: async (dir, mode) => {
-    await fs.mkdir(dir, { recursive: true, mode });
+    try {
+      await fs.mkdir(dir, { mode });
+    } catch (err) {
+      if (errnoOf(err) !== 'EEXIST') throw err;
+    }
   },
   unlink: (file) => fs.unlink(file),
   readdir: (dir) => fs.readdir(dir),

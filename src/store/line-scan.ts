@@ -11,8 +11,8 @@ import type { Io } from './io.js';
 export const SCAN_CHUNK = 1024 * 1024;
 
 /**
- * Calls `onLine` for each line (without its `\n`) of the first `size` bytes of `fh`, in file
- * order, reading SCAN_CHUNK bytes at a time: every read returns to the event loop, so no file
+ * Calls `onLine` for each line (without its `\n`) of the first `size` bytes of `fh` from offset
+ * `from` (a line start; default 0), in file order, reading SCAN_CHUNK bytes at a time: every read returns to the event loop, so no file
  * blocks it for longer than one chunk's parse (one line longer than a chunk is still handed over
  * whole). A line spanning chunks is joined once, so the cost stays linear. `onLine` returning
  * false stops the scan. A last line without `\n` is handed over only with `unterminated: true`.
@@ -22,9 +22,9 @@ export async function scanLines(
   fh: FileHandle,
   size: number,
   onLine: (line: Buffer) => boolean | void,
-  { unterminated }: { unterminated: boolean },
+  { unterminated, from = 0 }: { unterminated: boolean; from?: number },
 ): Promise<void> {
-  let pos = 0;
+  let pos = from;
   let partial: Buffer[] = []; // the start of a line that continues in the next chunk
   while (pos < size) {
     const chunk = Buffer.alloc(Math.min(SCAN_CHUNK, size - pos));

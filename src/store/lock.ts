@@ -1,6 +1,9 @@
-// One writer per state file: flock(2) on `<dir>/.<base>.lock`, the very lock Herrscher's Go daemon
-// takes (core/host/lock.go), so the Go daemon, a Go CLI and this server exclude one another. The
-// kernel drops the lock when its holder dies (kill -9 included): nothing to clean up by hand.
+// One writer per state file: flock(2) on the server lock in the state file's side folder
+// (`<dir>/.herrscher-state/server.lock`, paths.ts serverLockPath), taken by the store at open.
+// Herrscher's daemon lock `<dir>/.<base>.lock` (core/host/lock.go) is the daemon's own
+// exclusivity lock: the store never creates nor takes it. It holds it only when a host that took
+// it hands it over (`serve --lock-fd N`: adoptLock), until the store closes. The kernel drops a
+// flock when its holder dies (kill -9 included): nothing to clean up by hand.
 import fs from 'node:fs';
 import type * as FsExt from 'fs-ext-extra-prebuilt';
 import { createRequire } from 'node:module';
@@ -38,15 +41,21 @@ export interface HeldLock {
   release(): void;
 }
 
-/** Takes the lock or refuses, naming the holder's pid as the file records it. */
-export function lockStateFile(lockPath: string, statePath: string): HeldLock {
+/**
+ * Takes the server lock of a state file (`<side>/server.lock`, its own open, so its own open file
+ * description), or refuses with kind `locked`, naming the holder's pid as the file records it.
+ * Held by the one server of the state file, also when it adopted a host's daemon lock: that lock
+ * alone cannot tell two servers apart when both were handed the same descriptor (`serve --lock-fd
+ * N` twice, from one host), since flock is per open file description and both share the host's.
+ */
+export function lockServer(serverLockPath: string, statePath: string, lockFd?: number): HeldLock {
   // O_NOFOLLOW: a link planted at the lock's name must not make us truncate its target.
   let fd: number;
   try {
-    fd = fs.openSync(lockPath, fs.constants.O_CREAT | fs.constants.O_RDWR | fs.constants.O_NOFOLLOW, 0o600);
+    fd = fs.openSync(serverLockPath, fs.constants.O_CREAT | fs.constants.O_RDWR | fs.constants.O_NOFOLLOW, 0o600);
   } catch (err) {
     if (errnoOf(err) !== 'ELOOP') throw err;
-    throw new StoreError('io', `the lock file ${lockPath} is a symbolic link, which the store never follows: remove it`, { code: 'ELOOP' }, 'ELOOP');
+    throw new StoreError('io', `the lock file ${serverLockPath} is a symbolic link, which the store never follows: remove it`, { code: 'ELOOP' }, 'ELOOP');
   }
   try {
     loadFlockBinding()(fd, 'exnb');
@@ -55,12 +64,10 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
     const holder = fs.readFileSync(fd, 'utf8').trim();
     fs.closeSync(fd);
     if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
-      throw new StoreError(
-        'locked',
-        `another process is already serving ${statePath}${holder ? ` (pid ${holder})` : ''}; ` +
-          `a host that holds this lock itself passes its open lock file with --lock-fd N`,
-        holder ? { pid: Number(holder) } : undefined,
-      );
+      // With --lock-fd the holder is another server handed the same daemon lock (a host that spawned two).
+      throw new StoreError('locked', `another ${lockFd !== undefined ? 'server' : 'process'} is already serving ${statePath}${holder ? ` (pid ${holder})` : ''}`
+        + (lockFd !== undefined ? `: --lock-fd ${lockFd} refused (the lock is held through it, but a server already serves through that lock)` : ''),
+      { ...(holder ? { pid: Number(holder) } : {}), ...(lockFd !== undefined ? { fd: lockFd } : {}) });
     }
     throw err;
   }
@@ -74,25 +81,6 @@ export function lockStateFile(lockPath: string, statePath: string): HeldLock {
       fs.closeSync(fd); // closing the last descriptor releases the flock
     },
   };
-}
-
-/**
- * Takes the server lock of a state file (`<side>/server.lock`, its own open, so its own open file
- * description): held by the one server of the state file however it got the state file's lock.
- * The state file's lock alone cannot tell two servers apart when both were handed the same
- * descriptor (`serve --lock-fd N` twice, from one host): flock is per open file description, and
- * both share the host's. Refused (kind locked) while another server holds it.
- */
-export function lockServer(serverLockPath: string, statePath: string, lockFd?: number): HeldLock {
-  try {
-    return lockStateFile(serverLockPath, statePath);
-  } catch (err) {
-    if (!(err instanceof StoreError) || err.kind !== 'locked') throw err;
-    const pid = err.data?.pid;
-    throw new StoreError('locked', `another server is already serving ${statePath}${pid ? ` (pid ${String(pid)})` : ''}`
-      + (lockFd !== undefined ? `: --lock-fd ${lockFd} refused (the lock is held through it, but a server already serves through that lock)` : ''),
-    { ...err.data, ...(lockFd !== undefined ? { fd: lockFd } : {}) });
-  }
 }
 
 /**

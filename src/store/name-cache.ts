@@ -30,8 +30,18 @@ export function cachedNamesForFdLimit(limit: number | undefined = softFdLimit())
   return Math.max(16, Math.min(DEFAULT_CACHED_NAMES, Math.floor((limit - RESERVED_FDS) / 2)));
 }
 
-/** The soft RLIMIT_NOFILE, from /proc (Linux); undefined where it cannot be read. */
+let softLimit: { value: number | undefined } | undefined;
+
+/**
+ * The soft RLIMIT_NOFILE, from /proc (Linux); undefined where it cannot be read. Read once per
+ * process: every store opens with it, and a shared server opens one per state.
+ */
 function softFdLimit(): number | undefined {
+  softLimit ??= { value: readSoftFdLimit() };
+  return softLimit.value;
+}
+
+function readSoftFdLimit(): number | undefined {
   try {
     const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
     return line === undefined || line === 'unlimited' ? undefined : Number(line);

@@ -39,11 +39,14 @@ export function assertSessionName(name: string): void {
 export interface StatePaths {
   readonly statePath: string;
   readonly dir: string;
-  /** `<dir>/.<base>.lock`, the file Go's daemon flocks (core/host/lock.go), so the two exclude each other. */
+  /**
+   * `<dir>/.<base>.lock`, Herrscher's daemon lock (core/host/lock.go): never created nor taken by
+   * the store, only adopted when a host hands it over (`serve --lock-fd`).
+   */
   readonly lockPath: string;
   /** The folder of this state file's own side files (write-ahead log, marks, metas), relative to dir. */
   readonly side: string;
-  /** `<side>/server.lock`: held by the one server of this state file (also when it adopted --lock-fd). */
+  /** `<side>/server.lock`: the single-writer lock, held by the one store serving this state file. */
   readonly serverLockPath: string;
 }
 

@@ -11,10 +11,14 @@ import { replayWal, walRelIn } from './wal.js';
 /** The session name of `transcripts/<name>.jsonl`. */
 const nameOfTranscript = (rel: string): string => rel.slice('transcripts/'.length, -'.jsonl'.length);
 
-/** Recovers the state dir `dir` for the state file whose side folder is `side`; returns its marks. */
-export async function recover(io: Io, dir: string, side: string, log: StoreLog): Promise<HighWater> {
-  const marks = await HighWater.load(io, dir, log, highWaterRelIn(side));
+/**
+ * Recovers the state dir `dir` for the state file whose side folder is `side`; returns its marks.
+ * `freshSide`: the open just made the side folder, so it holds no marks and no log to replay.
+ */
+export async function recover(io: Io, dir: string, side: string, log: StoreLog, freshSide = false): Promise<HighWater> {
+  const marks = freshSide ? HighWater.none(io, dir, highWaterRelIn(side)) : await HighWater.load(io, dir, log, highWaterRelIn(side));
   await adoptSharedSideFiles(io, dir, side, { marks, nameOf: nameOfTranscript, log });
+  if (freshSide) return marks;
   await replayWal(io, dir, log, async (seqs) => {
     for (const [rel, next] of seqs) marks.raise(nameOfTranscript(rel), next);
     await marks.save();

@@ -166,8 +166,11 @@ async function writeFiles(backupDir: string, tmp: string, stateBase: string, sid
       await fh.close();
     }
     const meta = metaRel(name, side);
+    // The store's Io makes one folder at a time (never a removed state dir again): the restore's own new tree is made here.
+    await fs.mkdir(path.dirname(path.join(tmp, meta)), { recursive: true, mode: 0o700 });
     await writeMeta(nodeIo, path.join(tmp, meta), meta, { ino, head: headOf(prefix.subarray(0, got)), firstSeq: n.firstSeq, dropped });
   }
+  if (Object.values(m.seqMarks).some((next) => next > 0)) await fs.mkdir(path.join(tmp, side), { recursive: true, mode: 0o700 });
   const marks = await HighWater.load(nodeIo, tmp, log, highWaterRelIn(side));
   for (const [name, next] of Object.entries(m.seqMarks)) marks.raise(name, next);
   await marks.save();

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import { HIGH_WATER_REL, HighWater } from './high-water.js';
 import type { Io } from './io.js';
-import { lockStateFile } from './lock.js';
+import { lockServer } from './lock.js';
 import { LEGACY_SIDE } from './paths.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
@@ -38,7 +38,7 @@ export async function adoptSharedSideFiles(
   await copyMetas(io, dir, side);
   let serverLock;
   try {
-    serverLock = lockStateFile(
+    serverLock = lockServer(
       path.join(dir, LEGACY_SIDE, 'server.lock'),
       // Stryker disable next-line StringLiteral: the state file's name only words the 'locked' error, caught here and never shown
       path.join(dir, 'state.json'),

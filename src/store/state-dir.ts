@@ -3,6 +3,7 @@
 // have this server write through it. Inside it: every folder the store enters or creates
 // (transcripts/, participants/, .herrscher-state/…) must be a real folder, never a link; the
 // files themselves are opened with O_NOFOLLOW (io.ts).
+import type { Stats } from 'node:fs';
 import path from 'node:path';
 import type { Io } from './io.js';
 import { linkRefused } from './io.js';
@@ -11,9 +12,9 @@ import { errnoOf } from '../common/errno.js';
 
 /**
  * Refuses a state dir writable by group or others, or owned by another user (root excepted):
- * the message names the dir and the command that fixes it.
+ * the message names the dir and the command that fixes it. Resolves with the dir's lstat.
  */
-export async function assertPrivateDir(io: Io, dir: string): Promise<void> {
+export async function assertPrivateDir(io: Io, dir: string): Promise<Stats> {
   const st = await io.lstat(dir);
   const mode = st.mode & 0o7777;
   const uid = process.geteuid?.();
@@ -28,12 +29,13 @@ export async function assertPrivateDir(io: Io, dir: string): Promise<void> {
       + `another user could plant a link there and make this server overwrite the link's target; `
       + `fix it with: chmod go-w '${dir}'`, { code: 'EPERM' }, 'EPERM');
   }
+  return st;
 }
 
 /**
  * `io` confined to `root` (the state dir, resolved): before a call reaches a file under root,
  * every folder between root and it must be a real folder (lstat), never a link; mkdir creates
- * them one by one under the same check. A folder found real once stays trusted for the life of
+ * them one by one under the same check, never root itself (a removed state dir stays removed). A folder found real once stays trusted for the life of
  * the store: only this user can change the dir (assertPrivateDir), and rechecking on every
  * open would cost a syscall per read. A path outside root is refused (EPERM), never touched.
  */
@@ -94,7 +96,8 @@ export function confine(io: Io, root: string): Io {
     },
     async mkdir(dir, mode) {
       const folders = foldersOf(dir, true);
-      if (folders.length === 0) return io.mkdir(dir, mode); // the state dir itself
+      // The state dir itself is made only by the open (Go's Save makes it too): once removed, it is never made again.
+      if (folders.length === 0) return void (await io.lstat(dir));
       for (const f of folders) {
         if (trusted.has(f)) continue;
         try {

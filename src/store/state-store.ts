@@ -100,10 +100,14 @@ export class StateStore {
    * one is an error naming the file and leaves it untouched; ids are backfilled in memory and
    * incarnations backfilled and persisted at once.
    */
-  static async load(io: Io, file: string, durability: Durability, log?: StoreLog, writersFile?: string): Promise<StateStore> {
-    const { doc, stamp } = await readDocument(io, file);
+  static async load(
+    io: Io, file: string, durability: Durability, log?: StoreLog, writersFile?: string,
+    /** What the open just made, so holds nothing to read: the state dir (no state.json), the side folder (no table of writers). */
+    fresh: { dir?: boolean; side?: boolean } = {},
+  ): Promise<StateStore> {
+    const { doc, stamp } = fresh.dir ? { doc: emptyDocument(), stamp: null } : await readDocument(io, file);
     // Before anything is written: the keys' table is judged against the file as the crash left it.
-    const writers = writersFile === undefined ? undefined : await WriterSequences.load(io, writersFile, stamp, durability === 'sync');
+    const writers = writersFile === undefined ? undefined : await WriterSequences.load(io, writersFile, stamp, durability === 'sync', fresh.side);
     const filled = backfill(doc);
     const store = new StateStore({ io, file, durability, log, writers }, filled.doc, stamp);
     if (filled.persist) {
@@ -309,16 +313,8 @@ export class StateStore {
     const sync = this.durability === 'sync';
     const dir = path.dirname(this.file);
     try {
-      let written: Stamp | void;
-      try {
-        written = await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
-      } catch (err) {
-        // The dir was removed under us: made again, as Go's SaveState (MkdirAll) would. Only
-        // then, so a commit does not pay a call for a folder that is nearly always there.
-        if (!isErrno(err, 'ENOENT')) throw err;
-        await this.io.mkdir(dir, 0o700);
-        written = await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
-      }
+      // A state dir removed under us is not made again (the store's caller learns it is gone).
+      const written = await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
       if (sync) await this.io.syncDir(dir);
       // What we wrote, to tell our own file from someone else's later: the stamp the replace
       // took right after its rename, else a stat now. (A writer that replaces the file in between

@@ -1,5 +1,5 @@
-// Opening a state dir: its folder checked (private, reached through at most one link), the state
-// file's lock and the server lock taken (or a host's adopted), temp files a crash left swept, the
+// Opening a state dir: its folder checked (private, reached through at most one link), the server
+// lock taken (and a host's daemon lock adopted, when handed over), temp files a crash left swept, the
 // side files recovered (recovery.ts), state.json loaded, and in sync mode the write-ahead log
 // opened. A start that fails releases what it took and removes the folders it made, so a refused
 // start leaves the dir as it found it.
@@ -14,7 +14,7 @@ import type { HighWater } from './high-water.js';
 import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import type { HeldLock } from './lock.js';
-import { adoptLock, loadFlockBinding, lockServer, lockStateFile } from './lock.js';
+import { adoptLock, loadFlockBinding, lockServer } from './lock.js';
 import { cachedNamesForFdLimit } from './name-cache.js';
 import type { StatePaths } from './paths.js';
 import { statePaths } from './paths.js';
@@ -22,6 +22,7 @@ import { recover } from './recovery.js';
 import type { Durability } from './state-store.js';
 import { StateStore } from './state-store.js';
 import { assertPrivateDir, confine } from './state-dir.js';
+import { StateDirWatch } from './state-gone.js';
 import type { StoreLog } from './store-log.js';
 import { ioError } from './store-error.js';
 import { storeLog } from './store-log.js';
@@ -33,9 +34,13 @@ import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */
   durability?: Durability;
-  /** Take the state file's flock (default true). */
+  /** Take the server lock in the side folder (default true; paths.ts serverLockPath). */
   lock?: boolean;
-  /** Adopt the flock a host holds through this descriptor instead of taking it (`serve --lock-fd`). */
+  /**
+   * A descriptor through which the host that started us holds Herrscher's daemon lock
+   * `<dir>/.<base>.lock` (`serve --lock-fd`): adopted and held until close, besides the server
+   * lock. Without it the daemon lock is never created nor taken.
+   */
   lockFd?: number;
   /** The file-system seam (tests inject failures through it). */
   io?: Io;
@@ -79,6 +84,8 @@ export interface StoreParts {
   counters: StoreCounters;
   /** How many idle names keep their Transcript and Participants objects. */
   cachedNames: number;
+  /** Whether the state dir is still the one opened (state-gone.ts). */
+  dirWatch: StateDirWatch;
 }
 
 /** Locks, sweeps temp files a crash left, recovers the side files and loads state.json (see StateStore.load). */
@@ -87,34 +94,38 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
   const baseIo = options.io ?? nodeIo;
   const durability = options.durability ?? 'sync';
   if (options.lock !== false) loadFlockBinding(); // before anything is made on disk
-  await baseIo.mkdir(given.dir, 0o700);
+  // Go's Save makes the folders down to the state dir (MkdirAll); only an open does here.
+  const freshDir = await mkdirAll(baseIo, given.dir);
   // The dir itself may be reached through a link (a configured path); nothing inside it is.
   const dir = await baseIo.realpath(given.dir);
-  await assertPrivateDir(baseIo, dir);
+  const dirStat = await assertPrivateDir(baseIo, dir);
   const paths = statePaths(path.join(dir, path.basename(given.statePath)));
   const counters = options.counters ?? new StoreCounters();
   const io = countingSyncs(confine(baseIo, dir), counters);
-  const lock = options.lock === false ? undefined
-    : options.lockFd !== undefined ? adoptLock(options.lockFd, paths.lockPath, paths.statePath)
-    : lockStateFile(paths.lockPath, paths.statePath);
+  // The daemon's lock only when a host hands it over: the store's own is the server lock below.
+  const lock = options.lock === false || options.lockFd === undefined ? undefined
+    : adoptLock(options.lockFd, paths.lockPath, paths.statePath);
   const health = options.health ?? new StorageHealth();
   const log = storeLog({ warn: options.warn, error: options.error, health });
   let wal: WriteAheadLog | undefined;
   let serverLock: HeldLock | undefined;
   // Folders this start creates: a start that fails removes them again (a refused start changes nothing).
   const created = await missingFolders(io, paths.dir, paths.side);
+  // What this open makes holds nothing to sweep, recover or load: those looks are skipped (a new
+  // state costs a call, not a dozen reads that find nothing).
+  const fresh = { dir: freshDir, side: created.includes(paths.side) };
   try {
     await io.mkdir(path.join(paths.dir, paths.side), 0o700);
-    if (lock) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
-    await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side);
+    if (options.lock !== false) serverLock = lockServer(paths.serverLockPath, paths.statePath, options.lockFd);
+    await sweepTempFiles(io, paths.dir, path.basename(paths.statePath), log, paths.side, fresh);
     // A backup killed before its end left hard links to every file it fixed: they pin the disk
     // space of transcripts compacted or removed since, until the next backup; no backup runs yet.
-    await removeStaleStaging(path.join(paths.dir, paths.side)).catch((err: unknown) => log.error('backup staging folders not removed', ioError('remove', paths.side, err)));
+    if (!fresh.side) await removeStaleStaging(path.join(paths.dir, paths.side)).catch((err: unknown) => log.error('backup staging folders not removed', ioError('remove', paths.side, err)));
     // Before anything reads a transcript: put back what a crash kept from the files.
-    const marks = await recover(io, paths.dir, paths.side, log);
+    const marks = await recover(io, paths.dir, paths.side, log, fresh.side);
     // After the replay: a key counts only if its append's bytes are in the file.
-    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE));
-    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE));
+    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE), fresh.side);
+    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE), fresh);
     const id = state.document.instanceID ?? '';
     if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
       // Written by another writer (Go checks nothing): served all the same, on the socket without it.
@@ -129,7 +140,7 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
     }
     return {
       statePath: paths.statePath, dir: paths.dir, side: paths.side, state, io, durability, lock: bothLocks(serverLock, lock), log, wal,
-      marks, appendKeys, health, counters, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(),
+      marks, appendKeys, health, counters, cachedNames: options.cachedNames ?? cachedNamesForFdLimit(), dirWatch: new StateDirWatch(baseIo, dir, dirStat),
     };
   } catch (err) {
     serverLock?.release();
@@ -137,6 +148,23 @@ export async function openStore(statePath: string, options: StoreOptions = {}): 
     lock?.release();
     throw err;
   }
+}
+
+/**
+ * Makes `dir` and every missing folder above it, one at a time (Io.mkdir makes one); true when
+ * `dir` itself was made here (it holds nothing yet). One that exists is only looked at.
+ */
+async function mkdirAll(io: Io, dir: string): Promise<boolean> {
+  try {
+    await io.lstat(dir);
+    return false; // what it is (a folder, a link to one, private) is checked next
+  } catch (err) {
+    if (!isErrno(err, 'ENOENT')) throw err;
+  }
+  const parent = path.dirname(dir);
+  if (parent !== dir) await mkdirAll(io, parent);
+  await io.mkdir(dir, 0o700);
+  return true;
 }
 
 /** The folders of `side` (relative to dir) that do not exist yet, outermost first. */
@@ -172,7 +200,7 @@ async function removeIfCreated(io: Io, paths: StatePaths, created: string[]): Pr
   }
 }
 
-/** The server lock, then the state file's lock, released as one (the server's first). */
+/** The server lock, then the adopted daemon lock, released as one (the server's first). */
 function bothLocks(server: HeldLock | undefined, state: HeldLock | undefined): HeldLock | undefined {
   if (!state) return server;
   return {

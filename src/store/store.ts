@@ -18,7 +18,7 @@ import type { StoreEvents } from './change-feed.js';
 import { ChangeFeed } from './change-feed.js';
 import type { StorageHealth } from './health.js';
 import type { StoreCounters } from './store-counters.js';
-import { assertPathComponent, assertSessionName, isPathComponent } from './paths.js';
+import { assertPathComponent, assertSessionName, isPathComponent, participantsRel, transcriptRel } from './paths.js';
 import { purgeWithRow } from './session-purge.js';
 import { SessionFiles } from './session-files.js';
 import type { Defaults, Doc } from './state-document.js';
@@ -68,7 +68,7 @@ export class Store {
     this.durability = parts.durability;
     this.health = parts.health;
     this.counters = parts.counters;
-    this.order = new WriteOrder(parts.state, parts.health);
+    this.order = new WriteOrder(parts.state, parts.health, parts.dirWatch);
     this.files = new SessionFiles({
       io: parts.io, dir: parts.dir, side: parts.side, durability: parts.durability, log: parts.log, wal: parts.wal, marks: parts.marks,
       appendKeys: parts.appendKeys, feed: this.feed, counters: parts.counters, hasRow: (name) => docs.findSession(this.parts.state.pendingDocument, name) !== undefined, cachedNames: parts.cachedNames,
@@ -82,6 +82,16 @@ export class Store {
   /** Locks, sweeps temp files a crash left, recovers the side files and loads state.json (store-open.ts). */
   static async open(statePath: string, options: StoreOptions = {}): Promise<Store> {
     return new Store(await openStore(statePath, options));
+  }
+
+  /**
+   * Whether the state dir was removed (or another folder put at its path) since the open: the
+   * store never makes it again, and every write fails with an error `isStateGone` recognises
+   * (kind io, code ENOENT, `data.reason` 'gone', naming the dir). Its owner drops the store then
+   * (close writes nothing) and opens it anew on the next explicit write, as Go's Save makes the dir.
+   */
+  get gone(): boolean {
+    return this.parts.dirWatch.gone;
   }
 
   /** Bytes in the write-ahead log not yet checkpointed (0 with durability `write`, which has none). */
@@ -113,8 +123,12 @@ export class Store {
   }
 
   /**
-   * Finishes every queued write, then refuses new ones, checkpoints the write-ahead log and
-   * releases the lock. Also after a shutdown, which only refused writes.
+   * Refuses new writes, finishes every queued one, closes the files and releases the lock. Writes
+   * nothing of its own (no checkpoint, no marks, no summary): once a call has returned, the store
+   * never writes for it again, so a folder removed after the last call stays removed. What a
+   * close used to write is recovered at the next open (the log's replay raises the marks; a
+   * transcript without a current summary is scanned). Also after a shutdown, which only refused
+   * writes.
    */
   close(): Promise<void> {
     this.order.refuse();
@@ -122,13 +136,7 @@ export class Store {
       await this.flush();
       await this.files.close();
       await this.parts.appendKeys.close();
-      // Every file synced and the log emptied: a clean stop leaves nothing to replay (a failure is logged).
       await this.parts.wal?.close();
-      try {
-        await this.parts.marks.save();
-      } catch (err) {
-        this.parts.log.error('the seq high-water marks could not be written at close', err);
-      }
       this.parts.lock?.release();
     })();
     return this.closing;
@@ -295,7 +303,8 @@ export class Store {
   /** Appends one entry to a session's transcript (refused without a session row unless asked); resolves with its seq. */
   appendTranscript(name: string, entry: Entry, opts: AppendOptions = {}): Promise<number> {
     return this.parts.appendKeys.keyed(opts.writer, (key) =>
-      this.order.noted(this.order.forAppend(name, opts, () => this.files.appendingTranscript(name, (t) => t.append(entry, key)))));
+      this.order.noted(this.order.forAppend(name, opts, () => this.inDir(`append to ${transcriptRel(name)}`, () =>
+        this.files.appendingTranscript(name, (t) => t.append(entry, key))))));
   }
 
   async readTranscript(name: string, limit = 0): Promise<Entry[]> {
@@ -335,14 +344,15 @@ export class Store {
 
   async removeTranscript(name: string): Promise<boolean> {
     this.order.assertOpen();
-    return this.order.noted(this.order.inTurn(name, () => this.files.withTranscript(name, (t) => t.remove())));
+    return this.order.noted(this.order.inTurn(name, () => this.inDir(`remove ${transcriptRel(name)}`, () => this.files.withTranscript(name, (t) => t.remove()))));
   }
 
   // ---- participants ----------------------------------------------------------------------
 
   /** Adds a user id to a session's journal; `added` is false when it was there already. */
   appendParticipant(name: string, userId: string, opts: AppendOptions = {}): Promise<boolean> {
-    return this.order.noted(this.order.forAppend(name, opts, () => this.files.appendingJournal(name, (j) => j.append(userId))));
+    return this.order.noted(this.order.forAppend(name, opts, () => this.inDir(`append to ${participantsRel(name)}`, () =>
+      this.files.appendingJournal(name, (j) => j.append(userId)))));
   }
 
   async readParticipants(name: string): Promise<string[]> {
@@ -351,10 +361,20 @@ export class Store {
 
   async removeParticipants(name: string): Promise<boolean> {
     this.order.assertOpen();
-    return this.order.noted(this.order.inTurn(name, () => this.files.withJournal(name, (j) => j.remove())));
+    return this.order.noted(this.order.inTurn(name, () => this.inDir(`remove ${participantsRel(name)}`, () => this.files.withJournal(name, (j) => j.remove()))));
   }
 
   // ---- internals -------------------------------------------------------------------------
+
+  /** `write()`, unless the state dir is gone (state-gone.ts): then the gone error, and nothing is touched. */
+  private inDir<T>(what: string, write: () => Promise<T>): Promise<T> {
+    try {
+      this.parts.dirWatch.assertHere(what);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return write();
+  }
 
   private patch(name: string, patch: SessionPatch, guard: Guard): Promise<{ found: boolean; changed: boolean }> {
     return this.order.mutate((d) => {

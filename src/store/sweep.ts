@@ -31,10 +31,17 @@ async function sweep(io: Io, root: string, rel: string, isTemp: (name: string) =
   }
 }
 
-export async function sweepTempFiles(io: Io, dir: string, stateBase: string, log: StoreLog, side = '.herrscher-state'): Promise<void> {
+export async function sweepTempFiles(
+  io: Io, dir: string, stateBase: string, log: StoreLog, side = '.herrscher-state',
+  /** What the open just made, so holds no temp file: the state dir itself, the side folder. */
+  fresh: { dir?: boolean; side?: boolean } = {},
+): Promise<void> {
   const stateTemp = new RegExp(`^${escape(stateBase)}\\.(tmp|\\d+(\\.\\d+)?)$`);
-  await sweep(io, dir, '', (n) => stateTemp.test(n), log);
-  await sweep(io, dir, 'transcripts', (n) => /\.jsonl\.(tmp|compact|\d+(\.\d+)?)$/.test(n), log);
+  if (!fresh.dir) {
+    await sweep(io, dir, '', (n) => stateTemp.test(n), log);
+    await sweep(io, dir, 'transcripts', (n) => /\.jsonl\.(tmp|compact|\d+(\.\d+)?)$/.test(n), log);
+  }
+  if (fresh.side) return;
   await sweep(io, dir, `${side}/transcripts`, (n) => /\.(json|summary)\.\d+(\.\d+)?$/.test(n), log);
   // The side folder's own whole-file replaces: the seq high-water marks and the adoption marker.
   await sweep(io, dir, side, (n) => /^(high-water\.json|adopted-shared-side-files)\.\d+(\.\d+)?$/.test(n), log);

@@ -165,20 +165,22 @@ export async function removeMeta(io: Io, file: string, rel: string): Promise<voi
   }
 }
 
-// ---- the summary a clean stop leaves (restart in O(sessions)) --------------------------------
+// ---- the summary appends keep (restart in O(sessions)) ---------------------------------------
 // `<name>.summary`: what the first usage/last/infos after a start would otherwise scan the whole
-// file for. Written when the transcript object closes (a clean stop, an idle eviction), after
-// every append it made is in the file. It is only a shortcut: it is believed only when it names
-// the file exactly (inode, size, checksum of the first bytes); anything else (appended, cut,
-// replaced, damaged, missing) means a scan, as before. So it needs neither a second copy nor a
-// sync: a torn or lost summary fails its checksum or is absent, and costs one scan.
+// file for, as of the file's first `size` bytes. Written inside an append (the one that passes
+// SUMMARY_EVERY_BYTES since the last, or that compacted: transcript.ts), never after a call
+// returned. It is only a shortcut: it is believed only when it names the file (inode, checksum of
+// its first bytes) and ends within it; the bytes past its end (appended since, by us or by Go)
+// are scanned and added. Anything else (cut, replaced, damaged, missing) means a whole scan, as
+// before. So it needs neither a second copy nor a sync: a torn or lost summary fails its checksum
+// or is absent, and costs one scan.
 
 /** The summary's path and relative name beside the meta's (`<name>.json` -> `<name>.summary`). */
 export const summaryBeside = (metaFile: string, metaRelPath: string): [string, string] =>
   [metaFile.replace(/\.json$/, '.summary'), metaRelPath.replace(/\.json$/, '.summary')];
 
 export interface Summary {
-  /** Inode, size and `head` of the file described. */
+  /** Inode, size and `head` of the file described (its first `size` bytes: the file may have grown since). */
   ino: number;
   size: number;
   head: string;
@@ -191,14 +193,14 @@ export interface Summary {
   total: UsageSum;
 }
 
-/** Which transcript file a summary must describe: its inode, size and first bytes. */
+/** Which transcript file a summary must describe: its inode, size (at least the summary's) and first bytes. */
 export interface SummarizedFile {
   ino: number;
   size: number;
   prefix: Buffer;
 }
 
-/** The summary at `file` if it describes `of` (the transcript as it is now); undefined otherwise. */
+/** The summary at `file` if it describes the first bytes of `of` (the transcript as it is now); undefined otherwise. */
 export async function readSummary(
   io: Io, file: string, rel: string, { ino, size, prefix }: SummarizedFile,
   /** Told when the summary's name holds something else than a file (a folder, a FIFO): it is ignored. */
@@ -231,8 +233,10 @@ export async function readSummary(
     ino: v.ino as number, size: v.size as number, head: v.head, count: v.count as number, firstSeq: v.firstSeq as number,
     lastTs: v.lastTs, dropped, total,
   };
-  const exact = s.ino === ino && s.size === size && s.head === headOf(prefix) && total.entries === dropped.entries + s.count;
-  return exact ? s : undefined;
+  // The head covers min(s.size, HEAD_BYTES) bytes, which appends since never changed.
+  const fits = s.ino === ino && s.size <= size && headFits(s.head, prefix.subarray(0, Math.min(s.size, HEAD_BYTES)))
+    && total.entries === dropped.entries + s.count;
+  return fits ? s : undefined;
 }
 
 /** Writes the summary atomically (not synced: see above). */

@@ -36,9 +36,10 @@ const STEP = 64 * 1024;
 
 /**
  * Calls `onEntry` for each entry of the first `size` bytes of `fh`, in file order, as parseAll
- * would return them, streamed (scanLines): the last line needs no `\n`, as in Go's reader.
+ * would return them, streamed (scanLines): the last line needs no `\n`, as in Go's reader. From
+ * offset `from` (a line start) when given: the entries after a summary's end.
  */
-export async function scanEntries(io: Io, fh: FileHandle, size: number, onEntry: (e: Entry) => void): Promise<void> {
+export async function scanEntries(io: Io, fh: FileHandle, size: number, onEntry: (e: Entry) => void, from = 0): Promise<void> {
   await scanLines(
     io,
     fh,
@@ -47,7 +48,7 @@ export async function scanEntries(io: Io, fh: FileHandle, size: number, onEntry:
       const e = parseLine(goDecodeUtf8(line));
       if (e) onEntry(e);
     },
-    { unterminated: true },
+    { unterminated: true, from },
   );
 }
 

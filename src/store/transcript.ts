@@ -30,6 +30,12 @@ import type { WriterKey } from './writer-sequences.js';
 export const COMPACT_TRIGGER_BYTES = 4 * 1024 * 1024;
 /** Half the trigger, so ~2 MiB of fresh appends accumulate before the next compaction (as Go). */
 export const COMPACT_KEEP_BYTES = 2 * 1024 * 1024;
+/**
+ * Bytes appended after which the append that passes them writes the transcript's summary again
+ * (transcript-meta.ts): a start scans at most this much of each transcript (its tail past the
+ * summary) instead of the whole file, and the cost is one unsynced replace per 64 KiB of appends.
+ */
+export const SUMMARY_EVERY_BYTES = 64 * 1024;
 
 /** Encodes an entry as its line, refusing what Go's Marshal refuses (NaN, ±Inf). */
 export function entryLine(entry: Entry): Buffer {
@@ -155,8 +161,8 @@ export class Transcript {
   private readonly appender: AppendFile<Pending>;
   private snap: Snapshot | undefined;
   private loading: Promise<Snapshot> | undefined;
-  /** Whether the summary on disk describes `snap` already (loaded from it, or written since the last change). */
-  private summaryCurrent = false;
+  /** How many of the file's first bytes the summary on disk describes (0: none for this file). */
+  private summarized = 0;
 
   readonly file: string;
   readonly rel: string;
@@ -190,6 +196,7 @@ export class Transcript {
         if (this.snap) Object.assign(this.snap, { size, ino });
       },
       written: (pending, size) => this.written(pending, size),
+      afterWrite: () => this.keepSummary(),
       ...(o.keys ? { beforeWrite: (pending: Pending[], ino: number, offsets: number[], bufs: Buffer[]) => this.noteKeys(o.keys as AppendKeys, pending, ino, offsets, bufs) } : {}),
       // Each log record carries the seq after it, so a replay raises the high-water mark past it.
       nextSeq: (pending) => (this.snap ? this.snap.firstSeq + this.snap.count + pending.length : undefined),
@@ -338,7 +345,7 @@ export class Transcript {
       }
       await removeMeta(this.io, this.metaFile, this.metaRelPath);
       await removeSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath));
-      this.summaryCurrent = false;
+      this.summarized = 0;
       this.snap = emptySnapshot();
       // Seq starts again at 0 for a new transcript: its mark goes too.
       this.mark.reset();
@@ -351,45 +358,36 @@ export class Transcript {
     return this.appender.settled();
   }
 
-  /** Finishes every append, then leaves the summary the next start loads instead of scanning. */
-  async close(): Promise<void> {
-    await this.appender.close();
-    try {
-      await this.saveSummary();
-    } catch (err) {
-      this.log.error(`writing the summary of ${this.rel} failed; the next start scans the file instead`, err);
-    }
+  /** Finishes every append and closes the file; writes nothing (summaries are written inside appends). */
+  close(): Promise<void> {
+    return this.appender.close();
   }
 
-  /** Writes the summary of the file as this object knows it, after checking the file is still that file. */
-  private async saveSummary(): Promise<void> {
+  /**
+   * After an append (inside its call, the file's queue held): writes the summary again once
+   * SUMMARY_EVERY_BYTES were appended since the one on disk. Only a shortcut: a failure fails no
+   * append; it is logged, and the next try waits for as many bytes more.
+   */
+  private async keepSummary(): Promise<void> {
     const snap = this.snap;
-    if (!snap || this.summaryCurrent || snap.ino === 0) return;
-    let fh: FileHandle;
+    if (!snap || snap.size - this.summarized < SUMMARY_EVERY_BYTES) return;
+    await this.saveSummary(this.appender.head);
+  }
+
+  /** Writes the summary of the file as `snap` describes it now, whose first bytes have the head `head`. */
+  private async saveSummary(head: string): Promise<void> {
+    const { ino, size, count, firstSeq, lastTs, dropped, total } = this.snap as Snapshot;
     try {
-      fh = await this.io.open(this.file, 'r');
+      await writeSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), { ino, size, head, count, firstSeq, lastTs, dropped, total });
+      this.summarized = size;
     } catch (err) {
-      if (isErrno(err, 'ENOENT')) return; // removed behind our back: nothing to describe
-      throw err;
+      this.summarized = size; // tried again only after as many bytes more
+      this.log.error(`writing the summary of ${this.rel} failed; a start scans the file past the last summary instead`, err);
     }
-    let prefix: Buffer;
-    try {
-      // Someone else wrote it (or an append was cut back differently): say nothing rather than something stale.
-      if (await this.io.inode(fh) !== snap.ino || await this.io.size(fh) !== snap.size) return;
-      prefix = Buffer.alloc(Math.min(snap.size, HEAD_BYTES));
-      await this.io.read(fh, prefix, 0);
-    } finally {
-      await fh.close();
-    }
-    const { ino, size, count, firstSeq, lastTs, dropped, total } = snap;
-    await writeSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath),
-      { ino, size, head: headOf(prefix), count, firstSeq, lastTs, dropped, total });
-    this.summaryCurrent = true;
   }
 
   private written(pending: Pending[], size: number): void {
     const snap = this.snap as Snapshot;
-    this.summaryCurrent = false;
     for (const p of pending) {
       p.seq = snap.firstSeq + snap.count;
       snap.count++;
@@ -428,18 +426,28 @@ export class Transcript {
       const size = await this.io.size(fh);
       const prefix = Buffer.alloc(Math.min(size, HEAD_BYTES));
       await this.io.read(fh, prefix, 0);
-      // A clean stop left what this file holds: believed only if it names this very file (inode, size, first bytes).
-      const known = await readSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), { ino, size, prefix },
+      // What this file's first bytes hold, as an append wrote it down: believed only if it names
+      // this very file (inode, first bytes) and ends within it; the rest is scanned.
+      const found = await readSummary(this.io, ...summaryBeside(this.metaFile, this.metaRelPath), { ino, size, prefix },
         (why) => this.log.error(why));
+      // It ends where a line ends (as every append leaves the file), or it is about another file.
+      const known = found && (found.size === 0 || await this.endsLine(fh, found.size)) ? found : undefined;
       if (known) {
+        const tail = { ...known.total };
+        let tailEntries = 0;
+        await scanEntries(this.io, fh, size, (e) => {
+          addEntry(tail, e); // on from the summary's sum, entry by entry, as the appends added them
+          tailEntries++;
+        }, known.size);
+        const count = known.count + tailEntries;
         // The seq numbering still comes from the meta, as for a scan (its copies checked and repaired,
         // a loss reported); a summary that disagrees with it is not used.
-        const { firstSeq, dropped } = await this.numbering(ino, prefix, known.count);
+        const { firstSeq, dropped } = await this.numbering(ino, prefix, count);
         if (firstSeq === known.firstSeq && sameSum(dropped, known.dropped)) {
-          this.mark.raise(firstSeq + known.count);
-          this.summaryCurrent = true;
-          const { count, lastTs, total } = known;
-          return { ino, size, head: headOf(prefix), count, firstSeq, dropped, total, lastTs, generation: 0 };
+          this.mark.raise(firstSeq + count);
+          this.summarized = known.size;
+          const lastTs = tailEntries > 0 ? tail.lastTs : known.lastTs;
+          return { ino, size, head: headOf(prefix), count, firstSeq, dropped, total: tail, lastTs, generation: 0 };
         }
       }
       // Streamed: only the numbers are kept, and the event loop runs between chunks.
@@ -472,6 +480,12 @@ export class Transcript {
     } finally {
       await fh.close();
     }
+  }
+
+  /** Whether the byte before offset `at` is a newline. */
+  private async endsLine(fh: FileHandle, at: number): Promise<boolean> {
+    const b = Buffer.alloc(1);
+    return (await this.io.read(fh, b, at - 1)) === 1 && b[0] === 0x0a;
   }
 
   /**
@@ -576,7 +590,7 @@ export class Transcript {
       return;
     }
     // The rename is the commit point: from here the new file is the transcript.
-    this.summaryCurrent = false;
+    this.summarized = 0;
     Object.assign(snap, {
       ino, head: next.head, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
       dropped: next.dropped, generation: snap.generation + 1,
@@ -587,6 +601,8 @@ export class Transcript {
     } catch (err) {
       this.log.error(`fsync of the folder of ${this.rel} after compaction failed; the rename may not survive a power loss`, err);
     }
+    // The new file's numbers, while the compacting append still runs (the old summary named the old file).
+    await this.saveSummary(next.head as string);
   }
 
   /** Removes a failed compaction's temp file; absent is fine (it failed before creating it). */

@@ -12,7 +12,10 @@
 // whose first record in the log is at offset 0 has no first bytes to check yet: it is known by
 // its inode alone.
 // The log is emptied (a checkpoint: every file written since is fdatasync'ed first) when it grows
-// past a bound and before a file is replaced or removed, so no record can outlive its file.
+// past a bound and before a file is replaced or removed, so no record can outlive its file. Every
+// checkpoint runs inside a call that waits for it (the append whose record crossed the bound, a
+// compaction, a removal): nothing is written once the calls have returned, and a close leaves the
+// records for the next start's replay.
 import { constants as fsConstants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -60,10 +63,6 @@ interface Pending {
  * emptied. A few at a time fit in the descriptors the store keeps in reserve (name-cache.ts).
  */
 export const SYNCS_AT_ONCE = 16;
-
-/** Retries of a failed background checkpoint: 100 ms, doubling, at most every 30 s. */
-const RETRY_FIRST_MS = 100;
-const RETRY_MAX_MS = 30_000;
 
 const encodeRecord = (r: WalRecord): Buffer => Buffer.from(sealLine(JSON.stringify(r)));
 
@@ -144,9 +143,9 @@ export class WriteAheadLog {
   private queuedCheckpoint: Promise<void> | undefined;
   /** Set when a failed batch could not be cut back: no record is taken until a checkpoint succeeds. */
   private poisoned: Error | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryDelay = RETRY_FIRST_MS;
-  private closed = false;
+  /** After a failed checkpoint, the size at which an append tries the next one, and the backoff after that. */
+  private retryAtSize = 0;
+  private retryBytes: number;
 
   /** Bytes in the log not yet checkpointed (`status` reports them). */
   get bytes(): number {
@@ -166,6 +165,7 @@ export class WriteAheadLog {
     this.rel = o.rel ?? WAL_REL;
     this.syncFile = o.syncFile;
     this.checkpointBytes = o.checkpointBytes ?? CHECKPOINT_BYTES;
+    this.retryBytes = Math.ceil(this.checkpointBytes / 16);
     this.log = o.log;
     this.beforeEmpty = o.beforeEmpty;
   }
@@ -187,10 +187,30 @@ export class WriteAheadLog {
 
   /**
    * Records an append already written to its file; resolves once the record is on disk. Records
-   * that arrive while a sync runs share the next one.
+   * that arrive while a sync runs share the next one. A record that leaves the log past its bound
+   * resolves only after the checkpoint it makes due (shared by every record waiting then): the
+   * checkpoint's writes belong to this call, never to after it. A failed checkpoint fails no
+   * append (its record is durable): it is logged, and tried again by the append that has grown
+   * the log by a further backoff (1/16 of the bound, doubling up to the bound), so a failing disk
+   * costs a sync attempt per so many bytes, not per append, and no timer writes later. A log that
+   * could not be cut back after a failed write takes no record until a checkpoint empties it: the
+   * next record tries that first.
    */
-  record(r: WalRecord): Promise<void> {
-    return this.queue.push({ bytes: encodeRecord(r), file: r.f });
+  async record(r: WalRecord): Promise<void> {
+    const bytes = encodeRecord(r);
+    if (this.poisoned) await this.checkpoint().catch(() => undefined); // failure logged by checkpoint; the push below then refuses
+    await this.queue.push({ bytes, file: r.f });
+    if (this.size > this.checkpointBytes && this.size >= this.retryAtSize) {
+      await this.checkpoint().catch((err: unknown) => {
+        this.retryAtSize = this.size + this.retryBytes;
+        this.retryBytes = Math.min(this.retryBytes * 2, this.checkpointBytes);
+        this.log.error(
+          `checkpoint of ${this.rel} failed; appends stay durable (their records are kept in the log, now ${this.size} bytes, and replayed at the next start); `
+          + `tried again by the append that takes the log past ${this.retryAtSize} bytes`,
+          err,
+        );
+      });
+    }
   }
 
   /**
@@ -210,9 +230,8 @@ export class WriteAheadLog {
         throw err;
       }
       this.log.checkpointSucceeded();
-      this.retryDelay = RETRY_FIRST_MS;
-      clearTimeout(this.retryTimer);
-      this.retryTimer = undefined;
+      this.retryAtSize = 0;
+      this.retryBytes = Math.ceil(this.checkpointBytes / 16);
     });
     // An idle queue starts the task at once: only one still waiting is shared.
     if (!started) this.queuedCheckpoint = run;
@@ -225,18 +244,11 @@ export class WriteAheadLog {
   }
 
   /**
-   * Finishes what is queued and empties the log. When that fails, the log keeps its records (the
-   * next start replays them): the failure is logged, not thrown, so the lock is still released.
+   * Finishes what is queued and closes the log, writing nothing: the records it holds are the next
+   * start's to replay (a close must not write once its callers have their answers).
    */
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.retryTimer);
     await this.queue.settled();
-    try {
-      await this.checkpoint();
-    } catch (err) {
-      this.log.error(`the write-ahead log could not be emptied at close; it keeps its ${this.size} bytes of records, replayed at the next start`, err);
-    }
     try {
       await this.fh.close();
     } catch (err) {
@@ -274,36 +286,11 @@ export class WriteAheadLog {
         await this.io.truncate(this.fh, before);
       } catch (cutErr) {
         this.poisoned = ioError('append to', this.rel, cutErr);
-        this.log.error(`${this.rel} could not be cut back after a failed write; appends are refused until a checkpoint empties it`, cutErr);
-        this.scheduleRetry();
+        this.log.error(`${this.rel} could not be cut back after a failed write; appends are refused until a checkpoint empties it (the next append tries one)`, cutErr);
       }
       throw e;
     }
     for (const p of batch) this.dirty.add(p.file);
-    if (this.size > this.checkpointBytes) this.checkpointInBackground();
-  }
-
-  /** A checkpoint nobody waits for (the log grew past its bound): a failure is logged and retried. */
-  private checkpointInBackground(): void {
-    if (this.queuedCheckpoint || this.retryTimer || this.closed) return;
-    this.checkpoint().catch((err: unknown) => {
-      this.log.error(
-        `checkpoint of ${this.rel} failed; appends stay durable (their records are kept in the log, now ${this.size} bytes, and replayed at the next start); retried in ${this.retryDelay} ms`,
-        err,
-      );
-      this.scheduleRetry();
-    });
-  }
-
-  private scheduleRetry(): void {
-    if (this.retryTimer || this.closed) return;
-    const delay = this.retryDelay;
-    this.retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.checkpointInBackground();
-    }, delay);
-    this.retryTimer.unref();
   }
 }
 

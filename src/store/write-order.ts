@@ -9,6 +9,7 @@ import type { Doc } from './state-document.js';
 import * as docs from './state-document.js';
 import type { StateStore } from './state-store.js';
 import { StoreError } from './store-error.js';
+import type { StateDirWatch } from './state-gone.js';
 import type { WriterKey } from './writer-sequences.js';
 
 /** The guard every session-scoped mutation accepts: refuse unless the row is this lifetime. */
@@ -40,6 +41,8 @@ export class WriteOrder {
   constructor(
     private readonly state: StateStore,
     private readonly health: StorageHealth,
+    /** Turns a write's failure into the one that says the state dir is gone, when it is (state-gone.ts). */
+    private readonly dirWatch?: StateDirWatch,
   ) {}
 
   /** Refuses every write from now on (shutdown, close); reads go on. */
@@ -58,16 +61,19 @@ export class WriteOrder {
   }
 
   /**
-   * `write` as is; a refusal by the file system (ENOSPC, EIO, EMFILE…) is also recorded in the
-   * storage health, so `status` is unhealthy for a minute after any refused write, not only after
-   * the failures nobody else hears of. The caller still gets the error; nothing is logged (the
-   * caller was told, and a full disk would log once per append).
+   * `write`, its failure said as the state dir being gone when it is (state-gone.ts); a refusal by
+   * the file system (ENOSPC, EIO, EMFILE…) is also recorded in the storage health, so `status` is
+   * unhealthy for a minute after any refused write, not only after the failures nobody else hears
+   * of. The caller still gets the error; nothing is logged (the caller was told, and a full disk
+   * would log once per append).
    */
   noted<T>(write: Promise<T>): Promise<T> {
-    write.catch((err: unknown) => {
+    const watch = this.dirWatch;
+    const out = watch ? write.catch((err: unknown) => { throw watch.explain(err); }) : write;
+    out.catch((err: unknown) => {
       if (err instanceof StoreError && err.kind === 'io') this.health.recordError('a write was refused', err);
     });
-    return write;
+    return out;
   }
 
   /** `change` (an add or removal of `name`'s row) counted in rowChanges until it is committed or refused. */

@@ -137,9 +137,10 @@ export class WriterSequences {
     private readonly sync: boolean,
   ) {}
 
-  /** Reads the table; `current` is state.json's stamp as the store just read it. */
-  static async load(io: Io, file: string, current: FileStamp, sync: boolean): Promise<WriterSequences> {
+  /** Reads the table; `current` is state.json's stamp as the store just read it. `fresh`: its folder was just made (no table to read). */
+  static async load(io: Io, file: string, current: FileStamp, sync: boolean, fresh = false): Promise<WriterSequences> {
     const w = new WriterSequences(io, file, sync);
+    if (fresh) return w;
     let text: string;
     try {
       text = (await io.readFile(file)).toString('utf8');

@@ -1,14 +1,15 @@
 // The one rule that finds a server, used by `serve` (where to listen), the CLI commands and the
 // client library's connect() (where to connect):
 //   an explicit socket > $HERRSCHER_STATE_SOCKET > the socket recorded by the live server of the
-//   state file named (--state, else the default state path) > the per-user default folder's
-//   herrscher-state[-<instanceID>].sock.
+//   state file named (--state, else the default state path) > the per-user shared server's socket
+//   when its file exists > the per-user default folder's herrscher-state[-<instanceID>].sock.
 // docs/adoption.md explains each step.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readLiveServerRecord } from './server-record.js';
-import { defaultSocketPath, SUN_PATH_BYTES } from './socket.js';
+import { errnoOf } from '../common/errno.js';
+import { defaultSocketPath, sharedSocketPath, SUN_PATH_BYTES } from './socket.js';
 
 /** Where the state lives when --state is not given, as Herrscher decides it (core/host/serve.go). */
 export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
@@ -16,7 +17,7 @@ export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
   return dir ? path.join(dir, 'state.json') : path.join(os.homedir(), '.config', 'herrscher', 'state.json');
 }
 
-export type SocketSource = 'explicit' | 'env' | 'record' | 'default';
+export type SocketSource = 'explicit' | 'env' | 'record' | 'shared' | 'default';
 
 export interface FoundSocket {
   path: string;
@@ -39,7 +40,34 @@ export async function discoverSocket(o: DiscoverOptions = {}): Promise<FoundSock
   if (env.HERRSCHER_STATE_SOCKET) return { path: path.resolve(env.HERRSCHER_STATE_SOCKET), source: 'env' };
   const record = await readLiveServerRecord(o.state ?? defaultStatePath(env));
   if (record) return { path: record.socket, source: 'record' };
+  const shared = sharedSocketPath(env);
+  if (await exists(shared)) return { path: shared, source: 'shared' };
   return { path: defaultSocketPath(undefined, env), source: 'default' };
+}
+
+/**
+ * Whether something is at `file` (not followed: a dangling link is something too, and the
+ * socket's checks then say what it is). A folder that cannot be read counts as nothing there.
+ */
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fs.lstat(file);
+    return true;
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') return false;
+    throw err;
+  }
+}
+
+/**
+ * The state file a client names in `initialize`: the one asked for, else, on the shared server
+ * (which serves every state), the client's default state, as the record step read it; else none
+ * (a dedicated server serves what it serves). Absolute: the server resolves against its own cwd.
+ */
+export function stateToName(found: FoundSocket, state: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (state !== undefined) return path.resolve(state);
+  return found.source === 'shared' ? path.resolve(defaultStatePath(env)) : undefined;
 }
 
 /**
@@ -75,8 +103,10 @@ export function describeSource(found: FoundSocket): string {
       return `${found.path} (from $HERRSCHER_STATE_SOCKET)`;
     case 'record':
       return `${found.path} (recorded by the server of the state file)`;
+    case 'shared':
+      return `${found.path} (the per-user shared server; no server recorded itself for the state file)`;
     case 'default':
-      return `${found.path} (the default; no server recorded itself for the state file)`;
+      return `${found.path} (the default; no server recorded itself for the state file and no shared server runs)`;
   }
 }
 

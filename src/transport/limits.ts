@@ -51,3 +51,10 @@ export function quote(text: string): string {
  * handful; 256 leaves room for many without letting a loop of connects exhaust memory.
  */
 export const MAX_CONNECTIONS = 256;
+
+/**
+ * The same for the shared server (`serve --shared`), whose clients are every program of the user
+ * on every state file: 200 states in use, each with a connection or two, passed 256. An idle
+ * connection holds a few KB and a descriptor; the partial-frame budget above is per process.
+ */
+export const MAX_SHARED_CONNECTIONS = 1024;

@@ -53,6 +53,17 @@ export function defaultSocketPath(instanceId?: string, env: NodeJS.ProcessEnv = 
 }
 
 /**
+ * The file name of the per-user shared server's socket (`serve --shared`), in the default socket
+ * folder. Declared here only: `npm run schema` writes it into the Go and Python clients.
+ */
+export const SHARED_SOCKET_NAME = 'herrscher-state-shared.sock';
+
+/** Where the per-user shared server listens: SHARED_SOCKET_NAME in the default socket folder. */
+export function sharedSocketPath(env: NodeJS.ProcessEnv = process.env): string {
+  return path.join(defaultSocketFolder(env), SHARED_SOCKET_NAME);
+}
+
+/**
  * Refuses a path the kernel cannot bind: libuv may otherwise fail with a bare EINVAL or, in
  * older versions, silently truncate it and bind a different file.
  */

@@ -59,6 +59,12 @@ test('a server that never answers: the per-call timeout rejects with CallTimeout
   await assert.rejects(bounded.sessionList(), CallTimeoutError);
 });
 
+test('connect({ wait, state }) to a server that accepts and never answers initialize ends within its timeoutMs', { timeout: TIMEOUT }, async () => {
+  const socket = await fakeServerSocket('silent');
+  await assert.rejects(connect({ socket, state: '/nowhere/state.json', wait: true, timeoutMs: 300 }), (err: Error & { code?: string }) =>
+    err.code === 'ENOSERVER' && /did not say which state it serves: initialize: no reply within \d+ ms.*\(waited 300 ms\)$/.test(err.message));
+});
+
 test('the fake server in echo mode answers: the control case of the tests above', { timeout: TIMEOUT }, async (t) => {
   const socket = await fakeServerSocket('echo');
   const client = await connect({ socket });

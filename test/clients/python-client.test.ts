@@ -1,5 +1,5 @@
-// The Python client's own tests (clients/python/test_herrscher_state.py, unittest against the
-// built server) run as part of `npm test`.
+// The Python client's own tests (clients/python/test_herrscher_state.py and test_shared_socket.py,
+// unittest against the built server) run as part of `npm test`.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ test('the Python client passes its tests against the built server', { timeout: 1
   const r = await new Promise<{ err: Error | null; stdout: string; stderr: string }>((resolve) => {
     execFile(
       'python3',
-      ['-W', 'error::ResourceWarning', '-m', 'unittest', '-v', 'test_herrscher_state'],
+      ['-W', 'error::ResourceWarning', '-m', 'unittest', '-v', 'test_herrscher_state', 'test_shared_socket'],
       { cwd: path.join(REPO, 'clients/python'), encoding: 'utf8', env: { ...process.env, HERRSCHER_STATE_CLI: CLI, PYTHONDONTWRITEBYTECODE: '1' }, timeout: 110_000 },
       (err, stdout, stderr) => resolve({ err, stdout, stderr }),
     );

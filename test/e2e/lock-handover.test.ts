@@ -96,15 +96,23 @@ test('a Python host holding the flock spawns the server with --lock-fd: host and
   assert.deepEqual(await next.exited, { code: 0, signal: null });
 });
 
-test('without --lock-fd, a held lock is refused with exit 3 (the lock code) and the message names --lock-fd', { timeout: TIMEOUT }, async (t) => {
+test('without --lock-fd, a daemon holding Herrscher\'s lock does not keep a server from serving, and keeps its lock', { timeout: TIMEOUT }, async (t) => {
   const dir = tempDir();
   const fd = openSync(lockOf(dir), 'w', 0o600);
   t.after(() => closeSync(fd));
   assert.ok(tryFlock(fd));
-  const server = runCli(t, ['serve', '--stdio', '--no-socket', '--state', statePathIn(dir)], { env: env() });
+  const server = runCli(t, ['serve', '--stdio', '--no-socket', '--state', statePathIn(dir)], { env: env(), collectStdout: true });
+  server.child.stdin?.write('{"jsonrpc":"2.0","id":1,"method":"session/add","params":{"session":{"name":"beside"}}}\n');
+  await until('the server answers', () => server.stdout().includes('"id":1'));
+  assert.match(server.stdout(), /"beside"/);
+  const probe = openSync(lockOf(dir), 'r');
+  try {
+    assert.equal(tryFlock(probe), false, 'the daemon still holds its lock while the server serves');
+  } finally {
+    closeSync(probe);
+  }
   server.child.stdin?.end();
-  assert.deepEqual(await server.exited, { code: 3, signal: null });
-  assert.match(server.stderr(), /already serving .*--lock-fd/);
+  assert.deepEqual(await server.exited, { code: 0, signal: null });
 });
 
 test('--lock-fd on another file is refused: not the same device and inode', { timeout: TIMEOUT }, async (t) => {

@@ -3,7 +3,7 @@
 // nobody else can plant a link there for this server to write through. `serve` exits 1 on it.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { openIn, storeError } from '../helpers/store.js';
@@ -21,7 +21,7 @@ for (const mode of [0o770, 0o707, 0o777, 0o1777]) {
     mkdirSync(dir);
     chmodSync(dir, mode);
     await assert.rejects(() => openIn(dir), storeError('io', [`the state dir ${dir} is writable by`, `chmod go-w '${dir}'`], 'EPERM'));
-    assert.equal(existsSync(path.join(dir, '.state.json.lock')), false, 'nothing was created in it');
+    assert.deepEqual(readdirSync(dir), [], 'nothing was created in it');
   });
 }
 
@@ -52,7 +52,7 @@ test('as root: a link planted by nobody in a 0777 state dir is never followed; o
   chmodSync(dir, 0o777);
   const target = path.join(root, 'root-owned');
   writeFileSync(target, 'precious\n', { mode: 0o600 });
-  execFileSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', 'ln', '-s', target, path.join(dir, '.state.json.lock')]);
+  execFileSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', 'ln', '-s', target, path.join(dir, '.herrscher-state')]);
   await assert.rejects(() => openIn(dir), storeError('io', ['is writable by its group and others', 'chmod go-w'], 'EPERM'));
   assert.equal(readFileSync(target, 'utf8'), 'precious\n');
 });

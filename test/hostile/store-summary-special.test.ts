@@ -1,10 +1,10 @@
-// Hostile side files: a transcript's `.summary` (a shortcut a clean stop leaves) replaced by a
+// Hostile side files: a transcript's `.summary` (a shortcut appends keep) replaced by a
 // folder or a FIFO is ignored and logged; the transcript is scanned instead. Reads and
 // session/infos answer as with no summary; nothing hangs (a FIFO nobody writes would hold a read
 // forever), and SIGTERM still stops the server in order.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { connect } from '../../src/client/client.js';
@@ -14,7 +14,7 @@ import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const TIMEOUT = 30_000;
 
-/** A dir whose session "s" has 3 entries, closed cleanly (so a summary was left), and the summary's path. */
+/** A dir whose session "s" has 3 entries (too few for a summary), closed cleanly, and where its summary would be. */
 async function closedDir(): Promise<{ dir: string; summary: string }> {
   const dir = tempDir();
   const store = await openIn(dir);
@@ -32,7 +32,7 @@ const plant: Record<string, (file: string) => void> = {
 for (const [what, make] of Object.entries(plant)) {
   test(`a .summary that is ${what} is ignored and logged: usage, last and session/infos answer from a scan`, { timeout: TIMEOUT }, async (t) => {
     const { dir, summary } = await closedDir();
-    rmSync(summary);
+    mkdirSync(path.dirname(summary), { recursive: true, mode: 0o700 });
     make(summary);
     const errors: string[] = [];
     const store = await openIn(dir, { error: (m) => errors.push(m) });
@@ -49,7 +49,7 @@ for (const [what, make] of Object.entries(plant)) {
 
 test('a FIFO at .summary: session/infos answers over the socket and SIGTERM stops the server with exit 0', { timeout: TIMEOUT }, async (t) => {
   const { dir, summary } = await closedDir();
-  rmSync(summary);
+  mkdirSync(path.dirname(summary), { recursive: true, mode: 0o700 });
   plant['a FIFO']!(summary);
   const socket = path.join(tempDir('hs-sock-'), 's.sock');
   const server = runCli(t, ['serve', '--socket', socket, '--state', statePathIn(dir), '--log-level', 'warn'],

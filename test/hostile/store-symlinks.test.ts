@@ -39,9 +39,10 @@ async function withSession(dir: string): Promise<void> {
   await store.close();
 }
 
-test('a link at the lock file is not followed: open refuses (ELOOP) and the bait keeps its bytes', async () => {
+test('a link at the server lock file is not followed: open refuses (ELOOP) and the bait keeps its bytes', async () => {
   const s = setup();
-  symlinkSync(s.bait, path.join(s.dir, '.state.json.lock'));
+  mkdirSync(path.join(s.dir, '.herrscher-state'));
+  symlinkSync(s.bait, path.join(s.dir, '.herrscher-state', 'server.lock'));
   await assert.rejects(() => openIn(s.dir), /ELOOP|symbolic link/);
   s.intact();
 });

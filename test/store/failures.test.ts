@@ -10,6 +10,7 @@ import { nodeIo, withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
 import { errno, newSession, openIn, snapshot, storeError, text } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { isStateGone } from '../../src/store/state-gone.js';
 
 /** An Io whose `name` call throws `code` while `armed` is true. */
 function faulty(name: 'writeAtomic' | 'mkdir' | 'syncDir', code: string): { io: Io; arm(on: boolean): void } {
@@ -55,28 +56,20 @@ for (const code of ['ENOSPC', 'EACCES', 'EIO', 'EROFS']) {
   });
 }
 
-test('a state dir removed under the store is made again by the next commit, as Go\'s MkdirAll', async (t) => {
+test('a state dir removed under the store is not made again: the next commit fails with the gone error and leaves memory unchanged', async (t) => {
   const dir = tempDir();
   const store = await openIn(dir);
   t.after(() => store.close());
   await store.addSession(newSession('a'));
+  const doc = store.getState();
   rmSync(dir, { recursive: true });
-  assert.deepEqual(await store.setWorkspace('/ws'), { changed: true });
-  const disk = JSON.parse(text(statePathIn(dir))) as { workspace: string; sessions: { name: string }[] };
-  assert.equal(disk.workspace, '/ws');
-  assert.deepEqual(disk.sessions.map((s) => s.name), ['a']);
-});
-
-test('a failed mkdir of a removed state dir rejects with kind io and leaves memory unchanged', async (t) => {
-  const dir = tempDir();
-  const { io, arm } = faulty('mkdir', 'EACCES');
-  const store = await openIn(dir, { io });
-  t.after(() => store.close());
-  rmSync(dir, { recursive: true });
-  arm(true);
-  await assert.rejects(() => store.setInstanceID('x'), storeError('io', ['write state.json: EACCES'], 'EACCES'));
-  assert.equal(store.getState().instanceID, undefined);
-  assert.equal(existsSync(statePathIn(dir)), false);
+  await assert.rejects(() => store.setWorkspace('/ws'), (err) => {
+    storeError('io', [`the state dir ${dir} was removed`, 'write state.json: ENOENT'], 'ENOENT')(err);
+    assert.ok(isStateGone(err));
+    return true;
+  });
+  assert.equal(store.getState(), doc, 'memory unchanged');
+  assert.equal(existsSync(dir), false, 'nothing made again');
 });
 
 test('mutations queued behind a failed write are re-applied on the last committed document', async (t) => {

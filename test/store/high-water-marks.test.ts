@@ -68,6 +68,7 @@ test('a save writes the marks checksummed, synced, in a private file, then fsync
 test('the marks read back as written, in another side folder too', async () => {
   const dir = tempDir();
   const rel = highWaterRelIn('.herrscher-state/other.json.d');
+  mkdirSync(path.join(dir, '.herrscher-state')); // made by the store's open, as every side folder's parent
   const marks = await HighWater.load(nodeIo, dir, silent, rel);
   marks.raise('a', 7);
   marks.raise('b', 2 ** 40);

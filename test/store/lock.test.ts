@@ -1,10 +1,11 @@
-// One writer per state file: flock(2) on <dir>/.state.json.lock, the lock Go's daemon takes. A
-// second opener is refused with the holder's pid; a holder killed with SIGKILL leaves nothing to
-// clean up by hand.
+// One writer per state file: flock(2) on the server lock in its side folder
+// (<dir>/.herrscher-state/server.lock). A second opener is refused with the holder's pid; a holder
+// killed with SIGKILL leaves nothing to clean up by hand. Herrscher's daemon lock
+// (<dir>/.state.json.lock) is never created nor taken by the store.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
@@ -55,7 +56,8 @@ test('a second process opening the same state file is refused with kind locked a
     assert.deepEqual((err as { data?: unknown }).data, { pid: child.pid });
     return true;
   });
-  assert.equal(readFileSync(path.join(dir, '.state.json.lock'), 'utf8'), String(child.pid), 'the pid recorded as Go records it');
+  assert.equal(readFileSync(path.join(dir, '.herrscher-state', 'server.lock'), 'utf8'), String(child.pid), 'the pid recorded as Go records it');
+  assert.equal(existsSync(path.join(dir, '.state.json.lock')), false, 'the daemon lock was never created');
 });
 
 test('after the holder is killed with SIGKILL, the next open takes the lock without manual cleanup', { timeout: 60_000 }, async (t) => {
@@ -66,7 +68,7 @@ test('after the holder is killed with SIGKILL, the next open takes the lock with
   assert.equal(await killed(child), 'SIGKILL');
   const store = await Store.open(statePath);
   t.after(() => store.close());
-  assert.equal(readFileSync(path.join(dir, '.state.json.lock'), 'utf8'), String(process.pid));
+  assert.equal(readFileSync(path.join(dir, '.herrscher-state', 'server.lock'), 'utf8'), String(process.pid));
   assert.deepEqual(await store.setInstanceID('after-crash'), { changed: true });
 });
 
@@ -87,11 +89,12 @@ test('close releases the lock: the state file can be opened again at once', asyn
   await second.close();
 });
 
-test('the lock file is <dir>/.<base>.lock, as Go\'s StateLockPath, never the state file itself', async (t) => {
+test('the lock file is the state file\'s own server.lock in its side folder, never Go\'s <dir>/.<base>.lock', async (t) => {
   const dir = tempDir();
   const store = await Store.open(path.join(dir, 'custom.json'));
   t.after(() => store.close());
-  assert.equal(readFileSync(path.join(dir, '.custom.json.lock'), 'utf8'), String(process.pid));
+  assert.equal(readFileSync(path.join(dir, '.herrscher-state', 'custom.json.d', 'server.lock'), 'utf8'), String(process.pid));
+  assert.equal(existsSync(path.join(dir, '.custom.json.lock')), false, 'the daemon lock was never created');
   await assert.rejects(() => Store.open(path.join(dir, 'custom.json')), storeError('locked'));
   const other = await Store.open(path.join(dir, 'other.json'));
   await other.close();

@@ -58,7 +58,7 @@ test('an append for a legacy row whose name is unsafe is refused as invalid-name
   t.after(() => store.close());
   assert.equal(store.findSession('../evil')?.name, '../evil');
   await assert.rejects(() => store.appendTranscript('../evil', { ts: 't', role: 'user', text: 'x' }), storeError('invalid-name', ['must be one path component']));
-  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state').sort(), ['.state.json.lock', 'state.json']);
+  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state').sort(), ['state.json']);
 });
 
 test('a legacy row whose name breaks the session rule but is one path component keeps working', async (t) => {
@@ -118,7 +118,7 @@ test('addSession refuses names outside ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$ as inval
     );
   }
   assert.deepEqual(store.listSessions(), []);
-  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state'), ['.state.json.lock']);
+  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state'), []);
 });
 
 test('an append for a name with no session row is refused as unknown-session and creates no file', async (t) => {
@@ -128,7 +128,7 @@ test('an append for a name with no session row is refused as unknown-session and
   await store.addSession(newSession('real'));
   await assert.rejects(() => store.appendTranscript('ghost', { ts: 't', role: 'user', text: 'x' }), storeError('unknown-session', ['no session named "ghost"']));
   await assert.rejects(() => store.appendParticipant('ghost', 'u1'), storeError('unknown-session', ['no session named "ghost"']));
-  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state').sort(), ['.state.json.lock', 'state.json']);
+  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state').sort(), ['state.json']);
 });
 
 test('an append after removeSession is refused, so a late append cannot recreate a closed session\'s files', async (t) => {
@@ -139,7 +139,7 @@ test('an append after removeSession is refused, so a late append cannot recreate
   await store.removeSession('s');
   await assert.rejects(() => store.appendTranscript('s', { ts: 't', role: 'user', text: 'x' }), storeError('unknown-session'));
   await assert.rejects(() => store.appendParticipant('s', 'u1'), storeError('unknown-session'));
-  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state').sort(), ['.state.json.lock', 'state.json']);
+  assert.deepEqual(readdirSync(dir).filter((n) => n !== '.herrscher-state').sort(), ['state.json']);
 });
 
 test('an append issued right after addSession waits for the row\'s commit and succeeds', async (t) => {

@@ -129,6 +129,7 @@ test('a summary of a newer version is only a shortcut not taken: the transcript 
   await store.appendTranscript('s', { ts: 't1', role: 'user', text: 'a' });
   await store.close();
   const summary = path.join(dir, '.herrscher-state/transcripts/s.summary');
+  mkdirSync(path.dirname(summary), { recursive: true });
   writeFileSync(summary, sealLine('{"count":99}', 2));
   const again = await openIn(dir);
   try {

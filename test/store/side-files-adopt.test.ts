@@ -53,6 +53,7 @@ async function adopt(dir: string, io: Io = nodeIo): Promise<Run> {
   const warnings: string[] = [];
   const errors: string[] = [];
   const log = storeLog({ warn: (m) => warnings.push(m), error: (m) => errors.push(m) });
+  mkdirSync(path.join(dir, SIDE), { recursive: true, mode: 0o700 }); // as the store's open makes it, before the take-over
   const marks = await HighWater.load(io, dir, log, highWaterRelIn(SIDE));
   await adoptSharedSideFiles(io, dir, SIDE, { marks, nameOf, log });
   return { marks, warnings, errors };

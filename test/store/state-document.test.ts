@@ -24,7 +24,7 @@ async function refusedAtLoad(content: string, parts: string[]): Promise<void> {
   assert.equal(calls.writeAtomic, 0);
   const reopened = await Store.open(file, { lock: true }).catch((err: unknown) => err);
   assert.ok(!(reopened instanceof Store), 'still refused: nothing was repaired');
-  assert.deepEqual(readdirSync(dir).sort(), ['.state.json.lock', 'state.json'], 'the lock was released and nothing else written');
+  assert.deepEqual(readdirSync(dir).sort(), ['state.json'], 'the lock was released and nothing else written');
 }
 
 // ---- loading -----------------------------------------------------------------------------

@@ -201,7 +201,7 @@ test('with a replace that reports no stamp, the store stats its own file: its wr
   assert.equal(l.warnings.length, 1);
 });
 
-test('a state dir removed under the store is made again and state.json written private and synced', async (t) => {
+test('state.json is written private and synced', async (t) => {
   const dir = tempDir();
   const replaces: { sync: boolean; mode: number }[] = [];
   const io = withIo({
@@ -213,10 +213,8 @@ test('a state dir removed under the store is made again and state.json written p
   const store = await openIn(dir, { io, durability: 'sync' });
   t.after(() => store.close());
   await store.setWorkspace('/w');
-  rmSync(dir, { recursive: true });
-  await store.setWorkspace('/x');
   assert.equal(statSync(statePathIn(dir)).mode & 0o777, 0o600);
-  assert.deepEqual(replaces, [{ sync: true, mode: 0o600 }, { sync: true, mode: 0o600 }, { sync: true, mode: 0o600 }], 'the one that failed on the missing dir, then its retry');
+  assert.deepEqual(replaces, [{ sync: true, mode: 0o600 }]);
 });
 
 test('a batch holding a change and unchanged mutations writes the change', async (t) => {

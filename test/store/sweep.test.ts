@@ -20,7 +20,7 @@ test('opening the store removes leftover temp files of state.json and transcript
   for (const rel of ['state.json.bak', 'state.json.1.x', 'notes.tmp', 'transcripts/s.jsonl', 'transcripts/other.txt', 'participants/s.log', 'participants/s.log.tmp']) put(rel);
   const store = await openIn(dir);
   t.after(() => store.close());
-  assert.deepEqual(readdirSync(dir).sort(), ['.herrscher-state', '.state.json.lock', 'notes.tmp', 'participants', 'state.json', 'state.json.1.x', 'state.json.bak', 'transcripts']);
+  assert.deepEqual(readdirSync(dir).sort(), ['.herrscher-state', 'notes.tmp', 'participants', 'state.json', 'state.json.1.x', 'state.json.bak', 'transcripts']);
   assert.deepEqual(readdirSync(path.join(dir, 'transcripts')).sort(), ['other.txt', 's.jsonl']);
   assert.deepEqual(readdirSync(path.join(dir, 'participants')).sort(), ['s.log', 's.log.tmp']);
   assert.deepEqual(readdirSync(path.join(dir, '.herrscher-state', 'transcripts')), []);

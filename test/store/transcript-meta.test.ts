@@ -91,8 +91,9 @@ test('writeMeta writes the meta then its copy, the same checksummed bytes, each 
   assert.equal('prev' in (JSON.parse(readFileSync(file, 'utf8').slice(9)) as object), false);
 });
 
-test('writeMeta makes the folder, and a failing write names the copy it was writing', async () => {
+test('writeMeta makes its folder (one level: the side folder exists), and a failing write names the copy it was writing', async () => {
   const dir = tempDir();
+  mkdirSync(path.join(dir, 'made'));
   const file = path.join(dir, 'made', 'transcripts', 's.json');
   await writeMeta(nodeIo, file, 'made/transcripts/s.json', gen(1, PREFIX, 1));
   assert.equal(readFileSync(`${file}.copy`, 'utf8'), readFileSync(file, 'utf8'));
@@ -207,8 +208,9 @@ const summaryOf = (prefix: Buffer, size: number): Summary => ({
   ino: 4, size, head: headOf(prefix), count: 3, firstSeq: 10, lastTs: 'z', dropped: sum(9), total: sum(12, { cache_create: 2n ** 55n }),
 });
 
-test('writeSummary writes it unsynced and checksummed; readSummary believes it only for the exact file', async () => {
+test('writeSummary writes it unsynced and checksummed; readSummary believes it only for the file whose first bytes it names', async () => {
   const dir = tempDir();
+  mkdirSync(path.join(dir, 'new'));
   const file = path.join(dir, 'new', 'transcripts', 's.summary');
   const { io, calls } = countingIo();
   const syncs: boolean[] = [];
@@ -221,9 +223,11 @@ test('writeSummary writes it unsynced and checksummed; readSummary believes it o
   assert.equal(text, `${hex8(text.slice(9, -1))} ${text.slice(9, -1)}\n`);
   const of = { ino: 4, size: 500, prefix: PREFIX };
   assert.deepEqual(await readSummary(nodeIo, file, SUMMARY_REL, of), s);
+  // A file grown since (appended to) still starts with what the summary names: the tail is the reader's to scan.
+  assert.deepEqual(await readSummary(nodeIo, file, SUMMARY_REL, { ...of, size: 501 }), s);
   const stale: [string, typeof of][] = [
     ['another inode', { ...of, ino: 5 }],
-    ['another size', { ...of, size: 501 }],
+    ['a shorter file (cut)', { ...of, size: 499 }],
     ['other first bytes', { ...of, prefix: Buffer.from('x') }],
   ];
   for (const [what, other] of stale) assert.equal(await readSummary(nodeIo, file, SUMMARY_REL, other), undefined, what);

@@ -17,21 +17,12 @@ import (
 func TestEveryReadShowsAnotherProcessesChange(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
-	lockLikeHerrscher(t, path)
 	st := mustLoad(t, path)
 	if err := st.AddSession(Session{Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := stateclient.ReadServerRecord(path)
-	if err != nil || rec == nil {
-		t.Fatalf("no record of the package's server: %v", err)
-	}
 	ctx := context.Background()
-	other, err := stateclient.Dial(ctx, stateclient.DialOptions{Socket: rec.Socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := otherClient(t, path)
 	barrier := func() {
 		t.Helper()
 		if err := connectionFor(st.path).call(ctx, readCall, func(ctx context.Context, c *stateclient.Client) error {

@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"sync"
 	"testing"
-
-	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
 // Many goroutines of one process mutate and read at once while another client changes other
@@ -18,7 +16,6 @@ import (
 func TestGoroutinesReadTheirOwnWritesWhileAnotherClientWrites(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
-	lockLikeHerrscher(t, path)
 	st := mustLoad(t, path)
 	const workers, rounds = 8, 25
 	for i := 0; i < workers; i++ {
@@ -29,16 +26,8 @@ func TestGoroutinesReadTheirOwnWritesWhileAnotherClientWrites(t *testing.T) {
 	if err := st.AddSession(Session{Name: "other"}); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := stateclient.ReadServerRecord(path)
-	if err != nil || rec == nil {
-		t.Fatalf("no record of the package's server: %v", err)
-	}
 	ctx := context.Background()
-	other, err := stateclient.Dial(ctx, stateclient.DialOptions{Socket: rec.Socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := otherClient(t, path)
 	errs := make(chan error, workers+1)
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {

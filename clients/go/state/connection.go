@@ -33,9 +33,6 @@ type connection struct {
 	// connecting is closed when the connect under way ends (nil: none under way); the calls
 	// that need the connection meanwhile wait for it, each within its own deadline.
 	connecting chan struct{}
-	// owned: the server is our child serving under our lock; it lives as long as we do, so
-	// the connection is never closed for idleness.
-	owned bool
 	// epoch counts connections: revisions restart with each server process.
 	epoch int
 	// remote is the persisted document as of the server's revision remoteRev, plus the
@@ -83,9 +80,10 @@ var (
 	servers   = map[string]*connection{}
 )
 
-// idleClose is how long a connection to a server we do not own stays open without calls (one
-// to two ticks of it): closed, it lets a server started with --exit-when-idle stop and release
-// the state's lock.
+// idleClose is how long a connection stays open without calls (one to two ticks of it). Closed,
+// it leaves no goroutine of this package behind once a process (a test) is done with a state,
+// and lets the server drop a state nobody uses and stop once nobody uses it at all. The next
+// call dials again: about a millisecond to a running server.
 var idleClose = 200 * time.Millisecond
 
 // connectTimeout bounds finding or starting a server.
@@ -112,6 +110,13 @@ func knownStateIn(dir string) string {
 		}
 	}
 	return ""
+}
+
+// connected: a connection to the server is open (its calls need no dial).
+func (cn *connection) connected() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.client != nil && cn.client.Err() == nil
 }
 
 // lease is one use of the connection: release it when the call is done.
@@ -209,7 +214,7 @@ func (cn *connection) resend(ctx context.Context, kind callKind, c *stateclient.
 	}
 	if errors.Is(err, stateclient.ErrShuttingDown) {
 		// The server is stopping: its successor (started by the next use, once this one has
-		// released the lock) takes the call. The connection is only forgotten, not closed: the
+		// released the state) takes the call. The connection is only forgotten, not closed: the
 		// stopping server still answers the other calls in flight on it, then ends it. A short
 		// pause, so the loop does not spin on the stopping server.
 		cn.mu.Lock()
@@ -246,7 +251,6 @@ func (cn *connection) dropped(c *stateclient.Client) {
 func (cn *connection) forgetLocked(c *stateclient.Client) {
 	if cn.client == c {
 		cn.client = nil
-		cn.owned = false
 	}
 }
 
@@ -255,37 +259,27 @@ func (cn *connection) forgetLocked(c *stateclient.Client) {
 func (cn *connection) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	for {
-		c, owned, err := findOrStart(ctx, cn.statePath)
-		if err != nil {
-			return err
-		}
-		w, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true, Handle: cn.queue(c)})
-		var r getResult
-		if err == nil {
-			err = c.Call(ctx, "state/get", getParams{Persisted: true}, &r)
-		}
-		if err != nil {
-			closeErr := c.Close()
-			if owned && errors.Is(err, stateclient.ErrClosed) && lostLockRace(closeErr) && ctx.Err() == nil {
-				// The server started under our lock found another server still serving
-				// through it (one stopping): start ours again once that one is gone.
-				pause(ctx, 20*time.Millisecond)
-				continue
-			}
-			return fmt.Errorf("state: connect to the server of %s: %w", cn.statePath, err)
-		}
-		cn.mu.Lock()
-		cn.client, cn.owned = c, owned
-		cn.epoch++
-		cn.installLocked(r)
-		cn.mu.Unlock()
-		go cn.follow(c, w)
-		if !owned {
-			go cn.closeWhenIdle(c)
-		}
-		return nil
+	c, err := findOrStart(ctx, cn.statePath)
+	if err != nil {
+		return err
 	}
+	w, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true, Handle: cn.queue(c)})
+	var r getResult
+	if err == nil {
+		err = c.Call(ctx, "state/get", getParams{Persisted: true}, &r)
+	}
+	if err != nil {
+		_ = c.Close()
+		return fmt.Errorf("state: connect to the server of %s: %w", cn.statePath, err)
+	}
+	cn.mu.Lock()
+	cn.client = c
+	cn.epoch++
+	cn.installLocked(r)
+	cn.mu.Unlock()
+	go cn.follow(c, w)
+	go cn.closeWhenIdle(c)
+	return nil
 }
 
 // queue is the feed's handler for connection c (WatchOptions.Handle): row events replace,
@@ -345,8 +339,7 @@ func (cn *connection) follow(c *stateclient.Client, w *stateclient.Watcher) {
 			break
 		}
 		// This process fell behind the feed (it was stalled): subscribe again on the same
-		// connection (closing it would stop a server we own, under our bridges) and read the
-		// document again once the new watch has begun.
+		// connection and read the document again once the new watch has begun.
 		cn.markStale(c)
 		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 		next, err := c.Watch(ctx, stateclient.WatchOptions{Sessions: true, Handle: cn.queue(c)})
@@ -362,7 +355,6 @@ func (cn *connection) follow(c *stateclient.Client, w *stateclient.Watcher) {
 	cn.mu.Lock()
 	if cn.client == c {
 		cn.client = nil
-		cn.owned = false
 	}
 	cn.mu.Unlock()
 	_ = c.Close()
@@ -608,7 +600,11 @@ var writeSentHook func()
 var errStale = errors.New("state: the connection changed; read again")
 
 // saved records a document this process saved at rev, so its own reads see it at once.
-// refetch: the server filled in what the document left out (incarnations): read it back.
+// refetch: the server filled in what the document left out (incarnations). The commit's feed
+// events came before the save's answer and are applied first: with them the replica holds the
+// server's rows, filled in, and nothing is read back. Only when they did not describe it (the
+// replica is to be read again anyway, or the events were dropped) is d installed, and read back
+// at the next read when it needs filling.
 func (cn *connection) saved(epoch int, d document, rev int, refetch bool) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
@@ -619,9 +615,9 @@ func (cn *connection) saved(epoch int, d document, rev int, refetch bool) {
 	if rev > cn.remoteRev {
 		cn.remote, cn.remoteRev, cn.applying = d.clone(), rev, 0
 		cn.version++
-	}
-	if refetch {
-		cn.stale = true
+		if refetch {
+			cn.stale = true
+		}
 	}
 }
 
@@ -644,6 +640,21 @@ func (cn *connection) changed(epoch int, name string, set func(r *Session) bool)
 	set(r)
 	if !sameSession(&before, r) {
 		cn.version++
+	}
+}
+
+// added makes a row this process's AddSession added on the server show in the replica. The
+// feed's event of that commit, with the row as the server filled it in, came before the answer
+// and is applied first; without it (events dropped) the document is read again at the next read.
+func (cn *connection) added(epoch int, name string) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.epoch != epoch || cn.client == nil {
+		return
+	}
+	cn.drainLocked()
+	if row(&cn.remote, name) == nil {
+		cn.stale = true
 	}
 }
 
@@ -679,7 +690,7 @@ func closeWhere(mine func(statePath string) bool) {
 	for _, cn := range all {
 		cn.mu.Lock()
 		c := cn.client
-		cn.client, cn.owned = nil, false
+		cn.client = nil
 		cn.mu.Unlock()
 		if c != nil {
 			_ = c.Close()

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-
-	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
 // A server that keeps its connections open and answers nothing (SIGSTOP): every call returns
@@ -17,6 +15,7 @@ import (
 func TestAStoppedServerBoundsEveryCall(t *testing.T) {
 	// Not parallel: it sets the environment and a package hook.
 	t.Setenv(callTimeoutEnv, "2000")
+	ownSharedServer(t) // stopped here: the other tests' server runs on
 	dir := stateDir(t)
 	path := filepath.Join(dir, "state.json")
 	st := mustLoad(t, path)
@@ -30,14 +29,11 @@ func TestAStoppedServerBoundsEveryCall(t *testing.T) {
 	if _, ok := st.FindSession("a"); !ok {
 		t.Fatal("no row a")
 	}
-	rec, err := stateclient.ReadServerRecord(path)
-	if err != nil || rec == nil {
-		t.Fatalf("no record of the package's server: %v", err)
-	}
-	if err := syscall.Kill(rec.Pid, syscall.SIGSTOP); err != nil {
+	pid := servingPid(t, path)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(rec.Pid, syscall.SIGCONT) })
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 
 	// A setter waits for its answer; FindSession, asked meanwhile, answers from the replica.
 	sent := make(chan struct{})
@@ -68,7 +64,7 @@ func TestAStoppedServerBoundsEveryCall(t *testing.T) {
 	mustTimeOut("AppendTranscript", AppendTranscript(tr, TranscriptEntry{Ts: "t1", Role: "user", Text: "x"}))
 	mustTimeOut("SetSource", st.SetSource("/src"))
 	mustTimeOut("Save", st.Save())
-	_, err = AppendParticipant(ParticipantsPath(dir, "a"), "u1")
+	_, err := AppendParticipant(ParticipantsPath(dir, "a"), "u1")
 	mustTimeOut("AppendParticipant", err)
 	_, err = LoadState(path)
 	mustTimeOut("LoadState", err)
@@ -80,7 +76,7 @@ func TestAStoppedServerBoundsEveryCall(t *testing.T) {
 	mustTimeOut("AppendTranscript on a new connection", AppendTranscript(tr, TranscriptEntry{Ts: "t2", Role: "user", Text: "y"}))
 
 	// The server runs again: the same State and the file functions work.
-	if err := syscall.Kill(rec.Pid, syscall.SIGCONT); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(callTimeoutEnv, "")

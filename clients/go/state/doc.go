@@ -15,7 +15,8 @@
 // sees its change.
 //
 // Mutators change the document as Go's do and save it whole (state/save), with
-// compare-and-set on the revision it was built on. Direct edits of the exported fields are
+// compare-and-set on the revision it was built on; on a State without unsaved edits,
+// AddSession and the session setters send their one row to the server's row methods instead. Direct edits of the exported fields are
 // saved with the next save of that value, as in Go. A save that meets another writer's
 // commit is rebuilt on the newer document and retried. Unsaved edits merge three ways with
 // what others committed since this State's revision: top-level fields one by one, session
@@ -34,25 +35,40 @@
 // # Finding the server
 //
 // A state path, or a transcript or journal path in its dir's layout (dir/transcripts/
-// <name>.jsonl, dir/participants/<name>.log), leads to the state dir's server:
-//   - a live server that recorded itself for that state file is used;
-//   - when this process holds the state's lock (Herrscher's LockState flocks
-//     <dir>/.<base>.lock before LoadState), the descriptor is found among the process's open
-//     files (same device and inode, and a non-blocking exclusive flock through it succeeds)
-//     and handed to `herrscher-state serve --stdio --lock-fd 3`, which serves under that lock,
-//     listens on a socket for the process's bridges and operator commands, and stops when
-//     this process ends;
-//   - otherwise the package starts `herrscher-state serve --exit-when-idle 500` on a socket
-//     other processes share. The package closes its connection 200–400 ms after its last
-//     call and the server stops half a second after its last client left, so the lock is
-//     released within a second of the last use; a daemon started meanwhile is refused by its
-//     own LockState until then. Such a server never outlives the processes using it; it logs
-//     (warn and above) to state-<hash>.log beside its socket.
+// <name>.jsonl, dir/participants/<name>.log), leads to the state dir's server. Relative paths
+// are made absolute against the working directory first, as Go's package means them.
+//   - a live server that recorded itself for that state file (a dedicated one: a host's
+//     `serve --stdio --lock-fd`, an operator's `serve --state`) is used;
+//   - otherwise the per-user shared server, which serves any number of state files from one
+//     process (each with its own single-writer lock, <dir>/.herrscher-state/server.lock): the
+//     connection names its state in initialize. When none listens on the shared socket
+//     (herrscher-state-shared.sock in the per-user socket folder), the package starts
+//     `herrscher-state serve --shared --exit-when-idle 2000` detached (its own session; stdin
+//     and stdout /dev/null; stderr appended to shared.log beside the socket: one file per user,
+//     nothing per state) and dials it. Two processes starting it at once: the second start exits
+//     with code 4 and its process dials the first. A server that cannot start at all is started
+//     three times at most, and the call returns what it said.
+//
+// A state whose single-writer lock another process holds: when that process serves it on a
+// socket (its record, or the shared server's answer, says which), that socket is dialled; when
+// it is no server (a foreign holder), the call fails at once with one error naming the lock and
+// the holder, and no server is started for it. Herrscher's daemon lock (<dir>/.<base>.lock,
+// LockState) is the daemon's alone: the package neither takes nor passes it, so a daemon holding
+// it uses the same server as every other process.
+//
+// LoadState of a missing file answers the empty State without any server, and creates nothing
+// (as Go's); so do the reads of a State whose file does not exist yet, and the transcript and
+// journal readers of a missing file. The first write creates the file through the server.
+//
+// A connection closes 200–400 ms after its last call (no goroutine of the package stays behind
+// a test that is done with a state); the next call dials again, about a millisecond to a running
+// server. The shared server drops a state that no connection has used for a few seconds, and
+// stops 2 s after its last connection closed.
 //
 // The executable is $HERRSCHER_STATE_BIN (a path; one ending in .js is run with node), else
-// herrscher-state from PATH. $HERRSCHER_STATE_DURABILITY (sync or write) is passed to the
-// servers the package starts; unset, the server's default (sync) applies. Sockets of
-// started servers live in the per-user socket folder, named by a hash of the state path.
+// herrscher-state from PATH. The server the package starts writes with --durability write
+// (no fsync, as Go's Save: a temporary file renamed), unless $HERRSCHER_STATE_DURABILITY names
+// another (sync: every acknowledged write survives a power loss).
 //
 // Every call is bounded: finding or starting the server, the request and its answer take at
 // most $HERRSCHER_STATE_CALL_TIMEOUT_MS milliseconds (default 35000), after which the call

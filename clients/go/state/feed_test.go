@@ -10,13 +10,11 @@ import (
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
-// The change feed, on one state dir (one server, which lives as long as this test holds the
-// lock as Herrscher does): another client's changes first; the queued-events step then adds its
+// The change feed, on one state dir: another client's changes first; the queued-events step then adds its
 // own row "a" (the first step removed its "a") and ends with a read of the document.
 func TestChangeFeed(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(stateDir(t), "state.json")
-	lockLikeHerrscher(t, path)
 	t.Run("AnotherClientsChangesReachTheFields", func(t *testing.T) { anotherClientsChangesReachTheFields(t, path) })
 	t.Run("QueuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound", func(t *testing.T) {
 		queuedFeedEventsAreAppliedAtTheNextReadOrDroppedPastTheirBound(t, path)
@@ -32,16 +30,8 @@ func anotherClientsChangesReachTheFields(t *testing.T, path string) {
 			t.Fatal(err)
 		}
 	}
-	rec, err := stateclient.ReadServerRecord(path)
-	if err != nil || rec == nil {
-		t.Fatalf("no record of the package's server: %v", err)
-	}
 	ctx := context.Background()
-	other, err := stateclient.Dial(ctx, stateclient.DialOptions{Socket: rec.Socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := otherClient(t, path)
 	if _, err := other.SetArchived(ctx, "b", true); err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,9 @@ func ReadTranscript(path string, limit int) []TranscriptEntry {
 	if !ok {
 		return readTranscriptFile(path, limit)
 	}
+	if missing(path) {
+		return nil // as Go reads a missing file; no server is asked for nothing
+	}
 	var page struct {
 		Entries []TranscriptEntry `json:"entries"`
 	}
@@ -99,6 +102,9 @@ func ReadTranscriptLast(path string) string {
 	srv, name, ok := served(path, "transcripts", ".jsonl")
 	if !ok {
 		return readTranscriptLastFile(path)
+	}
+	if missing(path) {
+		return "" // as Go reads a missing file; no server is asked for nothing
 	}
 	var r struct {
 		Ts string `json:"ts"`
@@ -159,6 +165,9 @@ func ReadParticipants(path string) []string {
 	srv, name, ok := served(path, "participants", ".log")
 	if !ok {
 		return readParticipantsFile(path)
+	}
+	if missing(path) {
+		return nil // as Go reads a missing file; no server is asked for nothing
 	}
 	var r struct {
 		UserIDs []string `json:"userIds"`

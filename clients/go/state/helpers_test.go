@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
 // The tests run the real built server: $HERRSCHER_STATE_CLI, else the checkout's
@@ -31,7 +34,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv("HERRSCHER_STATE_BIN", cli)
+	bin, starts, err := startRecorder(runtime, cli)
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("HERRSCHER_STATE_BIN", bin)
 	os.Setenv("XDG_RUNTIME_DIR", runtime)
 	os.Setenv("HERRSCHER_STATE_SOCKET", "")
 	os.Setenv("HERRSCHER_STATE_DURABILITY", "write")
@@ -41,29 +48,120 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	closeAll()
-	// The servers stop once idle; their dirs stay until then, so none logs a vanished dir.
-	deadline := time.Now().Add(15 * time.Second)
-	locks, _ := filepath.Glob(filepath.Join(root, "*", ".*.lock"))
-	for _, l := range locks {
-		for !lockFree(l) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	stopStarted(starts)
 	os.RemoveAll(root)
 	os.RemoveAll(runtime)
 	os.Exit(code)
 }
 
-// root holds the tests' state dirs until every server the tests started has stopped.
+// startRecorder writes, in dir, an executable that records its pid in a file (starts) and then
+// runs the server cli with its arguments as that same process: each start of a server shows
+// there, with the pid it runs as.
+func startRecorder(dir, cli string) (bin, starts string, err error) {
+	// Not named herrscher-state: that is the socket folder's name in dir.
+	bin, starts = filepath.Join(dir, "serve-recorder"), filepath.Join(dir, "starts")
+	// The arguments of each start go to starts.args, one line each.
+	script := fmt.Sprintf("#!/bin/sh\necho $$ >> '%s'\necho \"$@\" >> '%s.args'\nexec node '%s' \"$@\"\n", starts, starts, cli)
+	return bin, starts, os.WriteFile(bin, []byte(script), 0o755)
+}
+
+// startedPids are the pids the recorder of starts recorded.
+func startedPids(starts string) []int {
+	b, _ := os.ReadFile(starts)
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// stopStarted ends the servers recorded in starts that still run (SIGTERM: an ordered stop)
+// and waits until they are gone, so no test leaves a server behind.
+func stopStarted(starts string) {
+	deadline := time.Now().Add(15 * time.Second)
+	for _, pid := range startedPids(starts) {
+		if !holderIsServer(pid) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		for holderIsServer(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// ownSharedServer gives the test a socket folder of its own (so a shared server of its own,
+// which it may stop or kill without touching the other tests'), whose starts are recorded in
+// the file it returns; the server is stopped at the end. Not for parallel tests (t.Setenv).
+func ownSharedServer(t *testing.T) (starts, socketFolder string) {
+	t.Helper()
+	// Not t.TempDir(): a socket path must stay short.
+	runtime, err := os.MkdirTemp("", "hs-rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := filepath.Abs(os.Getenv("HERRSCHER_STATE_CLI"))
+	if os.Getenv("HERRSCHER_STATE_CLI") == "" {
+		cli, _ = filepath.Abs("../../../dist/src/cli.js")
+	}
+	bin, starts, err := startRecorder(runtime, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HERRSCHER_STATE_BIN", bin)
+	t.Setenv("XDG_RUNTIME_DIR", runtime)
+	t.Cleanup(func() {
+		closeAll()
+		stopStarted(starts)
+		os.RemoveAll(runtime)
+	})
+	return starts, filepath.Join(runtime, "herrscher-state")
+}
+
+// servingPid is the pid of the server that serves path (asked through its status).
+func servingPid(t *testing.T, path string) int {
+	t.Helper()
+	pid, err := servingPidNow(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func servingPidNow(path string) (int, error) {
+	ctx, cancel := callContext()
+	defer cancel()
+	c, err := findOrStart(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	return st.Pid, err
+}
+
+// otherClient is another client of path's server (as another process would be), closed at the
+// end of the test.
+func otherClient(t *testing.T, path string) *stateclient.Client {
+	t.Helper()
+	ctx, cancel := callContext()
+	defer cancel()
+	c, err := findOrStart(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// root holds the tests' state dirs.
 var root string
 
-func lockFree(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+// lockPathOf is Herrscher's StateLockPath: <dir>/.<base>.lock, its daemon's lock.
+func lockPathOf(statePath string) string {
+	return filepath.Join(filepath.Dir(statePath), "."+filepath.Base(statePath)+".lock")
 }
 
 // stateDir is a fresh state dir whose connections are closed at the end of the test, so the
@@ -132,4 +230,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// tryFlock: a non-blocking exclusive flock through f succeeds (and is released at once).
+func tryFlock(f *os.File) bool {
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
 // writerProcess is the other process of the kill test: it adds sessions and appends entries
@@ -62,6 +60,7 @@ func writerProcess(id, path string) int {
 // the server sums is the sum of the acknowledged entries.
 func TestKillNineUnderConcurrentWritersLosesAndDoublesNothingAcknowledged(t *testing.T) {
 	t.Setenv("HERRSCHER_STATE_DURABILITY", "sync") // servers the processes start
+	ownSharedServer(t)                             // killed here: the other tests' server runs on
 	dir := stateDir(t)
 	path := filepath.Join(dir, "state.json")
 	if err := os.WriteFile(path, []byte(`{"home":{"id":"","type":""},"sessions":null}`), 0o600); err != nil {
@@ -126,11 +125,11 @@ func TestKillNineUnderConcurrentWritersLosesAndDoublesNothingAcknowledged(t *tes
 	}
 	for round := 0; round < kills; round++ {
 		waitAcks(perRound * (round%2 + 1))
-		rec, err := stateclient.ReadServerRecord(path)
-		if err != nil || rec == nil {
+		pid, err := servingPidNow(path)
+		if err != nil {
 			continue // between servers: the next round kills the next one
 		}
-		_ = syscall.Kill(rec.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	waitAcks(perRound)
 	for _, in := range stdins {
@@ -165,11 +164,7 @@ func TestKillNineUnderConcurrentWritersLosesAndDoublesNothingAcknowledged(t *tes
 			t.Errorf("acknowledged session %s is in the state %d times", name, rows[name])
 		}
 	}
-	c, err := stateclient.Dial(context.Background(), stateclient.DialOptions{State: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := otherClient(t, path)
 	seen := map[string]int{}
 	for p := 0; p < procs; p++ {
 		tr := TranscriptPath(dir, fmt.Sprint("log-p", p))

@@ -33,6 +33,12 @@ func runOtherProcess(arg string) int {
 	if id := strings.TrimPrefix(step, "writer:"); id != step {
 		return writerProcess(id, path)
 	}
+	if step == "poll" {
+		return pollerProcess(path)
+	}
+	if n := strings.TrimPrefix(step, "states:"); n != step {
+		return manyStatesProcess(n, path)
+	}
 	defer closeAll()
 	st, err := LoadState(path)
 	if err != nil {

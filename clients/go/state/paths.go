@@ -41,20 +41,17 @@ func served(path, sub, ext string) (cn *connection, name string, ok bool) {
 }
 
 // servedStateIn is the state file of dir when dir is a state dir: one this process already
-// uses, one a live server recorded itself for, one whose lock this process holds, or an
-// existing state.json. A folder that is none of these (transcripts written by a test or a
-// tool, with no state beside them) is not one: the package reads and writes its files as Go's
-// does, and adds nothing to it (no side folder, no lock file, no server).
+// uses, one a live server recorded itself for, or an existing state.json. A folder that is none
+// of these (transcripts written by a test or a tool, with no state beside them) is not one: the
+// package reads and writes its files as Go's does, and adds nothing to it (no side folder, no
+// server). Herrscher's daemon lock (.<base>.lock) says nothing here: it is the daemon's, not the
+// state's.
 func servedStateIn(dir string) (string, bool) {
 	p := stateFileIn(dir)
 	if knownStateIn(dir) != "" {
 		return p, true
 	}
 	if rec, err := stateclient.ReadServerRecord(p); err == nil && rec != nil {
-		return p, true
-	}
-	if f := heldLockFile(lockPathOf(p)); f != nil {
-		f.Close()
 		return p, true
 	}
 	if _, err := os.Lstat(p); err == nil {
@@ -74,19 +71,6 @@ func stateFileIn(dir string) string {
 		p := filepath.Join(dir, strings.TrimSuffix(filepath.Base(r), ".serving.json"))
 		if rec, err := stateclient.ReadServerRecord(p); err == nil && rec != nil {
 			return p
-		}
-	}
-	if entries, err := os.ReadDir(dir); err == nil {
-		// A lock this process holds names its state file (Herrscher locks before it loads).
-		for _, e := range entries {
-			n := e.Name()
-			if strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".lock") && len(n) > len("..lock") {
-				p := filepath.Join(dir, n[1:len(n)-len(".lock")])
-				if f := heldLockFile(filepath.Join(dir, n)); f != nil {
-					f.Close()
-					return p
-				}
-			}
 		}
 	}
 	return filepath.Join(dir, "state.json")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
@@ -24,11 +26,16 @@ func NewState(path string) *State {
 // LoadState reads state from path; a missing file yields an empty state.
 //
 // The server of path (found, or started: see the package doc) reads the file; a legacy file
-// gets its ids and incarnations there, persisted as Go's LoadState persists them.
+// gets its ids and incarnations there, persisted as Go's LoadState persists them. A missing
+// file is answered here, as Go's LoadState answers it: no server is asked or started and
+// nothing is created on disk (the first write does that).
 func LoadState(path string) (*State, error) {
 	s := NewState(path)
 	if s.path == "" {
 		return nil, errNoPath
+	}
+	if missing(s.path) {
+		return s, nil
 	}
 	// A load reads what the server holds now, not this process's copy: the server notices
 	// an outside edit of the file as it answers.
@@ -43,6 +50,17 @@ func LoadState(path string) (*State, error) {
 }
 
 var errNoPath = errors.New("state: no state file path")
+
+// missing: nothing is at path (as Go's os.ReadFile finds it: a dangling link is missing too).
+// Any other failure to look (a folder without search permission) is not "missing": the server
+// is asked, and says why.
+func missing(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
+}
 
 // sync brings the exported fields up to the served document, keeping this value's own
 // unsaved edits (a three-way merge against the document they were made on). s.mu is taken
@@ -101,7 +119,13 @@ func (s *State) read() {
 			return
 		}
 	}
+	unserved := s.srv == nil || !s.srv.connected()
 	s.mu.Unlock()
+	if unserved && missing(s.path) {
+		// Nothing written yet (or the folder is gone): no server has anything to add to the
+		// fields, so none is asked or started for a read.
+		return
+	}
 	ctx, cancel := callContext()
 	defer cancel()
 	if err := s.sync(ctx); err != nil && !errors.Is(err, errNoPath) {
@@ -268,12 +292,16 @@ func (s *State) QualifiedName(name string) string {
 }
 
 // AddSession adds a session, erroring if the name is taken, and persists.
+//
+// With no unsaved edit in this value, the server's own row method adds it (one row sent, not the
+// whole document: the server's write is about half as long); with edits, or a row the row method
+// refuses (a legacy name or value Go takes), the whole document is saved, as Go does.
 func (s *State) AddSession(sess Session) error {
-	return s.mutate(func(d *document) (bool, error) {
+	add := func(d *document) (bool, error) {
 		seen := map[string]bool{}
 		for _, e := range d.Sessions {
 			if e.Name == sess.Name {
-				return false, fmt.Errorf("session %q already exists", sess.Name)
+				return false, errSessionExists(sess.Name)
 			}
 			if e.ID != "" {
 				seen[e.ID] = true
@@ -286,8 +314,58 @@ func (s *State) AddSession(sess Session) error {
 		row.Incarnation = "" // a fresh one is assigned as it is saved
 		d.Sessions = append(d.Sessions, row)
 		return true, nil
-	})
+	}
+	ctx, cancel := callContext()
+	defer cancel()
+	for attempt := 0; attempt < maxSaveAttempts; attempt++ {
+		if err := s.sync(ctx); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		cur := s.fieldsView()
+		if !sameDocument(&cur, &s.base) {
+			s.mu.Unlock()
+			return s.mutateWithin(ctx, add)
+		}
+		if rowIndex(cur.Sessions, sess.Name) >= 0 {
+			s.mu.Unlock()
+			return errSessionExists(sess.Name)
+		}
+		cn, epoch := s.srv, s.baseEpoch
+		s.mu.Unlock()
+		row := copySession(sess)
+		row.Incarnation = "" // the server assigns a fresh one, as Go's AddSession does
+		key := cn.nextKey()
+		err := cn.callOn(ctx, epoch, func(ctx context.Context, c *stateclient.Client) error {
+			_, err := c.AddSession(ctx, stateclient.Session(row), stateclient.AddSessionOptions{Writer: key})
+			return err
+		})
+		switch {
+		case errors.Is(err, errStale):
+			continue
+		case errors.Is(err, stateclient.ErrSessionExists):
+			cn.reload() // another writer's row this value has not seen yet
+			return errSessionExists(sess.Name)
+		case errors.Is(err, stateclient.ErrInvalidParams):
+			return s.mutateWithin(ctx, add) // a row only the whole document's save takes
+		case err != nil:
+			// As Go's save: the row stays in memory (and is saved with the next save).
+			s.mu.Lock()
+			next := s.fields()
+			if _, addErr := add(&next); addErr == nil {
+				s.show(next)
+			}
+			s.mu.Unlock()
+			return err
+		}
+		cn.added(epoch, sess.Name)
+		return s.sync(ctx)
+	}
+	return fmt.Errorf("state: %s: the connection to its server kept changing (%d attempts)", s.path, maxSaveAttempts)
 }
+
+// errSessionExists is Go's error for a name AddSession finds taken.
+func errSessionExists(name string) error { return fmt.Errorf("session %q already exists", name) }
 
 // newSessionID is Go's: s_<name>, else s_<name>_1, _2… the first not taken.
 func newSessionID(name string, seen map[string]bool) string {

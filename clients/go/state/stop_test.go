@@ -7,15 +7,13 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-
-	stateclient "github.com/herrscher/herrscher-state/clients/go"
 )
 
 // SIGTERM under load: the server stops in order and refuses what comes after with -32030;
 // each such call is carried to the next server (started by the package), so no call fails,
 // and every acknowledged append is in the transcript once.
 func TestAServerStoppingUnderLoadFailsNoCall(t *testing.T) {
-	t.Parallel()
+	ownSharedServer(t) // stopped here: the other tests' server runs on
 	dir := stateDir(t)
 	path := filepath.Join(dir, "state.json")
 	st := mustLoad(t, path)
@@ -56,23 +54,23 @@ func TestAServerStoppingUnderLoadFailsNoCall(t *testing.T) {
 		}(i)
 	}
 	for round := 0; round < stops; round++ {
-		var rec *stateclient.ServerRecord
+		var pid int
 		eventually(t, "a server serves", func() bool {
-			r, err := stateclient.ReadServerRecord(path)
-			rec = r
-			return (err == nil && r != nil) || len(errs) > 0
+			p, err := servingPidNow(path)
+			pid = p
+			return err == nil || len(errs) > 0
 		})
 		if len(errs) > 0 {
 			break
 		}
 		before := atomic.LoadInt64(&acked)
 		eventually(t, "writes acknowledged by this server", func() bool { return atomic.LoadInt64(&acked) > before+20 || len(errs) > 0 })
-		if err := syscall.Kill(rec.Pid, syscall.SIGTERM); err != nil {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the stopped server's successor", func() bool {
-			r, err := stateclient.ReadServerRecord(path)
-			return (err == nil && r != nil && r.Pid != rec.Pid) || len(errs) > 0
+			p, err := servingPidNow(path)
+			return (err == nil && p != pid) || len(errs) > 0
 		})
 	}
 	close(stop)

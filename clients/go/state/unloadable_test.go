@@ -2,10 +2,8 @@ package state
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -65,31 +63,5 @@ func TestLoadStateOfAFileBrokenWhileServedSaysWhy(t *testing.T) {
 	}
 	if _, ok := mustLoad(t, path).FindSession("a"); !ok {
 		t.Fatal("the fixed file does not load")
-	}
-}
-
-// A server started while another process holds the state's lock says so in the words
-// findOrStart looks for: such a start lost a race, and is retried until the caller's
-// deadline instead of counting towards maxStartExits.
-func TestALostLockRaceIsRecognised(t *testing.T) {
-	t.Parallel()
-	dir := stateDir(t)
-	path := filepath.Join(dir, "state.json")
-	f, err := os.OpenFile(lockPathOf(path), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	command := serverCommand()
-	args := append(append([]string{}, command[1:]...), "serve", "--state", path, "--socket", filepath.Join(dir, "s.sock"))
-	out, err := exec.Command(command[0], args...).CombinedOutput()
-	if err == nil {
-		t.Fatalf("the server started although the lock is held: %s", out)
-	}
-	if !lostLockRace(err) {
-		t.Fatalf("the server's refusal (%v) does not exit with the lock's code %d: %s", err, lockHeldExit, out)
 	}
 }
