@@ -36,7 +36,7 @@ test('each store error kind maps to its code; invalid-name and invalid-input car
     'invalid-input': -32602,
     conflict: -32050,
     io: -32020,
-    locked: -32020,
+    locked: -32060,
     binding: -32020,
     closed: -32030,
   };
