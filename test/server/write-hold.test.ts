@@ -74,3 +74,42 @@ test('quiet gives up when the writes in flight outlast its bound, and writes flo
   for (const s of started) s.release();
   await Promise.all([stuck, after]);
 });
+
+test('quiet with no write in flight runs at once, whatever its bound', async () => {
+  const hold = new WriteHold(1);
+  assert.equal(await hold.quiet(async () => 'copy'), 'copy');
+});
+
+test('quiet waits until every write in flight is answered, not only the first', async () => {
+  const events: string[] = [];
+  const hold = new WriteHold();
+  const { next, started } = held(events);
+  const h = hold.handler(next);
+  const writes = [h(write(1)), h(write(2))];
+  const quiet = hold.quiet(async () => void events.push('fix'));
+  started[0]?.release();
+  await writes[0];
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(events, ['write 1', 'write 2'], 'write 2 is still in flight');
+  started[1]?.release();
+  await quiet;
+  assert.deepEqual(events, ['write 1', 'write 2', 'fix']);
+});
+
+test('two quiets run one after the other, never together', async () => {
+  const events: string[] = [];
+  const hold = new WriteHold();
+  let releaseFirst!: () => void;
+  const first = hold.quiet(async () => {
+    events.push('first');
+    await new Promise<void>((resolve) => (releaseFirst = resolve));
+    events.push('first done');
+  });
+  const second = hold.quiet(async () => void events.push('second'));
+  while (!events.includes('first')) await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(events, ['first'], 'the second waits for the first');
+  releaseFirst();
+  await Promise.all([first, second]);
+  assert.deepEqual(events, ['first', 'first done', 'second']);
+});

@@ -12,6 +12,8 @@ const read = (rel: string): string => readFileSync(path.join(root, rel), 'utf8')
 
 interface StrykerConfig {
   testRunner: string;
+  plugins: string[];
+  ignorers: string[];
   mutate: string[];
   tap: { testFiles: string[]; nodeArgs: string[] };
   concurrency: number;
@@ -26,6 +28,18 @@ test('every file the mutation run mutates or runs exists, and each mutated file 
   const doc = read('docs/testing.md');
   assert.deepEqual(config.mutate.filter((f) => !doc.includes(`\`${f}\``)), [], 'docs/testing.md names every mutated file');
   assert.deepEqual(config.tap.testFiles.filter((f) => !f.startsWith('test/') || !f.endsWith('.test.ts')), []);
+});
+
+test('each ignorer the config names is a plugin it loads, and the plugin files exist', async () => {
+  const local = config.plugins.filter((p) => p.startsWith('./'));
+  assert.deepEqual(local.filter((p) => !existsSync(path.join(root, p))), []);
+  const declared: string[] = [];
+  for (const p of local) {
+    const mod = (await import(path.join(root, p))) as { strykerPlugins: { kind: string; name: string }[] };
+    declared.push(...mod.strykerPlugins.filter((d) => d.kind === 'Ignore').map((d) => d.name));
+  }
+  assert.ok(config.ignorers.length > 0);
+  assert.deepEqual(config.ignorers.filter((i) => !declared.includes(i)), []);
 });
 
 test('the mutation run is npm run test:mutation, on the tap runner with tsx, and not part of npm test', () => {
