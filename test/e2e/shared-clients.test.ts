@@ -13,7 +13,7 @@ import { ResponseError } from '../../src/client/response-error.js';
 import { ErrorCodes } from '../../src/protocol/error-codes.js';
 import { defaultSocketPath, sharedSocketPath } from '../../src/transport/socket.js';
 import type { Child } from '../helpers/cli.js';
-import { runCli, runToEnd, serveSocket, serveStdio, waitForSocket } from '../helpers/cli.js';
+import { runCli, runToEnd, serveSocket, serveStdio, waitForSocket, waitForStderr } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const TIMEOUT = 120_000;
@@ -113,6 +113,8 @@ describe('clients of the shared server', { concurrency: 2 }, () => {
     // A dedicated server of c, recorded: the shared server cannot open c and names its socket.
     const c = stateIn('c');
     const own = await serveSocket(t, c, path.join(path.dirname(c), 'c.sock'));
+    // Its socket accepts before its record is written; 'serving' is logged once both are done.
+    await waitForStderr(own, /"msg":"serving"/);
     const viaShared = await connect({ env, socket: shared, state: c });
     t.after(() => viaShared.close());
     assert.deepEqual(viaShared.server, { path: own.socket, source: 'record' });
