@@ -38,8 +38,6 @@ export interface SharedHubOptions {
   /** The shared server's socket, for `status`. */
   socket: () => string | undefined;
   feed?: SubscriptionLimits;
-  /** Told when a connection opens, and when it has closed and answered all it received. */
-  presence?: { enter(): void; leave(): void };
   /** Told once a state is dropped and its store closed (a test awaits it). */
   dropped?: (statePath: string, why: string) => void;
 }
@@ -76,14 +74,10 @@ export class SharedHub {
 
   /** Serves one connection: holds its messages until its state is chosen and open. */
   accept(t: FramedTransport): void {
-    const presence = this.o.presence;
-    presence?.enter();
-    let bound: Promise<ServerConnection | undefined> = Promise.resolve(undefined);
     let chosen = false;
     t.reader.onClose(() => {
       // A client that left before its first request: end our side too (a bound one is ended by its unit).
       if (!chosen) t.close();
-      void bound.then((conn) => conn?.idle()).then(() => presence?.leave());
     });
     const held: HeldReader = new HeldReader(t.reader, (m) => {
       if (chosen) return;
@@ -96,7 +90,7 @@ export class SharedHub {
       chosen = true;
       const named = stateNamed(m);
       if (named instanceof ResponseError) return this.refuse(t, held, named);
-      bound = this.bindTo(path.resolve(named ?? this.o.defaultState), held, t);
+      void this.bindTo(path.resolve(named ?? this.o.defaultState), held, t);
     });
   }
 

@@ -81,7 +81,6 @@ export class SharedService {
       socket: () => this.listener?.path,
       ...(o.store ? { store: o.store } : {}),
       ...(o.feed ? { feed: o.feed } : {}),
-      ...(this.idleWatch ? { presence: this.idleWatch } : {}),
       ...(o.dropped ? { dropped: o.dropped } : {}),
     });
   }
@@ -177,7 +176,15 @@ export class SharedService {
 
   private accept(socket: net.Socket): void {
     this.sockets.add(socket);
-    socket.once('close', () => this.sockets.delete(socket));
+    // Presence is the socket's own life: a connection ended by its state's drop (the folder
+    // removed while it was open) closes its socket without its reader telling the hub, and was
+    // then counted as present for ever, so --exit-when-idle never fired. What a closed socket
+    // still owes is finished by the ordered stop, not by waiting here.
+    this.idleWatch?.enter();
+    socket.once('close', () => {
+      this.sockets.delete(socket);
+      this.idleWatch?.leave();
+    });
     this.hub.accept(createFramedTransport(socket, socket, { onProtocolError: (e) => this.o.log.debug(e, 'protocol error answered'), ...this.o.framing }));
   }
 }

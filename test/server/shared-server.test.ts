@@ -20,7 +20,7 @@ import { connectRaw } from '../helpers/wire.js';
 const TIMEOUT = { timeout: 30_000 };
 
 /** A SharedService on a socket in a fresh folder; stopped when the test ends. */
-async function startShared(t: { after(fn: () => unknown): void }, o: { defaultState?: string; stateIdleMs?: number; dropped?: (state: string, why: string) => void; socketCheckMs?: number; socketStillThere?: () => void } = {}) {
+async function startShared(t: { after(fn: () => unknown): void }, o: { defaultState?: string; stateIdleMs?: number; dropped?: (state: string, why: string) => void; socketCheckMs?: number; socketStillThere?: () => void; exitWhenIdleMs?: number } = {}) {
   const root = tempDir('hs-shared-');
   const logs: LogLine[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
@@ -34,6 +34,7 @@ async function startShared(t: { after(fn: () => unknown): void }, o: { defaultSt
     ...(o.dropped ? { dropped: o.dropped } : {}),
     ...(o.socketCheckMs ? { socketCheckMs: o.socketCheckMs } : {}),
     ...(o.socketStillThere ? { socketStillThere: o.socketStillThere } : {}),
+    ...(o.exitWhenIdleMs ? { exitWhenIdleMs: o.exitWhenIdleMs } : {}),
   });
   const socket = await service.listen(path.join(root, 's.sock'));
   service.ready();
@@ -262,4 +263,19 @@ test('a shared server whose socket file stays in place keeps serving past many c
   await checked;
   assert.equal(s.service.isStopping, false);
   assert.deepEqual(await c.call('session/list', {}), { sessions: [] });
+});
+
+test('a connection its state\'s drop ended (the folder removed while it was open) counts as gone: --exit-when-idle then stops the server', TIMEOUT, async (t) => {
+  let droppedA!: () => void;
+  const dropped = new Promise<void>((resolve) => (droppedA = resolve));
+  const s = await startShared(t, { exitWhenIdleMs: 50, dropped: () => droppedA() });
+  const a = s.stateIn('a');
+  const c = await s.connect();
+  await c.call('initialize', { state: a });
+  await c.call('session/add', session('x'));
+  // The client keeps its connection; the folder goes, so the drop ends the connection.
+  rmSync(path.dirname(a), { recursive: true });
+  await dropped;
+  const stopped = await s.service.stopped;
+  assert.deepEqual([stopped.code, /unused for 50 ms/.test(stopped.why)], [0, true], stopped.why);
 });
