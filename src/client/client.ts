@@ -17,7 +17,7 @@ import { findCli, resolutionBases } from './cli-path.js';
 import type { CallOptions } from './call-options.js';
 import { ClientCore } from './client-core.js';
 import type { MethodName, MethodParams, MethodResults, NotificationName, NotificationParams } from './contract-types.js';
-import { CallTimeoutError, ConnectionClosedError, START_ERROR_STDERR_LINES, StartError } from './client-errors.js';
+import { ConnectionClosedError, START_ERROR_STDERR_LINES, StartError } from './client-errors.js';
 import { Link, LOCAL_CODES } from './link.js';
 import { stderrTail } from './stderr-tail.js';
 import { methodNames } from './method-names.js';
@@ -169,9 +169,10 @@ async function dialWaiting(options: ConnectOptions): Promise<Link> {
       if (!notThereYet(err)) throw err;
       const left = deadline - Date.now();
       if (left <= 0) {
-        // An attempt cut short by the wait's own end says less than the one before it (the
-        // server's answer): that one is told.
-        const told = previous !== undefined && err.cause instanceof CallTimeoutError ? previous : err;
+        // The last attempt ran into the wait's own end (its connect or its initialize was given
+        // only what was left, down to 1 ms): it says less than the one before it, which ended
+        // on its own (the server's answer), so that one is told.
+        const told = previous ?? err;
         const waited = `${told.message} (waited ${bound} ms)`;
         throw told instanceof SocketError ? new SocketError(waited, told.code) : new ResponseError(told.code, waited, told.data);
       }
