@@ -15,14 +15,12 @@ import type { Doc, Outcome } from './state-document.js';
 import { backfill, emptyDocument, fromDecoded } from './state-document.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
+import { StateKeys } from './state-keys.js';
 import type { FileStamp, KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
-import { WriterSequences } from './writer-sequences.js';
+import { sameStamp } from './writer-sequences.js';
 
 /** What tells one state.json from another without reading it: null when there is none. */
 type Stamp = FileStamp;
-
-const sameStamp = (a: Stamp, b: Stamp): boolean =>
-  a === b || (a !== null && b !== null && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs);
 
 const describeStamp = (s: Stamp): string => (s === null ? 'no file' : `inode ${s.ino}, ${s.size} bytes, mtime ${new Date(s.mtimeMs).toISOString()}`);
 
@@ -52,7 +50,7 @@ interface Pending {
   refused?: unknown;
   /** Written even unchanged when there is no file (a whole-document save, as Go's Save). */
   writeIfMissing?: boolean;
-  /** The write's idempotency key, recorded with its commit (writer-sequences.ts). */
+  /** The write's idempotency key, recorded with its commit (state-keys.ts). */
   key?: WriterKey | undefined;
 }
 
@@ -78,10 +76,10 @@ export class StateStore {
   private readonly durability: Durability;
   private readonly log: StoreLog | undefined;
   /** The idempotency keys of the document's writes, when the store keeps them. */
-  private readonly writers: WriterSequences | undefined;
+  private readonly writers: StateKeys | undefined;
 
   private constructor(
-    { io, file, durability, log, writers }: { io: Io; file: string; durability: Durability; log: StoreLog | undefined; writers: WriterSequences | undefined },
+    { io, file, durability, log, writers }: { io: Io; file: string; durability: Durability; log: StoreLog | undefined; writers: StateKeys | undefined },
     doc: Doc,
     stamp: Stamp,
   ) {
@@ -101,13 +99,15 @@ export class StateStore {
    * incarnations backfilled and persisted at once.
    */
   static async load(
-    io: Io, file: string, durability: Durability, log?: StoreLog, writersFile?: string,
-    /** What the open just made, so holds nothing to read: the state dir (no state.json), the side folder (no table of writers). */
+    io: Io, file: string, durability: Durability, log?: StoreLog,
+    /** The side folder, where the keys of the document's writes are kept (state-keys.ts); none kept without it. */
+    side?: string,
+    /** What the open just made, so holds nothing to read: the state dir (no state.json), the side folder (no keys). */
     fresh: { dir?: boolean; side?: boolean } = {},
   ): Promise<StateStore> {
     const { doc, stamp } = fresh.dir ? { doc: emptyDocument(), stamp: null } : await readDocument(io, file);
-    // Before anything is written: the keys' table is judged against the file as the crash left it.
-    const writers = writersFile === undefined ? undefined : await WriterSequences.load(io, writersFile, stamp, durability === 'sync', fresh.side);
+    // Before anything is written: the keys are judged against the file as the crash left it.
+    const writers = side === undefined ? undefined : await StateKeys.load(io, side, stamp, durability === 'sync', fresh.side);
     const filled = backfill(doc);
     const store = new StateStore({ io, file, durability, log, writers }, filled.doc, stamp);
     if (filled.persist) {
@@ -298,7 +298,12 @@ export class StateStore {
     }
   }
 
-  /** Writes `doc`, after the table of the keys its batch applies (writer-sequences.ts: durable with it). */
+  /** Closes the keys' log (after `settled`: no commit under way). */
+  close(): Promise<void> {
+    return this.writers?.close() ?? Promise.resolve();
+  }
+
+  /** Writes `doc`, after the keys its batch applies (state-keys.ts: durable with it). */
   private async persistWithKeys(doc: Doc, batch: Pending[]): Promise<void> {
     const keyed: KeyedAnswer[] = [];
     for (const p of batch) if (p.key && p.changed && p.refused === undefined) keyed.push({ key: p.key, answer: p.result });

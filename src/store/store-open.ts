@@ -29,7 +29,6 @@ import { ioError } from './store-error.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
 import { walRelIn, WriteAheadLog } from './wal.js';
-import { WRITERS_FILE } from './writer-sequences.js';
 import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
 
 export interface StoreOptions {
@@ -136,7 +135,7 @@ async function openStoreWith(statePath: string, options: StoreOptions, baseIo: I
     const marks = await recover(io, paths.dir, paths.side, log, { freshSide: fresh.side, sync: durability === 'sync' });
     // After the replay: a key counts only if its append's bytes are in the file.
     const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE), fresh.side);
-    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE), fresh);
+    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side), fresh);
     const id = state.document.instanceID ?? '';
     if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
       // Written by another writer (Go checks nothing): served all the same, on the socket without it.

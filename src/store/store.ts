@@ -135,6 +135,7 @@ export class Store {
     this.closing ??= (async () => {
       await this.flush();
       await this.files.close();
+      await this.parts.state.close();
       await this.parts.appendKeys.close();
       await this.parts.wal?.close();
       this.parts.lock?.release();
