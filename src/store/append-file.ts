@@ -47,6 +47,8 @@ export interface AppendFileOptions<T> {
   beforeWrite?(tags: T[], ino: number, offsets: number[], bufs: Buffer[]): Promise<void>;
   /** The seq after a batch of appends, recorded with it in the log (transcripts only). */
   nextSeq?(tags: T[]): number | undefined;
+  /** The idempotency keys of a batch's appends, recorded with it in the log (WalRecord's `k`). */
+  walKeys?(tags: T[]): [string, number, number][] | undefined;
   /**
    * Awaited after a write that runs no compaction (`cutAfter` false), before its callers are
    * answered: work the write makes due (a transcript's summary) belongs to its call.
@@ -186,11 +188,13 @@ export class AppendFile<T = undefined> {
       if (this.durability === 'sync' && !wal) await this.io.writeSynced(fh, buf);
       else await this.io.write(fh, buf);
       if (wal) {
-        const s = this.options.nextSeq?.(jobs.map((j) => j.tag));
+        const tags = jobs.map((j) => j.tag);
+        const s = this.options.nextSeq?.(tags);
+        const k = this.options.walKeys?.(tags);
         // Named by inode and by its first bytes before this append (an inode number is reused by
         // the next new file): those are on disk already (synced by a checkpoint, or in records before this one).
         const h = headOf(this.prefix);
-        await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
+        await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }), ...(k === undefined ? {} : { k }) });
       }
       this.size = before + buf.length;
     } catch (err) {

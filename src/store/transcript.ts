@@ -173,6 +173,7 @@ export class Transcript {
   private readonly onAppend: AppendListener;
   private readonly onCompacted: (() => void) | undefined;
   private readonly mark: SeqMark;
+  private readonly keys: AppendKeys | undefined;
 
   constructor(o: TranscriptOptions) {
     const { io, file, rel, durability, log, wal } = o;
@@ -185,6 +186,7 @@ export class Transcript {
     this.onAppend = o.onAppend;
     this.onCompacted = o.onCompacted;
     this.mark = o.mark;
+    this.keys = o.keys;
     this.appender = new AppendFile<Pending>(io, file, rel, durability, {
       wal,
       log,
@@ -200,6 +202,8 @@ export class Transcript {
       ...(o.keys ? { beforeWrite: (pending: Pending[], ino: number, offsets: number[], bufs: Buffer[]) => this.noteKeys(o.keys as AppendKeys, pending, ino, offsets, bufs) } : {}),
       // Each log record carries the seq after it, so a replay raises the high-water mark past it.
       nextSeq: (pending) => (this.snap ? this.snap.firstSeq + this.snap.count + pending.length : undefined),
+      // In sync mode a key is durable in the batch's log record (its line in append-keys.log is synced only by a checkpoint).
+      walKeys: (pending) => this.walKeys(pending),
     });
   }
 
@@ -212,6 +216,14 @@ export class Transcript {
       if (p.key) lines.push({ key: p.key, answer: { seq: snap.firstSeq + snap.count + i }, place: { f: this.rel, i: ino, o: offsets[i] as number, n: buf.length, c: crc32(buf) } });
     }
     return lines.length > 0 ? keys.note(lines) : Promise.resolve();
+  }
+
+  /** The keys of a batch's keyed appends with the seq each will get, or undefined when none has one. */
+  private walKeys(pending: Pending[]): [string, number, number][] | undefined {
+    const snap = this.snap as Snapshot;
+    let keys: [string, number, number][] | undefined;
+    for (const [i, p] of pending.entries()) if (p.key) (keys ??= []).push([p.key.id, p.key.seq, snap.firstSeq + snap.count + i]);
+    return keys;
   }
 
   /** Appends one entry; resolves with its seq once its line is in the file. */
@@ -396,6 +408,7 @@ export class Transcript {
     }
     snap.size = size;
     this.mark.raise(snap.firstSeq + snap.count);
+    this.keys?.wrote(pending.flatMap((p) => (p.key ? [p.key] : [])));
     for (const p of pending) this.onAppend(p.seq, p.entry);
   }
 
@@ -583,6 +596,8 @@ export class Transcript {
       await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
       this.mark.raise(next.firstSeq + newest.lines.length);
       await this.mark.save();
+      // The keys' lines name places in the old file: written again without them first (append-keys.ts).
+      await this.keys?.carry(this.rel, snap.ino);
       await this.io.rename(tmp, this.file);
     } catch (err) {
       await this.removeTemp(tmp);

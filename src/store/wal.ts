@@ -49,7 +49,15 @@ export interface WalRecord {
   readonly d: string;
   /** For a transcript: the seq after this record's entries (the replay raises the high-water mark to it). */
   readonly s?: number;
+  /**
+   * The idempotency keys of its appends (append-keys.ts), each [writer id, writer seq, the seq
+   * the append got]: durable with the record, so a replay that puts the bytes back keeps their keys.
+   */
+  readonly k?: readonly (readonly [string, number, number])[];
 }
+
+/** An appended key a replay kept (WalRecord's `k`, one of them). */
+export type ReplayedKey = readonly [writer: string, writerSeq: number, seq: number];
 
 interface Pending {
   readonly bytes: Buffer;
@@ -107,6 +115,7 @@ export function scanWal(buf: Buffer): WalScan {
 }
 
 const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
+const isKey = (k: unknown): boolean => Array.isArray(k) && k.length === 3 && typeof k[0] === 'string' && isCount(k[1]) && isCount(k[2]);
 
 /** Why `v` is not a record this server writes (undefined when it is one): a checksum can be forged. */
 function recordProblem(v: unknown): string | undefined {
@@ -118,6 +127,7 @@ function recordProblem(v: unknown): string | undefined {
   if (!isCount(r.o)) return 'o is not an offset (a whole number ≥ 0)';
   if (typeof r.d !== 'string') return 'd is not a string';
   if (r.s !== undefined && !isCount(r.s)) return 's is not a seq (a whole number ≥ 0)';
+  if (r.k !== undefined && !(Array.isArray(r.k) && r.k.every(isKey))) return 'k is not a list of keys ([writer id, seq, seq])';
   return undefined;
 }
 
@@ -334,8 +344,11 @@ export async function replayWal(
   io: Io,
   dir: string,
   log: StoreLog,
-  /** Told, before the log is emptied, the seq after the last record of each transcript (by relative path). */
-  keepSeqs: (next: Map<string, number>) => Promise<void> = async () => undefined,
+  /**
+   * Told, before the log is emptied, the seq after the last record of each transcript (by
+   * relative path), and the keys of the records whose file holds their bytes now.
+   */
+  keepSeqs: (next: Map<string, number>, keys: ReplayedKey[]) => Promise<void> = async () => undefined,
   opts: {
     /** The log, relative to dir (default: state.json's). */
     rel?: string;
@@ -354,6 +367,7 @@ export async function replayWal(
   }
   const files = new Map<string, ReplayFile>();
   const seqs = new Map<string, number>();
+  const keys: ReplayedKey[] = [];
   const { records, damaged, newer } = scanWal(buf);
   // Before anything is touched: a build must not replay what it cannot read, nor empty it.
   if (newer) throw new NewerFormatError(rel, newer.version, `line ${newer.line}`);
@@ -376,8 +390,10 @@ export async function replayWal(
         f = { fh: fh === 'reused' ? null : fh, reused: fh === 'reused', foreign: 0, delta: 0, restored: 0, reappended: 0 };
         files.set(r.f, f);
       }
-      if (f.fh) await replayRecord(io, f, r);
-      else if (f.reused) f.foreign++;
+      if (f.fh) {
+        await replayRecord(io, f, r);
+        if (r.k) keys.push(...r.k);
+      } else if (f.reused) f.foreign++;
     }
     for (const f of files.values()) if (f.fh) await io.datasync(f.fh);
   } catch (err) {
@@ -391,7 +407,7 @@ export async function replayWal(
     }
   }
   if (failure) throw failure;
-  await keepSeqs(seqs);
+  await keepSeqs(seqs, keys);
   if (!opts.keepLog) {
     const wal = await io.open(file, 'r+');
     try {
