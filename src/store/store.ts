@@ -28,7 +28,7 @@ import type { Durability } from './state-store.js';
 import { StoreError } from './store-error.js';
 import type { StoreOptions, StoreParts } from './store-open.js';
 import { openStore } from './store-open.js';
-import type { ForwardCursor, ForwardPage, Page } from './transcript.js';
+import type { ForwardCursor, ForwardPage, Page } from './transcript-pages.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
 import { zeroUsage } from './usage.js';

@@ -18,7 +18,9 @@ import { COMPACT_TRIGGER_BYTES, entryLine, newestOfFile, prefixOf } from './tran
 import type { TranscriptMeta } from './transcript-meta.js';
 import { removeMeta, removeSummary, summaryBeside, writeMeta, writeSummary } from './transcript-meta.js';
 import type { Entry } from './transcript-read.js';
-import { parseLine, readForward, readNewest, startOfNewest } from './transcript-read.js';
+import { parseLine } from './transcript-read.js';
+import type { ForwardCursor, ForwardPage, Page } from './transcript-pages.js';
+import { forwardOf, pageOf } from './transcript-pages.js';
 import type { Snapshot } from './transcript-scan.js';
 import { emptySnapshot, scanTranscript } from './transcript-scan.js';
 import type { Usage } from './usage.js';
@@ -73,27 +75,6 @@ export interface TranscriptOptions {
   wal?: WriteAheadLog | undefined;
   /** The idempotency keys' log, noted before a keyed append's bytes are written. */
   keys?: AppendKeys | undefined;
-}
-
-export interface Page {
-  entries: Entry[];
-  firstSeq: number;
-}
-
-/** Where a forward page ended: the next page starts there without re-reading, while the file is that version. Opaque. */
-export interface ForwardCursor {
-  /** The seq the next page starts at. */
-  readonly seq: number;
-  readonly snap: object;
-  readonly generation: number;
-  readonly offset: number;
-}
-
-/** Entries from a seq on (pageFrom): `end` is the seq the next append gets. */
-export interface ForwardPage extends Page {
-  end: number;
-  /** Where to go on from; absent when nothing was read. */
-  cursor?: ForwardCursor;
 }
 
 export class Transcript {
@@ -193,27 +174,16 @@ export class Transcript {
    */
   async page({ limit = 0, before }: { limit?: number; before?: number }): Promise<Page> {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const got = await this.pageOf(await this.load(), limit, before);
+      const got = await this.versionPage(await this.load(), (snap, stillCurrent) => pageOf(this.io, this.file, this.rel, snap, stillCurrent, limit, before));
       if (got) return got;
     }
     // Compactions keep replacing the file under the read: read inside the file's queue, where
     // nothing can replace it (appends wait behind this one read).
     return this.appender.exclusive(async () => {
-      const got = await this.pageOf(await this.load(), limit, before);
+      const got = await this.versionPage(await this.load(), (snap, stillCurrent) => pageOf(this.io, this.file, this.rel, snap, stillCurrent, limit, before));
       if (got) return got;
       throw new StoreError('io', `read ${this.rel}: the file changed under a read that held its queue`, { code: 'EIO' }, 'EIO');
     }, { replaces: false });
-  }
-
-  /** The page from the file version `snap` describes, or undefined when it was replaced meanwhile. */
-  private async pageOf(snap: Snapshot, limit: number, before: number | undefined): Promise<Page | undefined> {
-    const { ino, size, count, firstSeq, generation } = snap;
-    const nextSeq = firstSeq + count;
-    const upTo = Math.min(before ?? nextSeq, nextSeq);
-    if (ino === 0 || upTo <= firstSeq) return { entries: [], firstSeq: Math.max(upTo, firstSeq) };
-    const got = await this.readVersion(ino, size, nextSeq - upTo, limit > 0 ? limit : upTo - firstSeq,
-      () => this.snap === snap && snap.generation === generation);
-    return got && { entries: got, firstSeq: upTo - got.length };
   }
 
   /**
@@ -225,37 +195,20 @@ export class Transcript {
    */
   async pageFrom(from: number, { limit, maxBytes }: { limit: number; maxBytes: number }, cursor?: ForwardCursor): Promise<ForwardPage> {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const got = await this.forwardOf(await this.load(), from, limit, maxBytes, cursor);
+      const got = await this.versionPage(await this.load(), (snap, stillCurrent) => forwardOf(this.io, this.file, this.rel, snap, stillCurrent, { from, limit, maxBytes, cursor }));
       if (got) return got;
     }
     return this.appender.exclusive(async () => {
-      const got = await this.forwardOf(await this.load(), from, limit, maxBytes, cursor);
+      const got = await this.versionPage(await this.load(), (snap, stillCurrent) => forwardOf(this.io, this.file, this.rel, snap, stillCurrent, { from, limit, maxBytes, cursor }));
       if (got) return got;
       throw new StoreError('io', `read ${this.rel}: the file changed under a read that held its queue`, { code: 'EIO' }, 'EIO');
     }, { replaces: false });
   }
 
-  /** The forward page from the file version `snap` describes, or undefined when it was replaced meanwhile. */
-  private async forwardOf(snap: Snapshot, from: number, limit: number, maxBytes: number, cursor: ForwardCursor | undefined): Promise<ForwardPage | undefined> {
-    const { ino, size, count, firstSeq, generation } = snap;
-    const end = firstSeq + count;
-    const start = Math.max(from, firstSeq);
-    if (ino === 0 || start >= end) return { entries: [], firstSeq: start, end };
-    const stillCurrent = (): boolean => this.snap === snap && snap.generation === generation;
-    try {
-      let offset = 0;
-      let skip = 0;
-      if (cursor && cursor.snap === snap && cursor.generation === generation && cursor.seq === start && cursor.offset <= size) offset = cursor.offset;
-      else if (end - start <= start - firstSeq) offset = await startOfNewest(this.io, this.file, { ino, size, stillCurrent, limit: end - start });
-      else skip = start - firstSeq;
-      const got = await readForward(this.io, this.file, { ino, size, stillCurrent, offset, skip, limit: Math.min(limit, end - start), maxBytes });
-      // A file that holds fewer entries than its count says ends the read here, rather than never.
-      if (got.entries.length === 0) return { entries: [], firstSeq: start, end: start };
-      return { entries: got.entries, firstSeq: start, end, cursor: { seq: start + got.entries.length, snap, generation, offset: got.next } };
-    } catch (err) {
-      if (isErrno(err, 'ESTALE')) return undefined;
-      throw ioError('read', this.rel, err);
-    }
+  /** Runs `read` on the file version `snap` describes, telling it how to see whether that version is still the file. */
+  private versionPage<P>(snap: Snapshot, read: (snap: Snapshot, stillCurrent: () => boolean) => Promise<P>): Promise<P> {
+    const { generation } = snap;
+    return read(snap, () => this.snap === snap && snap.generation === generation);
   }
 
   /** The ts of the last entry a full read would return, or "" (Go's ReadTranscriptLast). */
@@ -364,19 +317,6 @@ export class Transcript {
         this.loading = undefined;
       });
     return this.loading;
-  }
-
-  /**
-   * `limit` entries ending `skip` entries before the end of the file version `ino`/`size`, or
-   * undefined when the file on disk is no longer that version (compacted or removed meanwhile).
-   */
-  private async readVersion(ino: number, size: number, skip: number, limit: number, stillCurrent: () => boolean): Promise<Entry[] | undefined> {
-    try {
-      return await readNewest(this.io, this.file, { ino, size, skip, limit, stillCurrent });
-    } catch (err) {
-      if (isErrno(err, 'ESTALE')) return undefined;
-      throw ioError('read', this.rel, err);
-    }
   }
 
   /**
