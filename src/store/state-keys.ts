@@ -9,8 +9,8 @@
 // file, and their retry applies them); any other stamp means the rename happened (or the file
 // changed since) and they count. Lines of earlier commits count: a commit that failed after its
 // lines were written makes the next commit write the log again (its table alone) first, so a
-// later rename can never make them count. A line without `c` is the table as a rewrite (a start,
-// past COMPACT_BYTES, after a failure), a backup or a restore wrote it: it counts.
+// later rename can never make them count. A line without `c` is the table as a rewrite (a start
+// that leaves lines out, past COMPACT_BYTES, after a failure), a backup or a restore wrote it: it counts.
 //
 // The previous format, `<side>/writers.json` (one exact-JSON table replaced whole before each
 // keyed commit), is read at a start and folded into the log, then removed.
@@ -95,17 +95,29 @@ export class StateKeys {
     const text = await readIfThere(io, k.file) ?? '';
     const lines: Line[] = [];
     let last = 0;
+    let damaged = false;
     for (const raw of text.split('\n')) {
       if (raw === '') continue;
       const got = decodeStateKeyLine(raw);
       if ('newer' in got) throw new NewerFormatError(STATE_KEYS_FILE, got.newer);
-      if ('damaged' in got) continue; // a torn last line: its commit never renamed state.json
+      if ('damaged' in got) {
+        damaged = true; // a torn last line: its commit never renamed state.json
+        continue;
+      }
       lines.push(got.line);
       last = Math.max(last, got.line.c ?? 0);
     }
     const counts = (l: Line): boolean => l.c === undefined || l.c < last || !sameStamp(l.b ?? null, current);
-    k.keys.remember(lines.filter(counts).map((l) => ({ key: { id: l.w, seq: l.q }, answer: l.a })));
-    if (text !== '' || legacy !== undefined) await k.rewrite();
+    const kept = lines.filter(counts);
+    k.keys.remember(kept.map((l) => ({ key: { id: l.w, seq: l.q }, answer: l.a })));
+    // Written again only when it holds what must not count later (a commit that never landed, a
+    // damaged or torn line an append would follow) or the previous format is folded in; else the
+    // next commit's number follows the last one's.
+    if (kept.length < lines.length || damaged || legacy !== undefined) await k.rewrite();
+    else {
+      k.commits = last;
+      k.size = Buffer.byteLength(text);
+    }
     if (legacy !== undefined) {
       // After the log holds its keys: a crash before this removal reads both again, the same way
       // (no commit ran since, so state.json's stamp still judges the old table as it did now).

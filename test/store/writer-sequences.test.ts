@@ -173,3 +173,28 @@ test('an append sent again with its key is answered with its seq and written onc
   assert.equal(await store.appendTranscript('a', entry, { writer: key(1) }), seq, 'the first key is still answered');
   assert.equal((await store.readTranscript('a')).length, 2);
 });
+
+test('a start that keeps the log as it is numbers its next commit after the last one: a crash before that commit\'s rename still leaves its key out', async (t) => {
+  const dir = tempDir();
+  let failState = false;
+  const io = withIo({
+    writeAtomic: (file, data, opts) => (failState && path.basename(file) === 'state.json' ? Promise.reject(errno('EIO', 'rename')) : nodeIo.writeAtomic(file, data, opts)),
+  });
+  let store = await openIn(dir, { io });
+  t.after(() => store.close());
+  await store.addSession(newSession('a'), key(1));
+  await store.setResumeToken('a', 'one', { writer: key(2) });
+  await store.setResumeToken('a', 'two', { writer: key(3) });
+  const ino = lstatSync(keysLog(dir)).ino;
+  store = await reopen(store, { io });
+  assert.equal(lstatSync(keysLog(dir)).ino, ino, 'every line counts: the log is not written again');
+  // The commit's line is written, its state.json never is; the close writes nothing more (as a crash).
+  failState = true;
+  await assert.rejects(() => store.setResumeToken('a', 'lost', { writer: key(4) }), storeError('io', [], 'EIO'));
+  failState = false;
+  store = await reopen(store, { io });
+  assert.deepEqual(await store.setResumeToken('a', 'retried', { writer: key(4) }), { found: true, changed: true });
+  assert.equal(store.findSession('a')?.resumeToken, 'retried', 'the retry of the write that never landed is applied');
+  assert.deepEqual(await store.setResumeToken('a', 'one', { writer: key(2) }), { found: true, changed: true });
+  assert.equal(store.findSession('a')?.resumeToken, 'retried', 'an earlier key is answered, not applied');
+});
