@@ -67,6 +67,6 @@ emit({
   rows: toRows(samples, specs),
   memory: [],
   notes: [
-    `${21} sessions; latency rows are p50 of ${LATENCY.maxCount} calls; FindSession is timed in batches of 1 000 calls (one call is ~0.1 µs). The package's server is the per-user shared server (write), as in Herrscher's daemon; the floor is a status round trip on a second connection to it.`,
+    `${21} sessions; latency rows are p50 of ${LATENCY.maxCount} calls (SetResumeToken's: ${Math.max(LATENCY.maxCount / 2, 100)}; the sync rows: ${Math.max(LATENCY.maxCount / 10, 100)}, each waits for an fsync); FindSession is timed in batches of 1 000 calls (one call is ~0.1 µs). The package's server is the per-user shared server (write), as in Herrscher's daemon; the floor is a status round trip on a second connection to it.`,
   ],
 });
