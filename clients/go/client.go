@@ -202,7 +202,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	if len(first) > max+2 {
 		return nil, fmt.Errorf("the server sent a malformed reply: a line over the message limit of %d bytes", max)
 	}
-	if err != bufio.ErrBufferFull {
+	if !errors.Is(err, bufio.ErrBufferFull) {
 		// The common case, a line within the buffer: no copy (valid until the next read;
 		// dispatch copies what it keeps).
 		return first, err
@@ -214,7 +214,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 			return nil, fmt.Errorf("the server sent a malformed reply: a line over the message limit of %d bytes", max)
 		}
 		line = append(line, chunk...)
-		if err != bufio.ErrBufferFull {
+		if !errors.Is(err, bufio.ErrBufferFull) {
 			return line, err
 		}
 	}
