@@ -10,10 +10,18 @@ import { constants as C, lstatSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { errnoOf } from '../common/errno.js';
-import { BATCHED_WRITE_MAX, WriterThread } from './writer-thread.js';
+import { BATCHED_WRITE_MAX, LineNotWritten, WriterThread } from './writer-thread.js';
 import type { FileStamp } from './writer-worker.js';
 
 export type { FileStamp } from './writer-worker.js';
+export { LineNotWritten } from './writer-thread.js';
+
+/** A line to append to an open file before a replace (Io.appendThenReplace); fdatasync'ed after it when `sync`. */
+export interface LineToAppend {
+  readonly fh: fs.FileHandle;
+  readonly buf: Buffer;
+  readonly sync: boolean;
+}
 
 export interface Io {
   /**
@@ -22,6 +30,13 @@ export interface Io {
    * the file).
    */
   writeAtomic(file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
+  /**
+   * Appends `line` (write, then fdatasync when `line.sync`), then, only once it is, replaces
+   * `file` as writeAtomic does: a commit's idempotency keys and its state.json (state-keys.ts), in
+   * one hand-off to the writer thread instead of two. A line that fails rejects with
+   * LineNotWritten (its `cause` the error) and replaces nothing.
+   */
+  appendThenReplace(line: LineToAppend, file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
   /** fsync of a directory, so a rename or a new file survives power loss. */
   syncDir(dir: string): Promise<void>;
   open(file: string, flags: string | number, mode?: number): Promise<fs.FileHandle>;
@@ -109,6 +124,7 @@ const writer = new WriterThread();
 export const nodeIo: Io = {
   // The whole replace in one hand-off to the writer thread (the steps are writer-worker.ts's replaceFile).
   writeAtomic: (file, data, opts) => writer.replace(file, data, opts),
+  appendThenReplace: (line, file, data, opts) => writer.replace(file, data, opts, { fd: line.fh.fd, buf: line.buf, datasync: line.sync }),
   async syncDir(dir) {
     const fh = await openNoFollow(dir, C.O_RDONLY | C.O_DIRECTORY);
     try {
@@ -178,9 +194,26 @@ async function writeAll(fh: fs.FileHandle, buf: Buffer): Promise<number> {
 }
 
 /**
+ * `appendThenReplace` made of `io`'s own calls, one after the other: its `write` (or
+ * `writeSynced`), then its `writeAtomic`.
+ */
+export function appendThenReplaceOf(io: Io): Io['appendThenReplace'] {
+  return async (line, file, data, opts) => {
+    try {
+      await (line.sync ? io.writeSynced(line.fh, line.buf) : io.write(line.fh, line.buf));
+    } catch (err) {
+      throw new LineNotWritten(err as Error);
+    }
+    return io.writeAtomic(file, data, opts);
+  };
+}
+
+/**
  * Copies an Io with some calls replaced: the seam tests use. A copy that replaces `write` or
  * `datasync` but not `writeSynced` makes its `writeSynced` of the two, so a test that injects a
- * failed write or sync (or counts them) sees every durable write too.
+ * failed write or sync (or counts them) sees every durable write too; one that replaces any of
+ * them or `writeAtomic` but not `appendThenReplace` makes that of its own calls, so it sees (and
+ * can fail) a commit's key line and its replace too.
  */
 export function withIo(overrides: Partial<Io>): Io {
   const io: Io = { ...nodeIo, ...overrides };
@@ -190,6 +223,9 @@ export function withIo(overrides: Partial<Io>): Io {
       await io.datasync(fh);
       return n;
     };
+  }
+  if (!overrides.appendThenReplace && (overrides.write || overrides.datasync || overrides.writeSynced || overrides.writeAtomic)) {
+    io.appendThenReplace = appendThenReplaceOf(io);
   }
   return io;
 }

@@ -77,6 +77,10 @@ export function confine(io: Io, root: string): Io {
       await check(file);
       return io.writeAtomic(file, data, opts);
     },
+    async appendThenReplace(line, file, data, opts) {
+      await check(file);
+      return io.appendThenReplace(line, file, data, opts);
+    },
     async syncDir(dir) {
       await check(dir);
       return io.syncDir(dir);

@@ -3,7 +3,7 @@
 //
 // Durable with the write: before a commit's rename of state.json, one sealed line (sealed-line.ts)
 // per keyed write it applies is appended to `<side>/state-keys.log` (fdatasync'ed in `sync` mode,
-// before state.json's own replace), with the commit's number `c` and the stamp `b` state.json had
+// before state.json's own replace; both in one hand-off to the writer thread, Io.appendThenReplace), with the commit's number `c` and the stamp `b` state.json had
 // before it. At a start only the last commit's lines are in doubt: a crash between them and the
 // rename leaves state.json with that stamp, so they are left out (those writes are not in the
 // file, and their retry applies them); any other stamp means the rename happened (or the file
@@ -17,7 +17,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
-import type { Io } from './io.js';
+import type { Io, LineToAppend } from './io.js';
 import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import { ioError } from './store-error.js';
 import type { FileStamp, KeyedAnswer, KeyEntries } from './writer-sequences.js';
@@ -137,29 +137,34 @@ export class StateKeys {
   }
 
   /**
-   * Appends the keys `last` the commit about to replace state.json applies (its stamp now:
-   * `before`), after writing the log again when a commit before failed or it grew past its bound.
+   * The line of the keys `last` the commit about to replace state.json applies (its stamp now:
+   * `before`), for the commit to append before its replace (Io.appendThenReplace; fdatasync'ed
+   * in `sync` mode); undefined when it applies none. The log is written again first when a commit
+   * before failed or it grew past its bound.
    */
-  async prepare(last: readonly KeyedAnswer[], before: FileStamp): Promise<void> {
+  async prepare(last: readonly KeyedAnswer[], before: FileStamp): Promise<LineToAppend | undefined> {
     if (this.dirty || this.size > COMPACT_BYTES) await this.rewrite();
-    if (last.length === 0) return;
+    if (last.length === 0) return undefined;
     const c = ++this.commits;
     const buf = Buffer.from(encodeLines(last.map(({ key, answer }): Line => ({ w: key.id, q: key.seq, a: answer, c, b: before }))));
     this.dirty = true; // until the commit says it is in the file
     try {
-      const fh = this.fh ?? await this.openLog();
-      if (this.sync) await this.io.writeSynced(fh, buf);
-      else await this.io.write(fh, buf);
-      this.size += buf.length;
+      return { fh: this.fh ?? await this.openLog(), buf, sync: this.sync };
     } catch (err) {
-      await this.dropHandle();
-      throw ioError('write', STATE_KEYS_FILE, err);
+      throw await this.lineFailed(err);
     }
   }
 
-  /** The commit whose keys `prepare` wrote is in the file: they are answered from now on. */
-  committed(last: readonly KeyedAnswer[]): void {
+  /** The line `prepare` gave could not be written: the handle is dropped, and the error says which file failed. */
+  async lineFailed(err: unknown): Promise<Error> {
+    await this.dropHandle();
+    return ioError('write', STATE_KEYS_FILE, err);
+  }
+
+  /** The commit whose keys (`line`, from `prepare`) were written is in the file: they are answered from now on. */
+  committed(last: readonly KeyedAnswer[], line: LineToAppend | undefined): void {
     this.dirty = false;
+    this.size += line?.buf.length ?? 0;
     this.keys.remember(last);
   }
 

@@ -7,7 +7,8 @@
 import path from 'node:path';
 import { RowCache } from './go-json.js';
 import { CommitQueue } from './commit-queue.js';
-import type { Io } from './io.js';
+import type { Io, LineToAppend } from './io.js';
+import { LineNotWritten } from './io.js';
 import type { Pending } from './state-batch.js';
 import { applyAll, gatherMs } from './state-batch.js';
 import type { Doc, Outcome } from './state-document.js';
@@ -256,29 +257,32 @@ export class StateStore {
     return this.writers?.close() ?? Promise.resolve();
   }
 
-  /** Writes `doc`, after the keys its batch applies (state-keys.ts: durable with it). */
+  /** Writes `doc`, after the keys its batch applies (state-keys.ts: durable with it, in the same hand-off). */
   private async persistWithKeys(doc: Doc, batch: Pending[]): Promise<void> {
     const keyed: KeyedAnswer[] = [];
     for (const p of batch) if (p.key && p.changed && p.refused === undefined) keyed.push({ key: p.key, answer: p.result });
     const writers = keyed.length > 0 || this.writers?.needsWrite ? this.writers : undefined;
-    await writers?.prepare(keyed, this.stamp);
-    await this.persist(doc);
-    writers?.committed(keyed);
+    const line = await writers?.prepare(keyed, this.stamp);
+    await this.persist(doc, line && writers && { line, keys: writers });
+    writers?.committed(keyed, line);
   }
 
-  private async persist(doc: Doc): Promise<void> {
+  /** Writes `doc`; with `first`, after appending its keys' line (a line that fails replaces nothing). */
+  private async persist(doc: Doc, first?: { line: LineToAppend; keys: StateKeys }): Promise<void> {
     const text = encodeDocument(doc, this.rows);
     const sync = this.durability === 'sync';
     const dir = path.dirname(this.file);
     try {
       // A state dir removed under us is not made again (the store's caller learns it is gone).
-      const written = await this.io.writeAtomic(this.file, text, { mode: 0o600, sync });
+      const opts = { mode: 0o600, sync };
+      const written = first ? await this.io.appendThenReplace(first.line, this.file, text, opts) : await this.io.writeAtomic(this.file, text, opts);
       if (sync) await this.io.syncDir(dir);
       // What we wrote, to tell our own file from someone else's later: the stamp the replace
       // took right after its rename, else a stat now. (A writer that replaces the file in between
       // is taken for us: the documented window.)
       this.stamp = written ?? stampOf(this.io, this.file);
     } catch (err) {
+      if (first && err instanceof LineNotWritten) throw await first.keys.lineFailed(err.cause);
       throw ioError('write', path.basename(this.file), err);
     }
   }

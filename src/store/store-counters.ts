@@ -17,6 +17,11 @@ export function countingSyncs(io: Io, counters: StoreCounters): Io {
       if (opts.sync) counters.fsyncs++;
       return io.writeAtomic(file, data, opts);
     },
+    appendThenReplace: (line, file, data, opts) => {
+      if (line.sync) counters.fsyncs++;
+      if (opts.sync) counters.fsyncs++;
+      return io.appendThenReplace(line, file, data, opts);
+    },
     syncDir: (dir) => {
       counters.fsyncs++;
       return io.syncDir(dir);

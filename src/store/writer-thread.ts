@@ -86,11 +86,26 @@ export const BATCH_BYTES = 1024 * 1024;
 /** Jobs one batch may hold (each its fd, length and flags in the shared plan). */
 export const BATCH_JOBS = 4096;
 
+/** A line appended to an open file (its fd) before a replace, in the same hand-off (`replace`). */
+export interface LineFirst {
+  readonly fd: number;
+  readonly buf: Uint8Array;
+  readonly datasync: boolean;
+}
+
+/** A replace's line could not be written (or synced): nothing was replaced. `cause` says why. */
+export class LineNotWritten extends Error {
+  constructor(override readonly cause: Error) {
+    super(cause.message);
+  }
+}
+
 interface PendingReplace {
   readonly file: string;
   readonly bytes: Uint8Array;
   readonly mode: number;
   readonly sync: boolean;
+  readonly line: LineFirst | undefined;
   resolve(stamp: FileStamp): void;
   reject(err: Error): void;
 }
@@ -129,12 +144,17 @@ export class WriterThread {
    */
   private region: SharedArrayBuffer | undefined;
 
-  /** Replaces `file` with `data` (writer-worker.ts, replaceFile); resolves with the stamp of the file written. */
-  replace(file: string, data: string | Uint8Array, opts: { mode: number; sync: boolean }): Promise<FileStamp> {
+  /**
+   * Replaces `file` with `data` (writer-worker.ts, replaceFile); resolves with the stamp of the
+   * file written. With `line`, its bytes are first appended to its fd (and fdatasync'ed when it
+   * says so) in the same hand-off, and the file is replaced only once they are: a line that fails
+   * rejects with LineNotWritten, nothing replaced.
+   */
+  replace(file: string, data: string | Uint8Array, opts: { mode: number; sync: boolean }, line?: LineFirst): Promise<FileStamp> {
     return new Promise<FileStamp>((resolve, reject) => {
       // Stryker disable next-line ConditionalExpression: forced true, a Uint8Array is copied into a Buffer of the same bytes; forced false is the `!==` mutant's string case, which the tests kill
       const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-      this.replacesQueued.push({ file, bytes, mode: opts.mode, sync: opts.sync, resolve, reject });
+      this.replacesQueued.push({ file, bytes, mode: opts.mode, sync: opts.sync, line, resolve, reject });
       if (!this.replaceOut) this.postReplace();
     });
   }
@@ -166,13 +186,19 @@ export class WriterThread {
       this.postReplace();
       return;
     }
+    // The line's bytes first, then the file's.
+    const skip = next.line?.buf.length ?? 0;
+    const total = skip + next.bytes.length;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: a fresh region for a replace that fits the one there holds the same bytes; only the memory differs (bench/)
-    if (!this.region || this.region.byteLength < next.bytes.length) {
-      this.region = new SharedArrayBuffer(2 ** Math.ceil(Math.log2(Math.max(4096, next.bytes.length))));
+    if (!this.region || this.region.byteLength < total) {
+      this.region = new SharedArrayBuffer(2 ** Math.ceil(Math.log2(Math.max(4096, total))));
     }
-    new Uint8Array(this.region).set(next.bytes);
+    const region = new Uint8Array(this.region);
+    if (next.line) region.set(next.line.buf);
+    region.set(next.bytes, skip);
     this.replaceOut = next;
-    const job: ReplaceJob = { file: next.file, region: this.region, length: next.bytes.length, mode: next.mode, sync: next.sync };
+    const line = next.line && { fd: next.line.fd, length: skip, datasync: next.line.datasync };
+    const job: ReplaceJob = { file: next.file, region: this.region, length: next.bytes.length, mode: next.mode, sync: next.sync, line };
     thread.worker.ref();
     thread.worker.postMessage(job);
     wake(thread);
@@ -290,7 +316,10 @@ export class WriterThread {
     // Stryker disable next-line ConditionalExpression: equivalent, a replace answer comes only for a replace out (forced true is killed, but goes with it)
     if (!r) return;
     if ('stamp' in a) r.resolve(a.stamp);
-    else r.reject(Object.assign(new Error(a.error.message), { code: a.error.code, errno: a.error.errno, syscall: a.error.syscall }));
+    else {
+      const err = Object.assign(new Error(a.error.message), { code: a.error.code, errno: a.error.errno, syscall: a.error.syscall });
+      r.reject(a.line ? new LineNotWritten(err) : err);
+    }
   }
 
   private lost(worker: Worker, err: Error): void {

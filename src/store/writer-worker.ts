@@ -26,17 +26,26 @@ export interface FileStamp {
   mtimeMs: number;
 }
 
-/** One whole-file replace, as writer-thread.ts posts it: its bytes are the first `length` of `region`. */
+/**
+ * One whole-file replace, as writer-thread.ts posts it: its bytes are the `length` bytes of
+ * `region` after the line's. With `line`, the first `line.length` bytes of `region` are first
+ * appended to `line.fd` (fdatasync'ed when `line.datasync`), and the file is replaced only once
+ * they are: a commit's idempotency keys and its state.json in one hand-off (state-keys.ts).
+ */
 export interface ReplaceJob {
   file: string;
   region: SharedArrayBuffer;
   length: number;
   mode: number;
   sync: boolean;
+  line?: { fd: number; length: number; datasync: boolean } | undefined;
 }
 
-/** The answer to a replace: the stamp of the file written, or why it failed. */
-export type ReplaceAnswer = { stamp: FileStamp } | { error: WireError };
+/**
+ * The answer to a replace: the stamp of the file written, or why it failed; `line` when it was
+ * the line's write (or sync) that failed, so nothing was replaced.
+ */
+export type ReplaceAnswer = { stamp: FileStamp } | { error: WireError; line?: true };
 
 /** A failed write as it crosses to the main thread (an Error's own fields do not survive the copy). */
 export interface WireError {
@@ -187,10 +196,21 @@ function linkInTheWay(): NodeJS.ErrnoException {
   });
 }
 
-/** One replace job's answer, whatever happens. */
+/** One replace job's answer, whatever happens: its line first, then, only once it is written, the replace. */
 export function answerReplace(job: ReplaceJob): ReplaceAnswer {
+  const skip = job.line?.length ?? 0;
+  if (job.line) {
+    try {
+      const { fd, length, datasync } = job.line;
+      const bytes = new Uint8Array(job.region, 0, length);
+      for (let off = 0; off < length; ) off += writeSync(fd, bytes, off, length - off);
+      if (datasync) fdatasyncSync(fd);
+    } catch (e) {
+      return { error: wireError(e), line: true };
+    }
+  }
   try {
-    return { stamp: replaceFile(job.file, new Uint8Array(job.region, 0, job.length), job) };
+    return { stamp: replaceFile(job.file, new Uint8Array(job.region, skip, job.length), job) };
   } catch (e) {
     return { error: wireError(e) };
   }

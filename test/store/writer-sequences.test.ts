@@ -6,7 +6,7 @@ import { appendFileSync, existsSync, lstatSync, readFileSync, rmSync, writeFileS
 import path from 'node:path';
 import { test } from 'node:test';
 import { sealLine } from '../../src/store/sealed-line.js';
-import { nodeIo, withIo } from '../../src/store/io.js';
+import { LineNotWritten, nodeIo, withIo } from '../../src/store/io.js';
 import { errno, newSession, openIn, reopen, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -197,4 +197,41 @@ test('a start that keeps the log as it is numbers its next commit after the last
   assert.equal(store.findSession('a')?.resumeToken, 'retried', 'the retry of the write that never landed is applied');
   assert.deepEqual(await store.setResumeToken('a', 'one', { writer: key(2) }), { found: true, changed: true });
   assert.equal(store.findSession('a')?.resumeToken, 'retried', 'an earlier key is answered, not applied');
+});
+
+test('a keyed commit appends its key line and replaces state.json in one hand-off to the writer thread; a line that fails replaces nothing and names the log', async (t) => {
+  for (const durability of ['write', 'sync'] as const) {
+    const dir = tempDir();
+    const calls: string[] = [];
+    let failLine = false;
+    const io = withIo({
+      appendThenReplace: (line, file, data, opts) => {
+        calls.push(`${line.buf.toString('utf8').includes('"writer-test-1"') ? 'key' : 'other'} line${line.sync ? ' synced' : ''}, then ${path.basename(file)}`);
+        if (failLine) return Promise.reject(new LineNotWritten(errno('ENOSPC', 'write')));
+        return nodeIo.appendThenReplace(line, file, data, opts);
+      },
+      write: (fh, buf) => {
+        if (buf.toString('utf8').includes('"writer-test-1"')) calls.push('key line alone');
+        return nodeIo.write(fh, buf);
+      },
+      writeSynced: (fh, buf) => {
+        if (buf.toString('utf8').includes('"writer-test-1"')) calls.push('key line alone');
+        return nodeIo.writeSynced(fh, buf);
+      },
+    });
+    const store = await openIn(dir, { io, durability });
+    t.after(() => store.close());
+    await store.addSession(newSession('a'));
+    calls.length = 0;
+    await store.setResumeToken('a', 'tok', { writer: key(1) });
+    assert.deepEqual(calls, [`key line${durability === 'sync' ? ' synced' : ''}, then state.json`]);
+    const before = readFileSync(store.statePath, 'utf8');
+    failLine = true;
+    await assert.rejects(() => store.setResumeToken('a', 'lost', { writer: key(2) }), storeError('io', ['state-keys.log'], 'ENOSPC'));
+    failLine = false;
+    assert.equal(readFileSync(store.statePath, 'utf8'), before, 'state.json is unchanged');
+    assert.equal(store.findSession('a')?.resumeToken, 'tok', 'and so is memory');
+    assert.deepEqual(await store.setResumeToken('a', 'again', { writer: key(2) }), { found: true, changed: true });
+    assert.equal(store.findSession('a')?.resumeToken, 'again', 'the retry is applied');
+  }
 });

@@ -2,10 +2,10 @@
 // the stamp of the file it wrote; replaces in flight together all land, each answered with its
 // own outcome; a failure names its errno and leaves no temp file.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { WriterThread } from '../../src/store/writer-thread.js';
+import { LineNotWritten, WriterThread } from '../../src/store/writer-thread.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('replaces in flight together each land whole, answered with the stamp of their file', async () => {
@@ -65,4 +65,27 @@ test('a replace larger than any before it lands whole (the shared region grows),
     assert.ok(back.equals(data), `replace ${i}: its own bytes`);
     assert.equal(stamp.size, size);
   }
+});
+
+test('a replace with a line appends the line first, in the same hand-off; a line that fails rejects with LineNotWritten and replaces nothing', async () => {
+  const dir = tempDir();
+  const thread = new WriterThread();
+  const log = path.join(dir, 'keys.log');
+  writeFileSync(log, 'first\n');
+  const file = path.join(dir, 'state.json');
+  writeFileSync(file, 'before');
+  const fd = openSync(log, 'a');
+  const stamp = await thread.replace(file, 'after', { mode: 0o600, sync: true }, { fd, buf: Buffer.from('second\n'), datasync: true });
+  assert.equal(readFileSync(log, 'utf8'), 'first\nsecond\n');
+  assert.equal(readFileSync(file, 'utf8'), 'after');
+  assert.equal(stamp.size, 5);
+  closeSync(fd);
+  // A descriptor open for reading only: the line's write fails, so the file keeps what it held.
+  const readOnly = openSync(log, 'r');
+  await assert.rejects(thread.replace(file, 'never', { mode: 0o600, sync: false }, { fd: readOnly, buf: Buffer.from('third\n'), datasync: false }),
+    (err: Error) => err instanceof LineNotWritten && (err.cause as NodeJS.ErrnoException).code === 'EBADF');
+  closeSync(readOnly);
+  assert.equal(readFileSync(file, 'utf8'), 'after');
+  assert.equal(readFileSync(log, 'utf8'), 'first\nsecond\n');
+  assert.deepEqual(readdirSync(dir).sort(), ['keys.log', 'state.json'], 'no temp file left');
 });
