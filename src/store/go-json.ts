@@ -213,11 +213,22 @@ export function encodeStateDocument(doc: object): string {
  * only rows not encoded through it before are encoded now (what state.json's writer uses).
  */
 export function encodeStateDocumentBytes(doc: object, cache: RowCache): Buffer {
+  return Buffer.concat(encodeStateDocumentParts(doc, cache));
+}
+
+/**
+ * The same bytes in pieces, in order (the text around the rows, each row, their separators), for
+ * a writer that copies them once into its own buffer (writer-thread.ts) instead of after a concat:
+ * at 5 000 sessions a concat was a 1.8 MB buffer and a copy per commit.
+ */
+export function encodeStateDocumentParts(doc: object, cache: RowCache): Buffer[] {
   const sink: RowSink = { cache, parts: [] };
   const text = encodeStruct(doc as Record<string, unknown>, stateGoFields, '  ', '', 'state', sink);
   const at = text.indexOf(ROWS_MARK);
-  if (at < 0) return Buffer.from(text, 'utf8');
-  return Buffer.concat([Buffer.from(text.slice(0, at), 'utf8'), ...sink.parts, Buffer.from(text.slice(at + ROWS_MARK.length), 'utf8')]);
+  if (at < 0) return [Buffer.from(text, 'utf8')];
+  sink.parts.unshift(Buffer.from(text.slice(0, at), 'utf8'));
+  sink.parts.push(Buffer.from(text.slice(at + ROWS_MARK.length), 'utf8'));
+  return sink.parts;
 }
 
 /** One transcript line as Go's `json.Marshal(e)` plus "\n". Unknown keys are not written (as Go). */

@@ -16,6 +16,9 @@ import type { FileStamp } from './writer-worker.js';
 export type { FileStamp } from './writer-worker.js';
 export { LineNotWritten } from './writer-thread.js';
 
+/** A whole file's bytes: text, bytes, or bytes in pieces (copied once, in order, by the writer thread). */
+export type FileBytes = string | Uint8Array | readonly Uint8Array[];
+
 /** A line to append to an open file before a replace (Io.appendThenReplace); fdatasync'ed after it when `sync`. */
 export interface LineToAppend {
   readonly fh: fs.FileHandle;
@@ -29,14 +32,14 @@ export interface Io {
    * of the file written when it knows it (a test's replacement may not: the caller then stats
    * the file).
    */
-  writeAtomic(file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
+  writeAtomic(file: string, data: FileBytes, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
   /**
    * Appends `line` (write, then fdatasync when `line.sync`), then, only once it is, replaces
    * `file` as writeAtomic does: a commit's idempotency keys and its state.json (state-keys.ts), in
    * one hand-off to the writer thread instead of two. A line that fails rejects with
    * LineNotWritten (its `cause` the error) and replaces nothing.
    */
-  appendThenReplace(line: LineToAppend, file: string, data: string | Buffer, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
+  appendThenReplace(line: LineToAppend, file: string, data: FileBytes, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
   /** fsync of a directory, so a rename or a new file survives power loss. */
   syncDir(dir: string): Promise<void>;
   open(file: string, flags: string | number, mode?: number): Promise<fs.FileHandle>;

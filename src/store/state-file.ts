@@ -5,7 +5,7 @@ import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import type { RowCache } from './go-json.js';
-import { encodeStateDocumentBytes, UnsupportedValueError } from './go-json.js';
+import { encodeStateDocumentParts, UnsupportedValueError } from './go-json.js';
 import { goDecodeUtf8 } from './go-text.js';
 import type { Io } from './io.js';
 import type { Doc } from './state-document.js';
@@ -65,10 +65,13 @@ export async function readDocument(io: Io, file: string): Promise<{ doc: Doc; st
   }
 }
 
-/** state.json's text, or an invalid-input StoreError for a value Go's Marshal would refuse. */
-export function encodeDocument(doc: Doc, rows: RowCache): Buffer {
+/**
+ * state.json's bytes, in pieces the writer copies once (go-json.ts, encodeStateDocumentParts), or
+ * an invalid-input StoreError for a value Go's Marshal would refuse.
+ */
+export function encodeDocument(doc: Doc, rows: RowCache): Buffer[] {
   try {
-    return encodeStateDocumentBytes(doc, rows);
+    return encodeStateDocumentParts(doc, rows);
   } catch (err) {
     if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
     throw err;

@@ -102,7 +102,8 @@ export class LineNotWritten extends Error {
 
 interface PendingReplace {
   readonly file: string;
-  readonly bytes: Uint8Array;
+  /** The file's bytes in pieces, copied once into the shared region in order. */
+  readonly bytes: readonly Uint8Array[];
   readonly mode: number;
   readonly sync: boolean;
   readonly line: LineFirst | undefined;
@@ -150,10 +151,10 @@ export class WriterThread {
    * says so) in the same hand-off, and the file is replaced only once they are: a line that fails
    * rejects with LineNotWritten, nothing replaced.
    */
-  replace(file: string, data: string | Uint8Array, opts: { mode: number; sync: boolean }, line?: LineFirst): Promise<FileStamp> {
+  replace(file: string, data: string | Uint8Array | readonly Uint8Array[], opts: { mode: number; sync: boolean }, line?: LineFirst): Promise<FileStamp> {
     return new Promise<FileStamp>((resolve, reject) => {
       // Stryker disable next-line ConditionalExpression: forced true, a Uint8Array is copied into a Buffer of the same bytes; forced false is the `!==` mutant's string case, which the tests kill
-      const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+      const bytes = typeof data === 'string' ? [Buffer.from(data)] : data instanceof Uint8Array ? [data] : data;
       this.replacesQueued.push({ file, bytes, mode: opts.mode, sync: opts.sync, line, resolve, reject });
       if (!this.replaceOut) this.postReplace();
     });
@@ -188,17 +189,23 @@ export class WriterThread {
     }
     // The line's bytes first, then the file's.
     const skip = next.line?.buf.length ?? 0;
-    const total = skip + next.bytes.length;
+    let length = 0;
+    for (const b of next.bytes) length += b.length;
+    const total = skip + length;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: a fresh region for a replace that fits the one there holds the same bytes; only the memory differs (bench/)
     if (!this.region || this.region.byteLength < total) {
       this.region = new SharedArrayBuffer(2 ** Math.ceil(Math.log2(Math.max(4096, total))));
     }
     const region = new Uint8Array(this.region);
     if (next.line) region.set(next.line.buf);
-    region.set(next.bytes, skip);
+    let at = skip;
+    for (const b of next.bytes) {
+      region.set(b, at);
+      at += b.length;
+    }
     this.replaceOut = next;
     const line = next.line && { fd: next.line.fd, length: skip, datasync: next.line.datasync };
-    const job: ReplaceJob = { file: next.file, region: this.region, length: next.bytes.length, mode: next.mode, sync: next.sync, line };
+    const job: ReplaceJob = { file: next.file, region: this.region, length, mode: next.mode, sync: next.sync, line };
     thread.worker.ref();
     thread.worker.postMessage(job);
     wake(thread);

@@ -89,3 +89,19 @@ test('a replace with a line appends the line first, in the same hand-off; a line
   assert.equal(readFileSync(log, 'utf8'), 'first\nsecond\n');
   assert.deepEqual(readdirSync(dir).sort(), ['keys.log', 'state.json'], 'no temp file left');
 });
+
+test('a replace given in pieces lands as their bytes in order, after a line when it has one', async () => {
+  const dir = tempDir();
+  const thread = new WriterThread();
+  const file = path.join(dir, 'state.json');
+  const pieces = [Buffer.from('{\n  "sessions": ['), Buffer.from('{"a":1}'), Buffer.from(',\n'), Buffer.from('{"b":2}'), Buffer.from(']\n}')];
+  const stamp = await thread.replace(file, pieces, { mode: 0o600, sync: false });
+  assert.equal(readFileSync(file, 'utf8'), Buffer.concat(pieces).toString('utf8'));
+  assert.equal(stamp.size, Buffer.concat(pieces).length);
+  const log = path.join(dir, 'keys.log');
+  const fd = openSync(log, 'a');
+  await thread.replace(file, pieces.slice(1, 2), { mode: 0o600, sync: false }, { fd, buf: Buffer.from('line\n'), datasync: false });
+  closeSync(fd);
+  assert.equal(readFileSync(file, 'utf8'), '{"a":1}', 'the line\'s bytes are not part of the file');
+  assert.equal(readFileSync(log, 'utf8'), 'line\n');
+});
