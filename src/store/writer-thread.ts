@@ -20,7 +20,8 @@
 //
 // Whole-file replaces (state.json, metas, marks) go to the same worker, one message each
 // (`replace`, writer-worker.ts's replaceFile): through the thread pool a replace was a dozen
-// hand-offs in turn. The same thread, not one of its own: a second worker cost the server ~18 MB
+// hand-offs in turn; a keyed commit's line in state-keys.log travels in its replace's message,
+// written first (`replace`'s `line`). The same thread, not one of its own: a second worker cost the server ~18 MB
 // of RSS (~30 MB at 5 000 sessions), past its 150 MB bound. The price is that a batch of appends
 // posted while a replace runs waits for it (~0.2 ms; with --durability sync, its fsync).
 import type { execFileSync as ExecFileSync } from 'node:child_process';
@@ -153,7 +154,6 @@ export class WriterThread {
    */
   replace(file: string, data: string | Uint8Array | readonly Uint8Array[], opts: { mode: number; sync: boolean }, line?: LineFirst): Promise<FileStamp> {
     return new Promise<FileStamp>((resolve, reject) => {
-      // Stryker disable next-line ConditionalExpression: forced true, a Uint8Array is copied into a Buffer of the same bytes; forced false is the `!==` mutant's string case, which the tests kill
       const bytes = typeof data === 'string' ? [Buffer.from(data)] : data instanceof Uint8Array ? [data] : data;
       this.replacesQueued.push({ file, bytes, mode: opts.mode, sync: opts.sync, line, resolve, reject });
       if (!this.replaceOut) this.postReplace();
