@@ -17,7 +17,7 @@ import type { Store } from '../store/store.js';
 import type { ForwardCursor } from '../store/transcript.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
-import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
+import type { FeedPage, SubscriptionLimits } from './feed-limits.js';
 import { Subscriptions } from './subscriptions.js';
 import { WriteHold } from './write-hold.js';
 import { stateKey } from './state-key.js';

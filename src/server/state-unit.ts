@@ -10,7 +10,7 @@ import type { MessageReader } from 'vscode-jsonrpc/node';
 import type { ServerConnection } from './connection.js';
 import { IdleWatch } from './idle-watch.js';
 import { StateServer } from './server.js';
-import type { SubscriptionLimits } from './subscriptions.js';
+import type { SubscriptionLimits } from './feed-limits.js';
 import type { StateDirWatch } from './state-dir-watch.js';
 import { SHARED_POLL_MS, watchStateDir } from './state-dir-watch.js';
 

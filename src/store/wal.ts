@@ -264,9 +264,12 @@ export class WriteAheadLog {
       // What only the records said (the seq after each) is written down before they go.
       await this.beforeEmpty();
       await this.io.truncate(this.fh, 0);
-      await this.io.datasync(this.fh);
+      // The log is empty from here whether or not its sync succeeds (the files its records named
+      // are synced): a later cut-back to a size the log no longer has would pad it with zeros
+      // behind a refused record, which the next start would replay.
       this.size = 0;
       this.poisoned = undefined;
+      await this.io.datasync(this.fh);
     } catch (err) {
       throw ioError('checkpoint', this.rel, err);
     }

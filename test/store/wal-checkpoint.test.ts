@@ -181,3 +181,29 @@ test('a removal whose checkpoint fails is refused with the error, and the file s
     await store.close();
   }
 });
+
+test('a checkpoint whose sync fails after the log was emptied leaves no room behind a refused record: the refused append is not replayed', { timeout: 120_000 }, async () => {
+  const dir = tempDir();
+  const { io, fail } = failingSyncOf(/wal\.log$/);
+  let store = await Store.open(statePathIn(dir), { io });
+  try {
+    await store.addSession(newSession('s'));
+    for (const ts of ['t1', 't2', 't3']) await store.appendTranscript('s', entry(ts));
+    // The log, longer than the record refused below: cut back to its old size, it would keep that record whole.
+    assert.ok(statSync(path.join(dir, WAL_REL)).size > 400, 'the appends left their records');
+    fail(true);
+    // The removal checkpoints first: the log is cut to 0, then its sync fails.
+    await assert.rejects(() => store.removeParticipants('s'), /checkpoint .*wal\.log: EIO/);
+    // This append's record is written (at 0) and its sync fails: it is refused and cut back.
+    await assert.rejects(() => store.appendTranscript('s', entry('refused')), /write-ahead record failed/);
+    fail(false);
+    assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t1', 't2', 't3'], 'in memory');
+    assert.deepEqual(scanWal(readFileSync(path.join(dir, WAL_REL))).records.map((r) => r.d), [], 'no record of the refused append in the log');
+    await store.close();
+    store = await Store.open(statePathIn(dir), { io });
+    assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t1', 't2', 't3'], 'after a reopen');
+  } finally {
+    fail(false);
+    await store.close();
+  }
+});
