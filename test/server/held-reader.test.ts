@@ -37,6 +37,8 @@ class StubReader extends AbstractMessageReader {
 }
 
 const req = (id: number): Message => ({ jsonrpc: '2.0', id, method: 'm' }) as Message;
+/** A request's id (every message here is a request). */
+const idOf = (m: Message): number => (m as unknown as { id: number }).id;
 
 function held() {
   const inner = new StubReader();
@@ -47,7 +49,7 @@ function held() {
   reader.onClose(() => events.push('close'));
   reader.onError((e) => events.push(`error ${e.message}`));
   reader.onPartialMessage((i) => events.push(`partial ${i.waitingTime}`));
-  const listen = () => reader.listen((m) => (got.push(m), events.push(`message ${(m as { id: number }).id}`)));
+  const listen = () => reader.listen((m) => (got.push(m), events.push(`message ${idOf(m)}`)));
   return { inner, reader, peeked, got, events, listen };
 }
 
@@ -57,7 +59,7 @@ test('messages before a listener are held and peeked, then handed over in order,
   h.inner.send(req(1));
   h.inner.send(req(2));
   assert.equal(h.reader.heldCount, 2);
-  assert.deepEqual(h.peeked.map((m) => (m as { id: number }).id), [1, 2]);
+  assert.deepEqual(h.peeked.map((m) => idOf(m)), [1, 2]);
   assert.deepEqual(h.got, []);
   h.listen();
   assert.deepEqual(h.events, ['message 1', 'message 2']);
@@ -72,7 +74,7 @@ test('takeHeld takes the held messages out: a listener after it gets only later 
   const h = held();
   h.inner.send(req(1));
   h.inner.send(req(2));
-  assert.deepEqual(h.reader.takeHeld().map((m) => (m as { id: number }).id), [1, 2]);
+  assert.deepEqual(h.reader.takeHeld().map((m) => idOf(m)), [1, 2]);
   assert.equal(h.reader.heldCount, 0);
   assert.deepEqual(h.reader.takeHeld(), []);
   h.listen();
@@ -114,7 +116,7 @@ test("the listener's disposable stops the delivery: later messages are held and 
   h.inner.send(req(2));
   assert.deepEqual(h.events, ['message 1']);
   assert.equal(h.reader.heldCount, 1);
-  assert.deepEqual(h.peeked.map((m) => (m as { id: number }).id), [2]);
+  assert.deepEqual(h.peeked.map((m) => idOf(m)), [2]);
   h.inner.close();
   assert.deepEqual(h.events, ['message 1'], 'a close with no listener waits for the next');
 });
