@@ -150,6 +150,7 @@ export class SharedHub {
       log,
       version: this.o.version,
       socket: this.o.socket,
+      statesOpen: () => this.size,
       idleMs: this.o.stateIdleMs,
       graceMs: this.o.graceMs,
       ...(this.o.feed ? { feed: this.o.feed } : {}),
