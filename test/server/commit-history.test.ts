@@ -79,3 +79,15 @@ test('record: the fields that differ (not sessions), and the rows by name', () =
   assert.equal(c.rows[0]?.session?.cmd, 'x');
   assert.equal(c.rows[2]?.session, undefined, 'a removed row carries no session');
 });
+
+test('"sessions" is listed only when the row events cannot rebuild the rows: null to null is not, a second row before an added one is', () => {
+  const h = new CommitHistory();
+  assert.deepEqual(h.record(1, doc(null), doc(null)).fields, [], 'no list before or after');
+  const a = row('a');
+  const second = row('a', { cmd: 'second row of a' });
+  const added = row('n');
+  const c = h.record(2, doc([a]), doc([a, second, added]));
+  assert.deepEqual(c.rows.map((r) => `${r.kind} ${r.name}`), ['added n'], "a name's second row is no row event");
+  assert.deepEqual(c.fields, ['sessions'], 'the added row is not where the events would put it');
+  assert.deepEqual(h.record(3, doc([a]), doc([a, added])).fields, [], 'an added row at the end follows');
+});
