@@ -68,8 +68,15 @@ export class AppendFile<T = undefined> {
   private fh: FileHandle | undefined;
   private size = 0;
   private ino = 0;
-  /** The file's first bytes (up to HEAD_BYTES): a log record names its file by them (file-head.ts). */
+  /** The file's first bytes (up to HEAD_BYTES), as the last write left them. */
   private prefix: Buffer = Buffer.alloc(0);
+  /**
+   * What a log record names the file by (file-head.ts): the head of its first bytes that are
+   * durable in the file itself, whatever the log holds: its first append's (fdatasynced), or what
+   * it held when opened (synced by a checkpoint or the start's replay). Never of bytes only a
+   * record keeps: a record damaged or lost must not make the file look like another one at replay.
+   */
+  private durableHead: string | undefined;
   /** The open made the file and nothing is in it yet: a failed first write removes it. */
   // Stryker disable next-line BooleanLiteral: every batch opens the file first, and the open sets it
   private createdNow = false;
@@ -119,7 +126,10 @@ export class AppendFile<T = undefined> {
   exclusive<R>(run: () => Promise<R>, { replaces = true }: { replaces?: boolean } = {}): Promise<R> {
     return this.queue.exclusive(async () => {
       await this.closeHandle();
-      if (replaces) await this.options.wal?.checkpoint();
+      if (replaces) {
+        this.durableHead = undefined; // another file may be at the name after it
+        await this.options.wal?.checkpoint();
+      }
       return run();
     });
   }
@@ -183,14 +193,22 @@ export class AppendFile<T = undefined> {
     this.createdNow = false;
     try {
       const wal = this.durability === 'sync' ? this.options.wal : undefined;
-      if (this.durability === 'sync' && !wal) await this.io.writeSynced(fh, buf);
+      // A file's first bytes are made durable in the file itself (one fdatasync per new or
+      // emptied file): a log record names its file by them, and a record at offset 0 would have
+      // none to name it by (an inode number is reused by the next new file).
+      if (this.durability === 'sync' && (!wal || before === 0)) await this.io.writeSynced(fh, buf);
       else await this.io.write(fh, buf);
       if (wal) {
         const s = this.options.nextSeq?.(jobs.map((j) => j.tag));
-        // Named by inode and by its first bytes before this append (an inode number is reused by
-        // the next new file): those are on disk already (synced by a checkpoint, or in records before this one).
-        const h = headOf(this.prefix);
-        await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
+        if (before > 0) {
+          // Named by inode and by its durable first bytes (an inode number is reused by the next new file).
+          const h = this.durableHead ?? headOf(this.prefix);
+          await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
+        } else if (s !== undefined) {
+          // The bytes are durable already; the record carries only the seq after them (nothing
+          // to put back: replay raises the high-water mark and leaves the file alone).
+          await wal.record({ f: this.rel, i: this.ino, h: headOf(this.prefix), o: 0, d: '', s });
+        }
       }
       this.size = before + buf.length;
     } catch (err) {
@@ -201,6 +219,7 @@ export class AppendFile<T = undefined> {
         : ioError('append to', this.rel, err);
     }
     if (this.prefix.length < HEAD_BYTES) this.prefix = Buffer.concat([this.prefix, buf]).subarray(0, HEAD_BYTES);
+    if (before === 0) this.durableHead = headOf(this.prefix);
     for (const j of jobs) j.written = true;
     this.options.written?.(jobs.map((j) => j.tag), this.size);
     if (!this.options.afterCut || !this.options.cutAfter?.(this.size)) {
@@ -229,6 +248,7 @@ export class AppendFile<T = undefined> {
     try {
       if (createdNow) {
         await this.closeHandle();
+        this.durableHead = undefined;
         await this.io.unlink(this.file);
       } else {
         await this.io.truncate(fh, before);
@@ -266,7 +286,11 @@ export class AppendFile<T = undefined> {
     }
     this.fh = fh;
     this.createdNow = created;
-    this.ino = await this.io.inode(fh);
+    const ino = await this.io.inode(fh);
+    // The same file opened again (after a read, or a dropped handle) keeps what it was named by.
+    if (this.size === 0) this.durableHead = undefined;
+    else if (this.durableHead === undefined || ino !== this.ino) this.durableHead = headOf(this.prefix);
+    this.ino = ino;
     this.options.opened?.(this.size, this.ino);
     return fh;
   }

@@ -8,8 +8,10 @@
 // h: its head before the append (file-head.ts: the checksum of its first bytes, on disk already),
 // o: its size before the append, d: the bytes appended}. Replay is idempotent: a record whose
 // bytes are already at `o` is skipped; a file gone, or another file at its name (another inode,
-// or the same inode number reused by a new file whose first bytes differ), is left alone. A file
-// whose first record in the log is at offset 0 has no first bytes to check yet: it is known by
+// or the same inode number reused by a new file whose first bytes differ), is left alone. A file's
+// first append (at offset 0, where there are no first bytes to name it by) is fdatasynced in the
+// file itself instead; its record, when it has a seq to carry, has no bytes (`d: ""`): replay only
+// raises the mark. Records of earlier builds at offset 0 carry their bytes and name the file by
 // its inode alone.
 // The log is emptied (a checkpoint: every file written since is fdatasync'ed first) when it grows
 // past a bound and before a file is replaced or removed, so no record can outlive its file. Every
@@ -370,6 +372,9 @@ export async function replayWal(
         log.error(`wal: record for ${JSON.stringify(r.f)} ignored: not a file this store writes`);
         continue;
       }
+      // A seq-only record (a file's first append, durable in the file itself): nothing to put
+      // back, and no bytes to know the file by; the file's next record names it.
+      if (r.d === '') continue;
       let f = files.get(r.f);
       if (!f) {
         const fh = await openIfSame(io, path.join(dir, r.f), r);

@@ -125,6 +125,21 @@ test('replayWal: records put back, counted and said; seqs handed back, the highe
   assert.equal(r.warnings.length, 1);
 });
 
+test('replayWal: a record without bytes (a file\'s first append, durable in the file itself) hands back its seq and opens no file; the file\'s next record names it', async () => {
+  const r = replayDir('');
+  const other = transcript(r.dir, 'a', 'another writer\'s\n'); // not what the record was about, whatever its inode
+  const failing = withIo({ open: (file, ...rest) => (file.endsWith('a.jsonl') ? Promise.reject(errno('EIO', 'open')) : nodeIo.open(file, ...rest)) });
+  writeFileSync(path.join(r.dir, WAL_REL), [
+    rec({ f: 'transcripts/a.jsonl', i: other.ino, h: '0:00000000', o: 0, d: '', s: 7 }),
+    rec({ f: 'transcripts/gone.jsonl', i: 1, h: '0:00000000', o: 0, d: '', s: 2 }),
+  ].join(''));
+  let seqs: [string, number][] = [];
+  assert.equal(await replayWal(failing, r.dir, r.log, async (m) => void (seqs = [...m].sort())), 0);
+  assert.deepEqual(seqs, [['transcripts/a.jsonl', 7], ['transcripts/gone.jsonl', 2]]);
+  assert.equal(readFileSync(other.file, 'utf8'), 'another writer\'s\n');
+  assert.deepEqual([r.warnings, r.errors], [[], []]);
+});
+
 test('replayWal with keepLog leaves the log\'s records where they are', async () => {
   const r = replayDir('');
   const a = transcript(r.dir, 'a', '');
