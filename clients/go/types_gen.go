@@ -295,6 +295,9 @@ type StatusResult struct {
 	Connections int `json:"connections"`
 	// Change-feed subscriptions over all connections.
 	Subscriptions int `json:"subscriptions"`
+	// On the shared server (`serve --shared`): the states it has open now, this connection's among
+	// them. Absent on a dedicated server, which serves one.
+	StatesOpen int `json:"statesOpen,omitempty"`
 	// State commits since the server started (the change feed's revision).
 	Revision int `json:"revision"`
 	// Bytes in the write-ahead log not yet checkpointed (0 with durability write).

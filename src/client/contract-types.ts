@@ -448,6 +448,7 @@ export interface MethodResults {
       connectionsOpened: number;
       catchUps: number;
     };
+    statesOpen?: number | undefined;
   };
   'backup': {
     dest: string;

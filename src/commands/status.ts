@@ -59,6 +59,7 @@ export function formatStatus(s: Status, server?: FoundSocket): string {
     ['durability', s.durability],
     ['connections', String(s.connections)],
     ['subscriptions', String(s.subscriptions)],
+    ...(s.statesOpen === undefined ? [] : [['states open', `${s.statesOpen} (shared server)`] as [string, string]]),
     ['revision', String(s.revision)],
     ['wal bytes', String(s.walBytes)],
     ['calls', `${sum(s, 'calls')} (${sum(s, 'errors')} errors)`],

@@ -7,7 +7,7 @@ import { defineMethod } from './define.js';
  * goes away or changes meaning; the minor when one is added (1.1.0: `status`, LSP-style
  * `initialize` params, `capabilities.params`; 1.2.0: `backup`; 1.3.0: initialize's `state`, StateLocked, NotThisState).
  */
-export const PROTOCOL_VERSION = '1.3.0';
+export const PROTOCOL_VERSION = '1.4.0';
 
 export const initialize = defineMethod({
   method: 'initialize',

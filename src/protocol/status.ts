@@ -46,6 +46,7 @@ export const status = defineMethod({
     durability: z.enum(['sync', 'write']),
     connections: z.number().int().nonnegative().describe('Open connections, stdio included.'),
     subscriptions: z.number().int().nonnegative().describe('Change-feed subscriptions over all connections.'),
+    statesOpen: z.number().int().nonnegative().optional().describe('On the shared server (`serve --shared`): the states it has open now, this connection\'s among them. Absent on a dedicated server, which serves one.'),
     revision: z.number().int().nonnegative().describe('State commits since the server started (the change feed\'s revision).'),
     walBytes: z.number().int().nonnegative().describe('Bytes in the write-ahead log not yet checkpointed (0 with durability write).'),
     lastStorageError: StorageErrorInfo.nullable(),
@@ -58,7 +59,7 @@ export const status = defineMethod({
   example: {
     params: {},
     result: {
-      pid: 4242, version: '0.1.0', protocolVersion: '1.3.0', startedAt: '2026-01-01T10:00:00.000Z', uptimeMs: 3600000,
+      pid: 4242, version: '0.1.0', protocolVersion: '1.4.0', startedAt: '2026-01-01T10:00:00.000Z', uptimeMs: 3600000,
       statePath: '/home/u/.config/herrscher/state.json', socket: '/run/user/1000/herrscher-state/herrscher-state.sock',
       durability: 'sync', connections: 2, subscriptions: 1, revision: 17, walBytes: 4096,
       lastStorageError: null, checkpointFailing: false, stopping: false, healthy: true,

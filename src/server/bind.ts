@@ -4,7 +4,7 @@ import type { ParsedParamsOf } from '../protocol/define.js';
 import type { MethodName, MethodTable } from '../protocol/table.js';
 import type * as z from 'zod';
 import type { Store } from '../store/store.js';
-import type { Subscribed } from './subscriptions.js';
+import type { Subscribed } from './feed-limits.js';
 import type { CallMetrics } from './call-metrics.js';
 import type { WriteHold } from './write-hold.js';
 

@@ -12,7 +12,7 @@ import { gateHandler } from './gate-handler.js';
 import { answer, dispatchHandler } from './handler.js';
 import { orderHandler } from './order-handler.js';
 import { ReadGate } from './read-gate.js';
-import type { NotificationSink } from './subscriptions.js';
+import type { NotificationSink } from './feed-limits.js';
 
 const isRequest = (m: Message): boolean => 'method' in m && 'id' in m && (m as { id: unknown }).id !== undefined;
 const isResponse = (m: Message): m is ResponseMessage => !('method' in m) && 'id' in m;

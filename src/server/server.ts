@@ -17,7 +17,7 @@ import type { Store } from '../store/store.js';
 import type { ForwardCursor } from '../store/transcript.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
-import type { FeedPage, SubscriptionLimits } from './subscriptions.js';
+import type { FeedPage, SubscriptionLimits } from './feed-limits.js';
 import { Subscriptions } from './subscriptions.js';
 import { WriteHold } from './write-hold.js';
 import { stateKey } from './state-key.js';
@@ -35,6 +35,8 @@ export interface ServerOptions {
   readonly lifecycleOwner?: 'stdio' | 'any' | 'none';
   /** Where the server listens now (it can move after an instance id change); none for stdio alone. */
   readonly socket?: () => string | undefined;
+  /** On the shared server: the states it has open now (`status`' statesOpen). */
+  readonly statesOpen?: () => number;
   /**
    * Called when a connection that sent `shutdown` closes without `exit`: a socket-only server
    * then stops, as it would at `exit`, instead of running on while refusing every write.
@@ -195,6 +197,7 @@ export class StateServer {
       durability: this.store.durability,
       connections: this.connections.size,
       subscriptions: this.subscriptions.size,
+      ...(this.options.statesOpen ? { statesOpen: this.options.statesOpen() } : {}),
       revision: this.store.revision,
       walBytes: this.store.walBytes,
       lastStorageError: last ? { message: last.message, ...(last.code ? { code: last.code } : {}), at: new Date(last.at).toISOString() } : null,

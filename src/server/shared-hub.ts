@@ -18,7 +18,7 @@ import type { ServerConnection } from './connection.js';
 import { HeldReader } from './held-reader.js';
 import { stateKey } from './state-key.js';
 import { StateUnit } from './state-unit.js';
-import type { SubscriptionLimits } from './subscriptions.js';
+import type { SubscriptionLimits } from './feed-limits.js';
 import { toRpcError } from './to-rpc-error.js';
 
 /** Messages a connection may send before its state is open; one more ends it (a client waits for its first answer). */
@@ -150,6 +150,7 @@ export class SharedHub {
       log,
       version: this.o.version,
       socket: this.o.socket,
+      statesOpen: () => this.size,
       idleMs: this.o.stateIdleMs,
       graceMs: this.o.graceMs,
       ...(this.o.feed ? { feed: this.o.feed } : {}),

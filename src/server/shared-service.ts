@@ -21,7 +21,7 @@ import { DEFAULT_STATE_IDLE_MS } from './shared-defaults.js';
 import { SharedHub } from './shared-hub.js';
 import type { SocketLock } from './socket-lock.js';
 import { lockSocket, socketLockPath } from './socket-lock.js';
-import type { SubscriptionLimits } from './subscriptions.js';
+import type { SubscriptionLimits } from './feed-limits.js';
 
 export interface SharedServiceOptions {
   log: Logger;

@@ -10,7 +10,7 @@ import type { MessageReader } from 'vscode-jsonrpc/node';
 import type { ServerConnection } from './connection.js';
 import { IdleWatch } from './idle-watch.js';
 import { StateServer } from './server.js';
-import type { SubscriptionLimits } from './subscriptions.js';
+import type { SubscriptionLimits } from './feed-limits.js';
 import type { StateDirWatch } from './state-dir-watch.js';
 import { SHARED_POLL_MS, watchStateDir } from './state-dir-watch.js';
 
@@ -19,6 +19,8 @@ export interface StateUnitOptions {
   version: string;
   /** The shared server's socket, for `status`. */
   socket: () => string | undefined;
+  /** States the shared server has open now, for `status`. */
+  statesOpen: () => number;
   /** Drop the state once nothing has used it for this many ms. */
   idleMs: number;
   /** How long a drop waits for answers still owed before it ends the connections anyway. */
@@ -47,6 +49,7 @@ export class StateUnit {
       onExit: () => undefined,
       lifecycleOwner: 'none',
       socket: o.socket,
+      statesOpen: o.statesOpen,
       presence: this.idle,
       ...(o.feed ? { feed: o.feed } : {}),
     });

@@ -15,93 +15,14 @@
 import { randomUUID } from 'node:crypto';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import type * as z from 'zod';
-import { stringifyExactJson } from '../common/exact-json.js';
 import { ErrorCodes } from '../protocol/errors.js';
-import type { Session, StateDocument, TranscriptEntry } from '../protocol/model.js';
+import type { StateDocument, TranscriptEntry } from '../protocol/model.js';
 import type { NotificationName, NotificationTable } from '../protocol/table.js';
 import type { watchSubscribe } from '../protocol/watch.js';
-
-/** Unsent messages a connection may have before its subscriptions overflow (each costs Node
- *  some bookkeeping beyond its bytes, so tiny notifications are bounded by count too). */
-export const MAX_PENDING_NOTIFICATIONS = 4096;
-/**
- * Encoded bytes (what goes on the wire: escapes, multi-byte UTF-8, framing) a connection may have
- * unsent before its subscriptions overflow. Counted over everything unsent on the connection, so
- * 32 subscriptions share one bound; one notification may pass it (it is already in memory).
- */
-export const MAX_PENDING_BYTES = 16 * 1024 * 1024;
-/**
- * Encoded bytes unsent on all subscribed connections together past which the feed is crowded:
- * then a connection holding more than MAX_PENDING_BYTES_WHEN_CROWDED unsent gets watch/overflow
- * at its next notification, whatever its own bound says. 16 stalled subscribers could otherwise
- * hold 16 × 16 MiB; with this, the feed holds at most this plus 1 MiB per connection.
- */
-export const MAX_PENDING_BYTES_IN_TOTAL = 128 * 1024 * 1024;
-/** What one connection may hold unsent while the feed is crowded (a prompt reader holds ~0). */
-export const MAX_PENDING_BYTES_WHEN_CROWDED = 1024 * 1024;
-/** Subscriptions one connection may hold; one more is refused with -32600. */
-export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 64;
-/** State commits whose changes a returning subscriber can be replayed; older means state/resync. */
-export const MAX_REPLAY_REVISIONS = 1024;
-/** Row changes kept for replay, all kept commits together (a commit that touched many rows ages out sooner). */
-export const MAX_REPLAY_ROW_CHANGES = 8192;
-/** Entries a catch-up page holds at most (also: replayed state notifications sent before waiting). */
-export const CATCH_UP_PAGE_ENTRIES = 256;
-/** Bytes of transcript lines a catch-up page holds at most (one longer entry is read whole). */
-export const CATCH_UP_PAGE_BYTES = 256 * 1024;
-/**
- * Unsent bytes a connection may have before its catch-up reads the next page: a page is read only
- * once the connection has taken nearly all of the last.
- */
-export const CATCH_UP_DRAINED_BYTES = 64 * 1024;
-/** Catch-up pages read at once, all connections together (each is parsed into memory). */
-export const MAX_CATCH_UP_READS = 4;
-
-export interface NotificationSink {
-  /** Sends a notification; never throws (drops it when the connection is closed). */
-  notify(method: string, params: unknown): void;
-  /** Encoded bytes written to the connection and not yet handed to the OS. */
-  unsentBytes(): number;
-  /** Messages written to the connection and not yet handed to the OS. */
-  unsentFrames(): number;
-  readonly isClosed: boolean;
-  /** Resolves once at most `bytes` are unsent (catching up waits on it instead of overflowing). */
-  whenUnsentAtMost?(bytes: number): Promise<void>;
-}
-
-/** What catching up reads: the store as it is now. */
-export interface FeedSource {
-  /** The state revision now. */
-  readonly revision: number;
-  /** The run the revisions belong to (the store's); a feed without one makes its own. */
-  readonly epoch?: string;
-  /** The state document now (what state/get answers). */
-  document(): StateDocument;
-  /**
-   * A page of the entries of `name` from seq `from` on (at most `bounds`), oldest first, as far as
-   * the file still has them (compaction may have dropped the oldest: then `firstSeq` > `from`);
-   * `end` is the seq the next append will get. The `cursor` of a page, passed back with the next
-   * `from`, goes on from where that page stopped.
-   */
-  entriesFrom(name: string, from: number, bounds: { limit: number; maxBytes: number }, cursor?: unknown): Promise<FeedPage>;
-  /** Where a failure with no caller to tell goes (the server's log). */
-  error(message: string, err: unknown): void;
-}
-
-/** A page of a transcript's entries, as FeedSource.entriesFrom reads it. */
-export interface FeedPage {
-  firstSeq: number;
-  entries: TranscriptEntry[];
-  end: number;
-  cursor?: unknown;
-}
-
-/** What watch/subscribe answers. */
-export interface Subscribed {
-  subscription: string;
-  revision: number;
-  epoch: string;
-}
+import { CatchUpPages } from './catch-up-pages.js';
+import { CommitHistory } from './commit-history.js';
+import type { CatchUpCounters, CatchUpObserver, FeedPage, FeedSource, NotificationSink, Subscribed, SubscriptionLimits } from './feed-limits.js';
+import { CATCH_UP_DRAINED_BYTES, CATCH_UP_PAGE_ENTRIES, MAX_PENDING_BYTES, MAX_PENDING_BYTES_IN_TOTAL, MAX_PENDING_BYTES_WHEN_CROWDED, MAX_PENDING_NOTIFICATIONS, MAX_SUBSCRIPTIONS_PER_CONNECTION } from './feed-limits.js';
 
 type Filter = z.output<(typeof watchSubscribe)['params']>;
 
@@ -119,49 +40,10 @@ interface Subscription {
 
 type Held = { [N in NotificationName]: { method: N; params: Params<N> } }[NotificationName];
 
-/** The changes of one state commit, as session/didChange and state/didChange tell them. */
-interface Commit {
-  revision: number;
-  rows: RowChange[];
-  fields: string[];
-}
-
 const names = (v: Filter['transcripts']): Subscription['transcripts'] => (v === '*' ? '*' : v ? new Set(v) : undefined);
 const matches = (f: Subscription['transcripts'], name: string): boolean => f === '*' || (f !== undefined && f.has(name));
 
 type Params<N extends NotificationName> = z.input<NotificationTable[N]['params']>;
-
-export interface SubscriptionLimits {
-  /** MAX_PENDING_BYTES_IN_TOTAL by default (tests go lower). */
-  readonly pendingBytesInTotal?: number;
-  /** MAX_PENDING_BYTES by default (tests go lower, so a test passes the bound with less data). */
-  readonly pendingBytes?: number;
-  /** MAX_PENDING_NOTIFICATIONS by default (tests go lower). */
-  readonly pendingNotifications?: number;
-  /** Told of each catch-up step (tests order by it). */
-  readonly observer?: CatchUpObserver;
-}
-
-export interface CatchUpObserver {
-  /** A page of `entries` entries was read for `subscription`. */
-  pageRead?(subscription: string, entries: number): void;
-  /** `subscription`'s catch-up waits for its connection to take what it was sent. */
-  waiting?(subscription: string): void;
-  /** `subscription`'s catch-up is over (done, or ended by a close): it reads nothing more. */
-  ended?(subscription: string): void;
-}
-
-/** What catching up holds now and has done (for `status`, and for tests). */
-export interface CatchUpCounters {
-  /** Catch-ups under way. */
-  running: number;
-  /** Entries read from files and not yet handed to their connection, all catch-ups together. */
-  entriesInMemory: number;
-  /** The most entriesInMemory has been. */
-  entriesInMemoryPeak: number;
-  /** Pages read since the start. */
-  pages: number;
-}
 
 export class Subscriptions {
   private readonly subs = new Map<string, Subscription>();
@@ -175,20 +57,18 @@ export class Subscriptions {
     return this.source?.epoch ?? this.ownEpoch;
   }
   private readonly ownEpoch = randomUUID();
-  /** The latest commits, oldest first, for replay to a returning subscriber. */
-  private readonly history: Commit[] = [];
-  private historyRows = 0;
+  private readonly history = new CommitHistory();
   private closed = false;
   private signalClosed!: () => void;
   /** Resolves once close() was called: a catch-up waiting for its connection stops waiting. */
   private readonly whenClosed = new Promise<void>((resolve) => (this.signalClosed = resolve));
   private readonly endWaiters: (() => void)[] = [];
   private readonly observer: CatchUpObserver | undefined;
-  /** Per connection, the catch-up step running: one page at a time per connection. */
-  private readonly turns = new Map<NotificationSink, Promise<void>>();
-  private readsRunning = 0;
-  private readonly readWaiters: (() => void)[] = [];
-  readonly catchUp: CatchUpCounters = { running: 0, entriesInMemory: 0, entriesInMemoryPeak: 0, pages: 0 };
+  private readonly pages: CatchUpPages;
+  /** What catching up holds now and has done. */
+  get catchUp(): CatchUpCounters {
+    return this.pages.counters;
+  }
 
   constructor(
     limits: SubscriptionLimits = {},
@@ -198,6 +78,7 @@ export class Subscriptions {
     this.pendingBytes = limits.pendingBytes ?? MAX_PENDING_BYTES;
     this.pendingNotifications = limits.pendingNotifications ?? MAX_PENDING_NOTIFICATIONS;
     this.observer = limits.observer;
+    this.pages = new CatchUpPages(source, limits.observer);
   }
 
   /**
@@ -208,7 +89,7 @@ export class Subscriptions {
   close(): Promise<void> {
     this.closed = true;
     this.signalClosed();
-    for (const w of this.readWaiters.splice(0)) w();
+    this.pages.close();
     if (this.catchUp.running === 0) return Promise.resolve();
     return new Promise((resolve) => this.endWaiters.push(resolve));
   }
@@ -283,12 +164,7 @@ export class Subscriptions {
 
   stateCommitted(revision: number, before: StateDocument, after: StateDocument): void {
     // Recorded with or without watchers: a subscriber may come back for them.
-    const fields = Object.keys({ ...before, ...after }).filter((k) => k !== 'sessions' && !sameField(before[k], after[k]));
-    const rowChanges = diffSessions(before.sessions ?? [], after.sessions ?? []);
-    // A whole-document save can reorder rows or change a name's second row: then the per-name
-    // events do not rebuild the rows, and "sessions" tells a replica to read them again.
-    if (!rowsFollow(before.sessions, after.sessions, rowChanges)) fields.push('sessions');
-    this.remember({ revision, rows: rowChanges, fields });
+    const { rows: rowChanges, fields } = this.history.record(revision, before, after);
     const watchers = [...this.subs.values()].filter((s) => s.sessions);
     if (watchers.length === 0) return;
     const crowded = this.crowded();
@@ -314,24 +190,15 @@ export class Subscriptions {
     }
   }
 
-  private remember(c: Commit): void {
-    this.history.push(c);
-    this.historyRows += c.rows.length;
-    while (this.history.length > MAX_REPLAY_REVISIONS || (this.historyRows > MAX_REPLAY_ROW_CHANGES && this.history.length > 1)) {
-      this.historyRows -= this.history.shift()!.rows.length;
-    }
-  }
-
   /**
    * The state notifications a subscriber that saw `seen` is owed: the kept commits after it when
    * they reach back that far in this epoch, else one state/resync with the document now.
    */
   private stateSince(s: Subscription, epoch: string | undefined, seen: number, now: number): Held[] {
-    const first = this.history[0]?.revision ?? now + 1;
-    if (epoch === this.epoch && seen <= now && (seen === now || first <= seen + 1)) {
+    const commits = epoch === this.epoch ? this.history.since(seen, now) : undefined;
+    if (commits) {
       const out: Held[] = [];
-      for (const c of this.history) {
-        if (c.revision <= seen || c.revision > now) continue;
+      for (const c of commits) {
         for (const r of c.rows) out.push({ method: 'session/didChange', params: { subscription: s.id, revision: c.revision, ...r } });
         if (c.fields.length) out.push({ method: 'state/didChange', params: { subscription: s.id, revision: c.revision, fields: c.fields } });
       }
@@ -367,10 +234,10 @@ export class Subscriptions {
           // Waiting for the connection, reading and sending are one turn of the connection: its
           // other subscriptions' pages wait, so it is sent one page at a time.
           const from = c.next;
-          const page = await this.inTurn(s.sink, async () => {
+          const page = await this.pages.inTurn(s.sink, async () => {
             await this.drained(s);
             if (!open()) return undefined;
-            const p = await this.readPage(s, name, from, cursor);
+            const p = await this.pages.read(s.id, name, from, cursor);
             if (p) this.sendPage(s, name, p, !open() || (first && p.end <= seen));
             return p;
           });
@@ -425,40 +292,6 @@ export class Subscriptions {
     await Promise.race([s.sink.whenUnsentAtMost(CATCH_UP_DRAINED_BYTES), this.whenClosed]);
   }
 
-  /** Runs `step` after the catch-up step of the same connection before it (one page at a time per connection). */
-  private inTurn<T>(sink: NotificationSink, step: () => Promise<T>): Promise<T> {
-    const before = this.turns.get(sink) ?? Promise.resolve();
-    const run = before.then(step);
-    const done = run.then(noop, noop);
-    this.turns.set(sink, done);
-    void done.then(() => {
-      if (this.turns.get(sink) === done) this.turns.delete(sink);
-    });
-    return run;
-  }
-
-  /** One page, read while at most MAX_CATCH_UP_READS others are, counted while it is in memory. */
-  private async readPage(s: Subscription, name: string, from: number, cursor: unknown): Promise<FeedPage | undefined> {
-    if (!this.source) return undefined;
-    while (this.readsRunning >= MAX_CATCH_UP_READS) {
-      if (this.closed) return undefined;
-      await new Promise<void>((resolve) => this.readWaiters.push(resolve));
-    }
-    if (this.closed) return undefined;
-    this.readsRunning++;
-    try {
-      const page = await this.source.entriesFrom(name, from, { limit: CATCH_UP_PAGE_ENTRIES, maxBytes: CATCH_UP_PAGE_BYTES }, cursor);
-      this.catchUp.pages++;
-      this.catchUp.entriesInMemory += page.entries.length;
-      this.catchUp.entriesInMemoryPeak = Math.max(this.catchUp.entriesInMemoryPeak, this.catchUp.entriesInMemory);
-      this.observer?.pageRead?.(s.id, page.entries.length);
-      return page;
-    } finally {
-      this.readsRunning--;
-      this.readWaiters.shift()?.();
-    }
-  }
-
   /** Hands a page's entries to the connection (each checked against the bounds, as live ones are); `drop`: none, the page is let go. */
   private sendPage(s: Subscription, name: string, page: FeedPage, drop = false): void {
     try {
@@ -467,7 +300,7 @@ export class Subscriptions {
         this.deliver(s, { method: 'transcript/didAppend', params: { subscription: s.id, name, seq: page.firstSeq + i, entry: page.entries[i]! } }, this.crowded());
       }
     } finally {
-      this.catchUp.entriesInMemory -= page.entries.length;
+      this.pages.released(page);
     }
   }
 
@@ -527,65 +360,4 @@ export class Subscriptions {
     }
     sink.notify(method, params);
   }
-}
-
-function noop(): void {}
-
-function sameField(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  return stringifyExactJson(a) === stringifyExactJson(b);
-}
-
-type RowChange = { kind: 'added' | 'updated' | 'removed'; name: string; session?: Session };
-
-/** Row changes by name (first row of a name, as FindSession); unchanged rows keep their identity. */
-function diffSessions(before: readonly Session[], after: readonly Session[]): RowChange[] {
-  const firstByName = (rows: readonly Session[]) => {
-    const m = new Map<string, Session>();
-    for (const r of rows) if (!m.has(r.name)) m.set(r.name, r);
-    return m;
-  };
-  const b = firstByName(before);
-  const a = firstByName(after);
-  const out: RowChange[] = [];
-  for (const [name, row] of a) {
-    const old = b.get(name);
-    if (!old) out.push({ kind: 'added', name, session: row });
-    else if (old !== row) out.push({ kind: 'updated', name, session: row });
-  }
-  for (const name of b.keys()) if (!a.has(name)) out.push({ kind: 'removed', name });
-  return out;
-}
-
-/**
- * Whether `changes` applied to `before` (removed names dropped, a name's first row replaced,
- * added rows appended, as the session methods do) give exactly `after`, row for row. O(rows),
- * as the diff before it.
- */
-function rowsFollow(before: readonly Session[] | null, after: readonly Session[] | null, changes: readonly RowChange[]): boolean {
-  // null and [] are written differently ("sessions": null / []); no row event tells them apart.
-  if (before !== null && after === null) return false;
-  if (before === null && after !== null && after.length === 0) return false;
-  const removed = new Set<string>();
-  const updated = new Map<string, Session | undefined>();
-  const added: Session[] = [];
-  for (const c of changes) {
-    if (c.kind === 'removed') removed.add(c.name);
-    else if (c.kind === 'updated') updated.set(c.name, c.session);
-    else if (c.session) added.push(c.session);
-  }
-  const rows = after ?? [];
-  let i = 0;
-  const replaced = new Set<string>();
-  for (const r of before ?? []) {
-    if (removed.has(r.name)) continue;
-    let expected: Session | undefined = r;
-    if (updated.has(r.name) && !replaced.has(r.name)) {
-      expected = updated.get(r.name);
-      replaced.add(r.name);
-    }
-    if (rows[i++] !== expected) return false;
-  }
-  for (const r of added) if (rows[i++] !== r) return false;
-  return i === rows.length;
 }

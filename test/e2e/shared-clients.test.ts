@@ -68,6 +68,7 @@ describe('clients of the shared server', { concurrency: 2 }, () => {
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, new RegExp(`^state: +${a}$`, 'm'));
     assert.match(status.stdout, new RegExp(`^answered by: +${shared} \\(the per-user shared server;`, 'm'));
+    assert.match(status.stdout, /^states open: +2 \(shared server\)$/m, 'the shared server tells how many states it has open');
     assert.equal(statusJson.code, 0, statusJson.stderr);
     assert.equal((JSON.parse(statusJson.stdout) as { statePath: string }).statePath, b);
     assert.equal(call.code, 0, call.stderr);

@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StateDocument } from '../../src/protocol/model.js';
-import type { NotificationSink } from '../../src/server/subscriptions.js';
-import { MAX_REPLAY_REVISIONS, Subscriptions } from '../../src/server/subscriptions.js';
+import type { NotificationSink } from '../../src/server/feed-limits.js';
+import { Subscriptions } from '../../src/server/subscriptions.js';
+import { MAX_REPLAY_REVISIONS } from '../../src/server/feed-limits.js';
 import { entry, Inbox, TIMEOUT } from '../helpers/feed.js';
 import { startServer } from '../helpers/server.js';
 

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { connect } from '../../src/client/client.js';
 import type { Session, TranscriptEntry } from '../../src/protocol/model.js';
-import { MAX_PENDING_BYTES, MAX_PENDING_NOTIFICATIONS } from '../../src/server/subscriptions.js';
+import { MAX_PENDING_BYTES, MAX_PENDING_NOTIFICATIONS } from '../../src/server/feed-limits.js';
 import { entry, fileEntries, Inbox, journalFile, TIMEOUT, transcriptFile } from '../helpers/feed.js';
 import type { Ctx, InProcessServer, StartOptions } from '../helpers/server.js';
 import { closeClean, startServer } from '../helpers/server.js';

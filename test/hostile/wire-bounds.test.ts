@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_RUNNING_READS, MAX_UNSENT_REPLY_BYTES } from '../../src/server/read-gate.js';
-import { MAX_PENDING_BYTES, MAX_SUBSCRIPTIONS_PER_CONNECTION } from '../../src/server/subscriptions.js';
+import { MAX_PENDING_BYTES, MAX_SUBSCRIPTIONS_PER_CONNECTION } from '../../src/server/feed-limits.js';
 import { FrameBudget } from '../../src/transport/frame-budget.js';
 import type { Message } from '../helpers/wire.js';
 import { kernelSlack, LIMIT, wireServer } from './wire-server.js';

@@ -4,8 +4,9 @@
 // unsent is overflowed; a prompt reader (nothing unsent) keeps getting its notifications.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { NotificationSink } from '../../src/server/subscriptions.js';
-import { MAX_PENDING_BYTES, MAX_PENDING_BYTES_WHEN_CROWDED, Subscriptions } from '../../src/server/subscriptions.js';
+import type { NotificationSink } from '../../src/server/feed-limits.js';
+import { Subscriptions } from '../../src/server/subscriptions.js';
+import { MAX_PENDING_BYTES, MAX_PENDING_BYTES_WHEN_CROWDED } from '../../src/server/feed-limits.js';
 
 const MiB = 1024 * 1024;
 const entry = { ts: '2024-01-01T00:00:00Z', role: 'user', text: 'hi' };

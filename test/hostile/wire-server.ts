@@ -7,7 +7,7 @@ import path from 'node:path';
 import pino from 'pino';
 import type { ServerConnection } from '../../src/server/connection.js';
 import type { StateServer } from '../../src/server/server.js';
-import type { SubscriptionLimits } from '../../src/server/subscriptions.js';
+import type { SubscriptionLimits } from '../../src/server/feed-limits.js';
 import { Service } from '../../src/server/service.js';
 import type { Store } from '../../src/store/store.js';
 import type { FramedTransportOptions } from '../../src/transport/framing.js';

@@ -73,6 +73,7 @@ test('status reports pid, version, state, load and revision, healthy on a fresh 
   assert.equal(s.durability, 'sync');
   assert.equal(s.connections, 1);
   assert.equal(s.subscriptions, 1);
+  assert.equal(s.statesOpen, undefined, 'a dedicated server serves one state: no statesOpen');
   assert.equal(s.revision, srv.store.revision);
   assert.ok(s.revision >= 1);
   assert.equal(s.walBytes, srv.store.walBytes);

@@ -4,8 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StateDocument, TranscriptEntry } from '../../src/protocol/model.js';
-import type { NotificationSink } from '../../src/server/subscriptions.js';
-import { CATCH_UP_DRAINED_BYTES, CATCH_UP_PAGE_ENTRIES, Subscriptions } from '../../src/server/subscriptions.js';
+import type { NotificationSink } from '../../src/server/feed-limits.js';
+import { Subscriptions } from '../../src/server/subscriptions.js';
+import { CATCH_UP_DRAINED_BYTES, CATCH_UP_PAGE_ENTRIES } from '../../src/server/feed-limits.js';
 
 const N = 4 * CATCH_UP_PAGE_ENTRIES;
 /** What one notification costs the connection, unsent: a page is far past the mark. */

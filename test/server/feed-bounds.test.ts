@@ -5,8 +5,9 @@
 // end-to-end overflow test in test/e2e/watch.test.ts runs the server with them, to move less data).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { NotificationSink } from '../../src/server/subscriptions.js';
-import { MAX_PENDING_BYTES, MAX_PENDING_NOTIFICATIONS, Subscriptions } from '../../src/server/subscriptions.js';
+import type { NotificationSink } from '../../src/server/feed-limits.js';
+import { Subscriptions } from '../../src/server/subscriptions.js';
+import { MAX_PENDING_BYTES, MAX_PENDING_NOTIFICATIONS } from '../../src/server/feed-limits.js';
 
 const entry = { ts: '2024-01-01T00:00:00Z', role: 'user', text: 'hi' };
 

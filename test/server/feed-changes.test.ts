@@ -7,14 +7,9 @@ import { test } from 'node:test';
 import { ResponseError } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../../src/protocol/errors.js';
 import type { Session, StateDocument } from '../../src/protocol/model.js';
-import type { FeedSource, NotificationSink, SubscriptionLimits } from '../../src/server/subscriptions.js';
-import {
-  MAX_PENDING_BYTES_WHEN_CROWDED,
-  MAX_REPLAY_REVISIONS,
-  MAX_REPLAY_ROW_CHANGES,
-  MAX_SUBSCRIPTIONS_PER_CONNECTION,
-  Subscriptions,
-} from '../../src/server/subscriptions.js';
+import type { FeedSource, NotificationSink, SubscriptionLimits } from '../../src/server/feed-limits.js';
+import { Subscriptions } from '../../src/server/subscriptions.js';
+import { MAX_PENDING_BYTES_WHEN_CROWDED, MAX_REPLAY_REVISIONS, MAX_REPLAY_ROW_CHANGES, MAX_SUBSCRIPTIONS_PER_CONNECTION } from '../../src/server/feed-limits.js';
 
 interface Sent {
   method: string;

@@ -69,11 +69,15 @@ test('each connection is served by the state initialize names, apart from every 
   await ca2.call('initialize', { state: a });
   const listed = (await ca2.call('session/list', {})) as { sessions: { name: string }[] };
   assert.deepEqual(listed.sessions.map((x) => x.name), ['alpha']);
-  const status = (await ca2.call('status', {})) as { statePath: string; connections: number; socket: string };
+  const status = (await ca2.call('status', {})) as { statePath: string; connections: number; socket: string; statesOpen?: number };
   assert.equal(status.statePath, a);
   assert.equal(status.connections, 2, 'status counts the connections on its own state');
   assert.equal(status.socket, s.socket);
   assert.equal(s.service.hub.size, 2, 'one unit per state');
+  assert.equal(status.statesOpen, 2, 'status tells the states the shared server has open');
+  const cc = await s.connect();
+  await cc.call('initialize', { state: s.stateIn('c') });
+  assert.equal(((await ca.call('status', {})) as { statesOpen?: number }).statesOpen, 3, 'a state opened since is counted');
 });
 
 test('initialize naming another state on a bound connection is NotThisState; the same state is answered', TIMEOUT, async (t) => {
