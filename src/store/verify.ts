@@ -20,7 +20,7 @@ import { storeLog } from './store-log.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { parseLine } from './transcript-read.js';
 import { NewerFormatError } from './sealed-line.js';
-import { scanWal, walRelIn } from './wal.js';
+import { scanWal, walRelIn } from './wal-record.js';
 import { decodeWriters, WRITERS_FILE } from './writer-sequences.js';
 
 /** One thing wrong: the file (relative to the folder checked), the line when there is one, what. */

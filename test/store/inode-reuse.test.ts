@@ -8,7 +8,7 @@ import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { withIo, nodeIo } from '../../src/store/io.js';
-import { scanWal, WAL_REL } from '../../src/store/wal.js';
+import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
 import { sealLine } from '../../src/store/sealed-line.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';

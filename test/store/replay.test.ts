@@ -6,7 +6,7 @@ import { appendFileSync, readFileSync, statSync, truncateSync, writeFileSync } f
 import path from 'node:path';
 import { test } from 'node:test';
 import { Store } from '../../src/store/store.js';
-import { WAL_REL } from '../../src/store/wal.js';
+import { WAL_REL } from '../../src/store/wal-record.js';
 import { newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 

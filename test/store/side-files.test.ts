@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { sideOf } from '../../src/store/paths.js';
 import { Store } from '../../src/store/store.js';
-import { WAL_REL } from '../../src/store/wal.js';
+import { WAL_REL } from '../../src/store/wal-record.js';
 import { newSession } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 

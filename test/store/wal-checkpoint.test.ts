@@ -13,7 +13,8 @@ import { Store } from '../../src/store/store.js';
 import { StorageHealth } from '../../src/store/health.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
 import { storeLog } from '../../src/store/store-log.js';
-import { scanWal, SYNCS_AT_ONCE, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
+import { SYNCS_AT_ONCE, WriteAheadLog } from '../../src/store/wal.js';
+import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
 import { errno, newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
-import { scanWal, WAL_REL } from '../../src/store/wal.js';
+import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
 import { errno, newSession, storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { sealLine } from '../../src/store/sealed-line.js';
