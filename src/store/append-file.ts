@@ -12,6 +12,7 @@ import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
+import { repairTornTail } from './torn-tail.js';
 import type { WriteAheadLog } from './wal.js';
 
 interface AppendJob<T> {
@@ -273,7 +274,7 @@ export class AppendFile<T = undefined> {
     }
     try {
       this.size = created ? 0 : await this.io.size(fh);
-      if (!created && this.size > 0) await this.repairTail(fh);
+      if (!created && this.size > 0) this.size = await repairTornTail(this.io, fh, this.size, this.options.tornTail, this.durability === 'sync');
       this.prefix = Buffer.alloc(Math.min(this.size, HEAD_BYTES));
       if (this.prefix.length > 0) await this.io.read(fh, this.prefix, 0);
       if (created && this.durability === 'sync') {
@@ -306,37 +307,4 @@ export class AppendFile<T = undefined> {
       this.options.log.error(`closing ${this.rel} failed as well, after a failed open`, err);
     }
   }
-
-  private async repairTail(fh: FileHandle): Promise<void> {
-    const last = Buffer.alloc(1);
-    await this.io.read(fh, last, this.size - 1);
-    if (last[0] === 0x0a) return;
-    const start = await lastLineStart(this.io, fh, this.size);
-    const fragment = Buffer.alloc(this.size - start);
-    await this.io.read(fh, fragment, start);
-    if (this.options.tornTail(fragment) === 'keep') {
-      await this.io.write(fh, Buffer.from('\n'));
-      this.size += 1;
-    } else {
-      await this.io.truncate(fh, start);
-      this.size = start;
-    }
-    if (this.durability === 'sync') await this.io.datasync(fh);
-  }
-}
-
-/** Offset just past the last "\n" before `size`, reading backwards in 64 KiB steps. */
-async function lastLineStart(io: Io, fh: FileHandle, size: number): Promise<number> {
-  const step = 64 * 1024;
-  let end = size;
-  while (end > 0) {
-    const from = Math.max(0, end - step);
-    // Stryker disable next-line ArithmeticOperator: a longer buffer reads nothing more (the file or the part already looked at ends at `end`) and its zeros are no newline
-    const buf = Buffer.alloc(end - from);
-    await io.read(fh, buf, from);
-    const i = buf.lastIndexOf(0x0a);
-    if (i >= 0) return from + i + 1;
-    end = from;
-  }
-  return 0;
 }
