@@ -141,6 +141,18 @@ test('replayWal: a record without bytes (a file\'s first append, durable in the 
   assert.deepEqual([r.warnings, r.errors], [[], []]);
 });
 
+test('replayWal: a record of an earlier build at offset 0 (its bytes, an empty head) still puts them back into a file that lost them, by its inode', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', '');
+  writeFileSync(path.join(r.dir, WAL_REL), [
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, h: '0:00000000', o: 0, d: 'a1\n', s: 1 }),
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, h: '3:' + hex8('a1\n'), o: 3, d: 'a2\n', s: 2 }),
+  ].join(''));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 2);
+  assert.equal(readFileSync(a.file, 'utf8'), 'a1\na2\n');
+  assert.deepEqual(r.errors, []);
+});
+
 test('replayWal with keepLog leaves the log\'s records where they are', async () => {
   const r = replayDir('');
   const a = transcript(r.dir, 'a', '');
