@@ -237,6 +237,7 @@ export class AppendFile<T = undefined> {
       this.options.log.error(`compaction of ${this.rel} skipped: the write-ahead log could not be checkpointed first; retried after the next append`, err);
       return;
     }
+    this.durableHead = undefined; // the compacted file is named by its own first bytes
     await this.options.afterCut();
   }
 

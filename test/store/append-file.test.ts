@@ -3,7 +3,7 @@
 // cut, a failed append is cut back (a file it made goes again), a torn tail is kept or dropped
 // before the next append, a new file's folders are synced, and every failure is told.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -131,6 +131,24 @@ test('records name their file by its durable first bytes: what it held when open
   for (const b of ['a\n', 'b\n', 'c\n']) await n.appender.append(Buffer.from(b), b);
   assert.deepEqual(w.records.map((r) => [r.o, r.h]), [[2, headOf(Buffer.from('a\n'))], [4, headOf(Buffer.from('a\n'))]]);
   await n.appender.close();
+});
+
+test('after a compaction replaced the file, records name it by the new file\'s first bytes, also when its inode number is the old one\'s', async () => {
+  const w = fakeWal();
+  const io = withIo({ inode: async () => 7 }); // the file system handed the new file the old one's number
+  const m: Made = make(io, 'sync', {
+    wal: w.wal,
+    cutAfter: (size) => size >= 6,
+    afterCut: async () => {
+      writeFileSync(`${m.file}.new`, 'kept\n');
+      renameSync(`${m.file}.new`, m.file);
+    },
+  });
+  for (const b of ['a\n', 'b\n', 'c\n']) await m.appender.append(Buffer.from(b), b);
+  assert.equal(readFileSync(m.file, 'utf8'), 'kept\n', 'compacted');
+  await m.appender.append(Buffer.from('d\n'), 'd\n');
+  assert.deepEqual(w.records.at(-1), { f: REL, i: 7, h: headOf(Buffer.from('kept\n')), o: 5, d: 'd\n' });
+  await m.appender.close();
 });
 
 test('a new file\'s folder and its parent are fsynced in sync mode (the file\'s name must survive too), not in write mode', async () => {
