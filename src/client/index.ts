@@ -1,7 +1,9 @@
 // The package's public entry: what an editor extension or a TypeScript bridge imports.
-export { connect, spawn } from './client.js';
+export { connect } from './client.js';
+export { spawn } from './spawn.js';
 export { functionName } from '../protocol/function-name.js';
-export type { StateClient, SpawnedClient, ConnectOptions, SpawnOptions, Framing, MethodFunctions, CallOptions, ConnectionState, ReconnectOptions, RawConnection } from './client.js';
+export type { StateClient, ConnectOptions, Framing, MethodFunctions, CallOptions, ConnectionState, ReconnectOptions, RawConnection } from './client.js';
+export type { SpawnedClient, SpawnOptions } from './spawn.js';
 export { CallTimeoutError, ConnectionClosedError, StartError } from './client-errors.js';
 export { ErrorCodes } from '../protocol/error-codes.js';
 export type { ErrorName, ErrorCode } from '../protocol/error-codes.js';

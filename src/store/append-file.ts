@@ -48,6 +48,8 @@ export interface AppendFileOptions<T> {
   beforeWrite?(tags: T[], ino: number, offsets: number[], bufs: Buffer[]): Promise<void>;
   /** The seq after a batch of appends, recorded with it in the log (transcripts only). */
   nextSeq?(tags: T[]): number | undefined;
+  /** The idempotency keys of a batch's appends, recorded with it in the log (WalRecord's `k`). */
+  walKeys?(tags: T[]): [string, number, number][] | undefined;
   /**
    * Awaited after a write that runs no compaction (`cutAfter` false), before its callers are
    * answered: work the write makes due (a transcript's summary) belongs to its call.
@@ -200,15 +202,19 @@ export class AppendFile<T = undefined> {
       if (this.durability === 'sync' && (!wal || before === 0)) await this.io.writeSynced(fh, buf);
       else await this.io.write(fh, buf);
       if (wal) {
-        const s = this.options.nextSeq?.(jobs.map((j) => j.tag));
+        const tags = jobs.map((j) => j.tag);
+        const s = this.options.nextSeq?.(tags);
+        const k = this.options.walKeys?.(tags);
+        const carried = { ...(s === undefined ? {} : { s }), ...(k === undefined ? {} : { k }) };
         if (before > 0) {
           // Named by inode and by its durable first bytes (an inode number is reused by the next new file).
           const h = this.durableHead ?? headOf(this.prefix);
-          await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }) });
-        } else if (s !== undefined) {
-          // The bytes are durable already; the record carries only the seq after them (nothing
-          // to put back: replay raises the high-water mark and leaves the file alone).
-          await wal.record({ f: this.rel, i: this.ino, h: headOf(this.prefix), o: 0, d: '', s });
+          await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...carried });
+        } else if (s !== undefined || k !== undefined) {
+          // The bytes are durable in the file already: the record carries only the seq after them
+          // and their keys, and names the file by those first bytes (replay checks it is still the
+          // file that holds them, puts nothing back, and keeps the keys and the seq).
+          await wal.record({ f: this.rel, i: this.ino, h: headOf(buf), o: 0, d: '', ...carried });
         }
       }
       this.size = before + buf.length;

@@ -1,9 +1,10 @@
 // The write-ahead log's records (wal.ts writes them, wal-replay.ts puts them back): a sealed line
 // (sealed-line.ts) of {f: file relative to the state dir, i: its inode, h: the head of its first
 // bytes that are durable in the file itself (file-head.ts), o: its size before the append, d: the
-// bytes appended, s: for a transcript, the seq after them}. A file's first append is durable in
-// the file itself: its record has no bytes (`d: ""`) and carries only the seq. A complete line
-// that is not such a record is damaged (skipped, never guessed at).
+// bytes appended, s: for a transcript, the seq after them, k: the idempotency keys of its appends}.
+// A file's first append is durable in the file itself: its record has no bytes (`d: ""`), names
+// the file by the append's own bytes, and carries only the seq and keys. A complete line that is
+// not such a record is damaged (skipped, never guessed at).
 import { HEAD_PATTERN } from './file-head.js';
 import { sealLine, unsealLine } from './sealed-line.js';
 
@@ -27,7 +28,15 @@ export interface WalRecord {
   readonly d: string;
   /** For a transcript: the seq after this record's entries (the replay raises the high-water mark to it). */
   readonly s?: number;
+  /**
+   * The idempotency keys of its appends (append-keys.ts), each [writer id, writer seq, the seq
+   * the append got]: durable with the record, so a replay that puts the bytes back keeps their keys.
+   */
+  readonly k?: readonly (readonly [string, number, number])[];
 }
+
+/** An appended key a replay kept (WalRecord's `k`, one of them). */
+export type ReplayedKey = readonly [writer: string, writerSeq: number, seq: number];
 
 /** A record as the line the log holds. */
 export const encodeRecord = (r: WalRecord): Buffer => Buffer.from(sealLine(JSON.stringify(r)));
@@ -73,6 +82,7 @@ export function scanWal(buf: Buffer): WalScan {
 }
 
 const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
+const isKey = (k: unknown): boolean => Array.isArray(k) && k.length === 3 && typeof k[0] === 'string' && isCount(k[1]) && isCount(k[2]);
 
 /** Why `v` is not a record this server writes (undefined when it is one): a checksum can be forged. */
 function recordProblem(v: unknown): string | undefined {
@@ -84,5 +94,6 @@ function recordProblem(v: unknown): string | undefined {
   if (!isCount(r.o)) return 'o is not an offset (a whole number ≥ 0)';
   if (typeof r.d !== 'string') return 'd is not a string';
   if (r.s !== undefined && !isCount(r.s)) return 's is not a seq (a whole number ≥ 0)';
+  if (r.k !== undefined && !(Array.isArray(r.k) && r.k.every(isKey))) return 'k is not a list of keys ([writer id, seq, seq])';
   return undefined;
 }

@@ -3,8 +3,9 @@
 // Replay is idempotent: a record whose bytes are already at `o` is skipped; a file gone, or
 // another file at its name (another inode, or the same inode number reused by a new file whose
 // durable first bytes differ from the record's head), is left alone. A record without bytes (a
-// file's first append, durable in the file itself) only hands back its seq. Records of earlier
-// builds at offset 0 carry their bytes and name the file by its inode alone.
+// file's first append, durable in the file itself) names the file by the append's own bytes: it
+// puts nothing back, and hands back its seq and (when the file is still that one) its keys.
+// Records of earlier builds at offset 0 carry their bytes and name the file by its inode alone.
 import { constants as fsConstants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { isPathComponent } from './paths.js';
 import { NewerFormatError } from './sealed-line.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
-import type { WalRecord } from './wal-record.js';
+import type { ReplayedKey, WalRecord } from './wal-record.js';
 import { scanWal, WAL_REL } from './wal-record.js';
 
 /** Where a replay stands with one file: its handle (null: gone or replaced), and how far it moved. */
@@ -55,8 +56,11 @@ export async function replayWal(
   io: Io,
   dir: string,
   log: StoreLog,
-  /** Told, before the log is emptied, the seq after the last record of each transcript (by relative path). */
-  keepSeqs: (next: Map<string, number>) => Promise<void> = async () => undefined,
+  /**
+   * Told, before the log is emptied, the seq after the last record of each transcript (by
+   * relative path), and the keys of the records whose file holds their bytes now.
+   */
+  keepSeqs: (next: Map<string, number>, keys: ReplayedKey[]) => Promise<void> = async () => undefined,
   opts: {
     /** The log, relative to dir (default: state.json's). */
     rel?: string;
@@ -75,6 +79,7 @@ export async function replayWal(
   }
   const files = new Map<string, ReplayFile>();
   const seqs = new Map<string, number>();
+  const keys: ReplayedKey[] = [];
   const { records, damaged, newer } = scanWal(buf);
   // Before anything is touched: a build must not replay what it cannot read, nor empty it.
   if (newer) throw new NewerFormatError(rel, newer.version, `line ${newer.line}`);
@@ -91,17 +96,16 @@ export async function replayWal(
         log.error(`wal: record for ${JSON.stringify(r.f)} ignored: not a file this store writes`);
         continue;
       }
-      // A seq-only record (a file's first append, durable in the file itself): nothing to put
-      // back, and no bytes to know the file by; the file's next record names it.
-      if (r.d === '') continue;
       let f = files.get(r.f);
       if (!f) {
         const fh = await openIfSame(io, path.join(dir, r.f), r);
         f = { fh: fh === 'reused' ? null : fh, reused: fh === 'reused', foreign: 0, delta: 0, restored: 0, reappended: 0 };
         files.set(r.f, f);
       }
-      if (f.fh) await replayRecord(io, f, r);
-      else if (f.reused) f.foreign++;
+      if (f.fh) {
+        await replayRecord(io, f, r);
+        if (r.k) keys.push(...r.k);
+      } else if (f.reused) f.foreign++;
     }
     for (const f of files.values()) if (f.fh) await io.datasync(f.fh);
   } catch (err) {
@@ -115,7 +119,7 @@ export async function replayWal(
     }
   }
   if (failure) throw failure;
-  await keepSeqs(seqs);
+  await keepSeqs(seqs, keys);
   if (!opts.keepLog) {
     const wal = await io.open(file, 'r+');
     try {

@@ -12,7 +12,8 @@ import { closeSync, existsSync, fstatSync, openSync, readFileSync, writeFileSync
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import { connect, spawn } from '../../src/client/client.js';
+import { connect } from '../../src/client/client.js';
+import { spawn } from '../../src/client/spawn.js';
 import { startFailureLine } from '../../src/commands/start-failure.js';
 import { tryFlock } from '../../src/store/lock.js';
 import type { Ctx } from '../helpers/cli.js';

@@ -88,9 +88,9 @@ test('appends that arrive while a write runs share the next write and one log re
   assert.deepEqual(writes.map((b) => b.toString()), ['a\n', 'b\nc\nd\n']);
   const ino = statSync(m.file).ino;
   // The first append is fdatasynced in the file itself: its record carries only the seq after
-  // it. The next names the file by its inode and those durable first bytes.
+  // it, and names the file by those bytes, as the next does (with its inode).
   assert.deepEqual(w.records, [
-    { f: REL, i: ino, h: headOf(Buffer.alloc(0)), o: 0, d: '', s: 41 },
+    { f: REL, i: ino, h: headOf(Buffer.from('a\n')), o: 0, d: '', s: 41 },
     { f: REL, i: ino, h: headOf(Buffer.from('a\n')), o: 2, d: 'b\nc\nd\n', s: 43 },
   ]);
   assert.deepEqual(seqs, [['a'], ['b', 'c', 'd']]);

@@ -13,7 +13,7 @@ import { mock, test } from 'node:test';
 import type { Durability } from '../../src/store/state-store.js';
 import { nodeIo, openNoFollow, withIo } from '../../src/store/io.js';
 import { replaceFile } from '../../src/store/writer-worker.js';
-import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
 import { StorageHealth } from '../../src/store/health.js';
-import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import { storeLog } from '../../src/store/store-log.js';
 import { SYNCS_AT_ONCE, WriteAheadLog } from '../../src/store/wal.js';
 import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
