@@ -89,3 +89,20 @@ func BenchmarkCallSetResumeToken(b *testing.B) {
 		}
 	}
 }
+
+// A session/didChange event with its row, as a package's watch gets one per mutation, read and
+// handed to a Handle watcher: what the reader spends on each event.
+func BenchmarkNotificationSessionRow(b *testing.B) {
+	c := echoPeer(b, `{"subscription":"w1","revision":0,"epoch":"e"}`)
+	if _, err := c.Watch(context.Background(), WatchOptions{Sessions: true, Handle: func(Event) {}}); err != nil {
+		b.Fatal(err)
+	}
+	line := []byte(`{"jsonrpc":"2.0","method":"session/didChange","params":{"subscription":"w1","revision":7,"kind":"changed","name":"s1","session":{"id":"s_s1","name":"s1","channel_id":"100000000000000001","type":"text","cmd":"claude --dangerously-skip-permissions","vendor":"claude","dir":"/home/user/src/project-s1","resume_token":"3f0c2a9e-0b1d-4c8e-9f7a-000000000001","incarnation":"inc-1","created_at":"2026-07-26T00:00:00Z"}}}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := c.dispatch(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -71,9 +71,11 @@ type response struct {
 	cause  error
 }
 
+// notification is one event notification, decoded once as the reader reads it: ev is nil for a
+// method this client does not know (a newer server's), err says why params did not decode.
 type notification struct {
-	method string
-	params json.RawMessage
+	ev  Event
+	err error
 }
 
 type wireMessage struct {
@@ -200,7 +202,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	if len(first) > max+2 {
 		return nil, fmt.Errorf("the server sent a malformed reply: a line over the message limit of %d bytes", max)
 	}
-	if err != bufio.ErrBufferFull {
+	if !errors.Is(err, bufio.ErrBufferFull) {
 		// The common case, a line within the buffer: no copy (valid until the next read;
 		// dispatch copies what it keeps).
 		return first, err
@@ -212,7 +214,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 			return nil, fmt.Errorf("the server sent a malformed reply: a line over the message limit of %d bytes", max)
 		}
 		line = append(line, chunk...)
-		if err != bufio.ErrBufferFull {
+		if !errors.Is(err, bufio.ErrBufferFull) {
 			return line, err
 		}
 	}
@@ -229,7 +231,7 @@ func (c *Client) dispatch(line []byte) error {
 	}
 	if m.Method != "" {
 		if len(m.ID) == 0 {
-			c.notification(notification{method: m.Method, params: m.Params})
+			c.notification(m.Method, m.Params)
 		}
 		return nil // a request from the server: this client serves none
 	}
@@ -275,11 +277,17 @@ func quote(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-func (c *Client) notification(n notification) {
+func (c *Client) notification(method string, params json.RawMessage) {
+	// The event is decoded once, here, before c.mu is taken; its subscription is read from it.
+	ev, err := decodeEvent(method, params)
+	n := notification{ev: ev, err: err}
 	var head struct {
 		Subscription string `json:"subscription"`
 	}
-	if json.Unmarshal(n.params, &head) != nil || head.Subscription == "" {
+	if ev != nil && err == nil {
+		head.Subscription = subscriptionOf(ev)
+	}
+	if head.Subscription == "" && (json.Unmarshal(params, &head) != nil || head.Subscription == "") {
 		return
 	}
 	c.mu.Lock()

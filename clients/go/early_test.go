@@ -27,8 +27,8 @@ func TestNotificationsHeldPastTheBoundEndTheWatcherWithOverflow(t *testing.T) {
 		}
 		// Read before the answer is handled (the reader runs ahead of the subscribing call).
 		for i := 0; i < sent; i++ {
-			c.notification(notification{method: "transcript/didAppend", params: json.RawMessage(fmt.Sprintf(
-				`{"subscription":"w1","name":"a","seq":%d,"entry":{"ts":"t","role":"user","text":"x"}}`, i))})
+			c.notification("transcript/didAppend", json.RawMessage(fmt.Sprintf(
+				`{"subscription":"w1","name":"a","seq":%d,"entry":{"ts":"t","role":"user","text":"x"}}`, i)))
 		}
 		_, _ = fmt.Fprintf(server, `{"jsonrpc":"2.0","id":%d,"result":{"subscription":"w1","revision":0,"epoch":"e"}}`+"\n", id)
 		_, _ = r.ReadBytes('\n') // hold the connection open

@@ -281,7 +281,7 @@ func (c *Client) dropLocked(w *Watcher) {
 
 // deliverLocked queues one notification for w (c.mu held).
 func (c *Client) deliverLocked(w *Watcher, n notification) {
-	ev, err := decodeEvent(n.method, n.params)
+	ev, err := n.ev, n.err
 	if err != nil {
 		c.dropLocked(w)
 		w.finish(nil, err)

@@ -14,7 +14,7 @@ import type { BackupResult } from '../store/backup.js';
 import { backupStore } from '../store/backup.js';
 import { isPathComponent } from '../store/paths.js';
 import type { Store } from '../store/store.js';
-import type { ForwardCursor } from '../store/transcript.js';
+import type { ForwardCursor } from '../store/transcript-pages.js';
 import type { ServerContext } from './bind.js';
 import { ServerConnection } from './connection.js';
 import type { FeedPage, SubscriptionLimits } from './feed-limits.js';

@@ -7,8 +7,14 @@
 // between that line and the write leaves a line whose bytes are not in the file: the next start
 // checks each line against the file (after the write-ahead log's replay) and keeps only the keys
 // whose bytes are there, then writes the log again with those alone. The line is written with
-// write(2) and not synced: a kill -9 keeps it (the page cache), as it keeps the append itself;
-// what a power loss keeps of it is not promised (docs/durability.md).
+// write(2) and not synced: a kill -9 keeps it (the page cache), as it keeps the append itself. In
+// `sync` mode the key is also in the append's write-ahead record (wal-record.ts, `k`), whose fdatasync
+// makes the append durable: a replay hands the keys of the records it kept to keepReplayedKeys,
+// which writes them down (synced) before the log is emptied, and a checkpoint syncs this log
+// before it empties the write-ahead log. So no append costs a second fdatasync for its key.
+//
+// A compaction replaces the file the places name: before its rename, the keys whose bytes are in
+// the old file are written again without a place (carry), so the next start still finds them.
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -16,6 +22,7 @@ import { isErrno } from '../common/errno.js';
 import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import type { Io } from './io.js';
 import { ioError } from './store-error.js';
+import type { ReplayedKey } from './wal-record.js';
 import type { KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
 import { KeyTable } from './writer-sequences.js';
 
@@ -63,11 +70,48 @@ const encodeLines = (lines: readonly Line[]): string => lines.map((l) => sealLin
 export const encodeAppendKeys = (table: KeyEntries): string =>
   encodeLines(table.flatMap(([w, answers]) => answers.map(([q, a]): Line => ({ w, q, a: a as { seq: number } }))));
 
+const nameOf = (l: Line): string => `${l.w}\u0000${l.q}`;
+
+/**
+ * Writes down (appended and synced, before the write-ahead log is emptied) the keys of the
+ * records a replay kept: lines without a place, so the start's check keeps them whatever the
+ * key's own line said or whether it survived.
+ */
+export async function keepReplayedKeys(io: Io, file: string, keys: readonly ReplayedKey[]): Promise<void> {
+  if (keys.length === 0) return;
+  const text = encodeLines(keys.map(([w, q, seq]): Line => ({ w, q, a: { seq } })));
+  try {
+    const { fh, created } = await openLog(io, file);
+    try {
+      await io.writeSynced(fh, Buffer.from(text));
+      if (created) await io.syncDir(path.dirname(file));
+    } finally {
+      await fh.close().catch(() => undefined); // written and synced already
+    }
+  } catch (err) {
+    throw ioError('write', path.basename(file), err);
+  }
+}
+
+/** The log opened for appending, and whether this open made it (its name is then not durable yet). */
+async function openLog(io: Io, file: string): Promise<{ fh: FileHandle; created: boolean }> {
+  try {
+    return { fh: await io.open(file, 'ax', 0o600), created: true };
+  } catch (err) {
+    if (!isErrno(err, 'EEXIST')) throw err;
+    return { fh: await io.open(file, 'a', 0o600), created: false };
+  }
+}
+
 export class AppendKeys {
   readonly keys = new KeyTable();
   /** Lines noted whose appends are not answered yet: a rewrite keeps them, with their places. */
   private readonly unsettled = new Map<string, Line>();
+  /** Lines in the log with a place whose bytes are in their file (per file): what a compaction carries. */
+  private readonly placed = new Map<string, Map<string, Line>>();
   private fh: FileHandle | undefined;
+  /** The log's name was made since the folder was last synced (sync mode syncs it with the log). */
+  private created = false;
   private size = 0;
   private chain: Promise<void> = Promise.resolve();
 
@@ -75,14 +119,16 @@ export class AppendKeys {
     private readonly io: Io,
     private readonly dir: string,
     private readonly file: string,
+    /** The store's durability is `sync`. */
+    private readonly durable: boolean,
   ) {}
 
   /**
    * Reads the log, keeps the keys whose bytes are in their files, and writes it again with those.
-   * `fresh`: its folder was just made (no log to read).
+   * `sync`: the store's durability is `sync`. `fresh`: its folder was just made (no log to read).
    */
-  static async load(io: Io, dir: string, file: string, fresh = false): Promise<AppendKeys> {
-    const k = new AppendKeys(io, dir, file);
+  static async load(io: Io, dir: string, file: string, { sync = false, fresh = false }: { sync?: boolean; fresh?: boolean } = {}): Promise<AppendKeys> {
+    const k = new AppendKeys(io, dir, file, sync);
     if (fresh) return k;
     let text = '';
     try {
@@ -130,14 +176,68 @@ export class AppendKeys {
   /** Records the keyed appends of a batch before its bytes are written. */
   note(lines: readonly (KeyedAnswer & { place: AppendPlace })[]): Promise<void> {
     const rows = lines.map(({ key, answer, place }): Line => ({ w: key.id, q: key.seq, a: answer as { seq: number }, p: place }));
-    for (const row of rows) this.unsettled.set(`${row.w}\u0000${row.q}`, row);
-    const text = encodeLines(rows);
+    for (const row of rows) this.unsettled.set(nameOf(row), row);
+    return this.appendLines(rows, false);
+  }
+
+  /** The keyed appends of a batch (noted before) are in their file: a compaction of it carries them. */
+  wrote(keys: readonly WriterKey[]): void {
+    for (const key of keys) {
+      const line = this.unsettled.get(`${key.id}\u0000${key.seq}`);
+      if (line?.p === undefined) continue;
+      const inFile = this.placed.get(line.p.f) ?? new Map<string, Line>();
+      inFile.set(nameOf(line), line);
+      this.placed.set(line.p.f, inFile);
+    }
+  }
+
+  /**
+   * Before a compaction renames its new file over `rel` (inode `ino`): the keys whose bytes are
+   * in the old file are written again without a place (synced in `sync` mode), since the check
+   * at the next start could no longer find them at their places.
+   */
+  carry(rel: string, ino: number): Promise<void> {
+    const inFile = this.placed.get(rel);
+    const rows = [...(inFile?.values() ?? [])].filter((l) => l.p?.i === ino).map(({ w, q, a }): Line => ({ w, q, a }));
+    if (rows.length === 0) return Promise.resolve();
+    return this.appendLines(rows, this.durable).then(() => {
+      for (const row of rows) inFile?.delete(nameOf(row));
+      if (inFile?.size === 0) this.placed.delete(rel);
+    });
+  }
+
+  /** Makes every line written so far durable (a checkpoint, before it empties the write-ahead log). */
+  sync(): Promise<void> {
+    const run = this.chain.then(async () => {
+      try {
+        if (this.fh) await this.io.datasync(this.fh);
+        if (this.created) await this.io.syncDir(path.dirname(this.file));
+        this.created = false;
+      } catch (err) {
+        throw ioError('sync', path.basename(this.file), err);
+      }
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Appends `rows` in the log's order (after a rewrite when it has grown past its bound); `synced`: fdatasync'ed too. */
+  private appendLines(rows: readonly Line[], synced: boolean): Promise<void> {
+    const buf = Buffer.from(encodeLines(rows));
     const run = this.chain.then(async () => {
       if (this.size > REWRITE_BYTES) await this.rewrite();
       try {
-        this.fh ??= await this.io.open(this.file, 'a', 0o600);
-        await this.io.write(this.fh, Buffer.from(text));
-        this.size += Buffer.byteLength(text);
+        if (!this.fh) {
+          const opened = await openLog(this.io, this.file);
+          this.fh = opened.fh;
+          this.created ||= opened.created;
+        }
+        if (synced) {
+          await this.io.writeSynced(this.fh, buf);
+          if (this.created) await this.io.syncDir(path.dirname(this.file));
+          this.created = false;
+        } else await this.io.write(this.fh, buf);
+        this.size += buf.length;
       } catch (err) {
         throw ioError('write', path.basename(this.file), err);
       }
@@ -148,7 +248,10 @@ export class AppendKeys {
 
   /** The append of `key` is answered (`answer`) or failed (undefined: its bytes were not written). */
   settled(key: WriterKey, answer?: unknown): void {
-    this.unsettled.delete(`${key.id}\u0000${key.seq}`);
+    const name = `${key.id}\u0000${key.seq}`;
+    const line = this.unsettled.get(name);
+    this.unsettled.delete(name);
+    if (answer === undefined && line?.p) this.placed.get(line.p.f)?.delete(name);
     if (answer !== undefined) this.keys.remember([{ key, answer }]);
   }
 
@@ -181,17 +284,24 @@ export class AppendKeys {
     }
   }
 
-  /** Writes the log again with the keys kept (checked already), atomically. */
+  /** Writes the log again with the keys kept (checked already), atomically (and synced in `sync` mode). */
   private async rewrite(): Promise<void> {
     const text = encodeAppendKeys(this.keys.entries()) + encodeLines([...this.unsettled.values()]);
     // The old file is replaced whole below: a failed close of it loses nothing the new one holds.
     await this.fh?.close().catch(() => undefined);
     this.fh = undefined;
     try {
-      await this.io.writeAtomic(this.file, text, { mode: 0o600, sync: false });
+      await this.io.writeAtomic(this.file, text, { mode: 0o600, sync: this.durable });
+      if (this.durable) await this.io.syncDir(path.dirname(this.file));
     } catch (err) {
       throw ioError('write', path.basename(this.file), err);
     }
+    this.created = false;
     this.size = Buffer.byteLength(text);
+    // Only the appends under way keep their places: every other key is written without one.
+    for (const [rel, inFile] of this.placed) {
+      for (const name of inFile.keys()) if (!this.unsettled.has(name)) inFile.delete(name);
+      if (inFile.size === 0) this.placed.delete(rel);
+    }
   }
 }

@@ -5,6 +5,7 @@
 // folder without it is incomplete. Read by verify and restore (one definition of the format).
 import { APPEND_KEYS_FILE } from './append-keys.js';
 import { isPathComponent, sideOf } from './paths.js';
+import { STATE_KEYS_FILE } from './state-keys.js';
 import { WRITERS_FILE } from './writer-sequences.js';
 
 export const MANIFEST_NAME = 'backup-manifest.json';
@@ -23,10 +24,14 @@ export const MANIFEST_VERSION = 2;
 /**
  * The side folder of a backup's state.json (paths.ts, sideOf), and the side files a backup holds
  * in it: the idempotency keys, written anew from what the store answered (no inode, no stamp), so a
- * write sent again after a restore is answered as it was, not applied twice.
+ * write sent again after a restore is answered as it was, not applied twice. `writers` is the
+ * previous format of the document's keys: backups of earlier builds hold it instead of `stateKeys`
+ * (a restore puts it back as it is, and the start reads it).
  */
 export const BACKUP_SIDE = sideOf('state.json');
-export const KEY_FILES = { writers: `${BACKUP_SIDE}/${WRITERS_FILE}`, appendKeys: `${BACKUP_SIDE}/${APPEND_KEYS_FILE}` } as const;
+export const KEY_FILES = {
+  writers: `${BACKUP_SIDE}/${WRITERS_FILE}`, stateKeys: `${BACKUP_SIDE}/${STATE_KEYS_FILE}`, appendKeys: `${BACKUP_SIDE}/${APPEND_KEYS_FILE}`,
+} as const;
 
 export interface ManifestFile {
   size: number;
@@ -68,7 +73,7 @@ const BACKUP_FILE = /^(?:state\.json|transcripts\/(.+)\.jsonl|participants\/(.+)
 
 /** Whether `rel` is a path a backup may hold (a name that is one safe path component: no way out of the folder). */
 export function isBackupFile(rel: string): boolean {
-  if (rel === KEY_FILES.writers || rel === KEY_FILES.appendKeys) return true;
+  if ((Object.values(KEY_FILES) as string[]).includes(rel)) return true;
   const m = BACKUP_FILE.exec(rel);
   if (!m) return false;
   const name = m[1] ?? m[2];

@@ -24,8 +24,8 @@ import { isPathComponent } from './paths.js';
 import { ioError, StoreError } from './store-error.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { sumToJson } from './usage.js';
+import { encodeStateKeys } from './state-keys.js';
 import type { KeyEntries } from './writer-sequences.js';
-import { encodeWriters } from './writer-sequences.js';
 
 /** What a store tells a backup about itself (Store.backupSource). */
 export interface BackupSource {
@@ -158,7 +158,7 @@ export async function fixBackup(source: BackupSource, offline = false): Promise<
     throw ioError('create', path.relative(dir, staging), err);
   }
   const written = [
-    ...(source.writerKeys.length > 0 ? [{ rel: KEY_FILES.writers, text: encodeWriters(source.writerKeys) }] : []),
+    ...(source.writerKeys.length > 0 ? [{ rel: KEY_FILES.stateKeys, text: encodeStateKeys(source.writerKeys) }] : []),
     ...(source.appendKeys.length > 0 ? [{ rel: KEY_FILES.appendKeys, text: encodeAppendKeys(source.appendKeys) }] : []),
   ];
   const fixed: FixedBackup = { source, offline, createdAt: new Date().toISOString(), staging, files: [], numbering: {}, written };

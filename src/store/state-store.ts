@@ -5,56 +5,24 @@
 // hand) is noticed by its size, mtime or inode before the next commit and on `refresh`, and loaded
 // first: it is never overwritten unseen (docs/go-compatibility.md says what a racing writer gets).
 import path from 'node:path';
-import { DecodeError, decodeStateText } from './go-decode.js';
-import { encodeStateDocumentBytes, RowCache, UnsupportedValueError } from './go-json.js';
-import { goDecodeUtf8 } from './go-text.js';
+import { RowCache } from './go-json.js';
 import { CommitQueue } from './commit-queue.js';
-import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
+import type { Pending } from './state-batch.js';
+import { applyAll, gatherMs } from './state-batch.js';
 import type { Doc, Outcome } from './state-document.js';
-import { backfill, emptyDocument, fromDecoded } from './state-document.js';
+import { backfill, emptyDocument } from './state-document.js';
+import { describeStamp, encodeDocument, readDocument, stampOf } from './state-file.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
+import { StateKeys } from './state-keys.js';
 import type { FileStamp, KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
-import { WriterSequences } from './writer-sequences.js';
+import { sameStamp } from './writer-sequences.js';
 
 /** What tells one state.json from another without reading it: null when there is none. */
 type Stamp = FileStamp;
 
-const sameStamp = (a: Stamp, b: Stamp): boolean =>
-  a === b || (a !== null && b !== null && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs);
-
-const describeStamp = (s: Stamp): string => (s === null ? 'no file' : `inode ${s.ino}, ${s.size} bytes, mtime ${new Date(s.mtimeMs).toISOString()}`);
-
 export type Durability = 'sync' | 'write';
-
-/** Commits shorter than this never wait for more callers: a timer's 1 ms grain is half of it. */
-const GATHER_FROM_MS = 2;
-const GATHER_MAX_MS = 10;
-
-/**
- * How long the next commit may wait for the callers the last one answered: as long as that
- * commit took. A caller that comes back just after a commit started waits for all of it before
- * its own, so waiting up to one commit for it makes it no later, and those already waiting at
- * most one commit later. A rewrite of a big state.json (1.8 MB at 5 000 sessions: ~4 ms, mostly
- * its fdatasync) then answers all of them at once instead of every other one
- * (docs/performance.md, "Mutations at 5 000 sessions").
- */
-function gatherMs(lastCommitMs: number): number {
-  return lastCommitMs < GATHER_FROM_MS ? 0 : Math.min(GATHER_MAX_MS, lastCommitMs);
-}
-
-interface Pending {
-  readonly apply: (doc: Doc) => Outcome<unknown>;
-  result: unknown;
-  changed: boolean;
-  /** Set while this mutation, applied to the document before it, refuses: it fails with its batch. */
-  refused?: unknown;
-  /** Written even unchanged when there is no file (a whole-document save, as Go's Save). */
-  writeIfMissing?: boolean;
-  /** The write's idempotency key, recorded with its commit (writer-sequences.ts). */
-  key?: WriterKey | undefined;
-}
 
 /** Called after each commit with the documents before and after it, in commit order. */
 export type CommitListener = (before: Doc, after: Doc) => void;
@@ -78,10 +46,10 @@ export class StateStore {
   private readonly durability: Durability;
   private readonly log: StoreLog | undefined;
   /** The idempotency keys of the document's writes, when the store keeps them. */
-  private readonly writers: WriterSequences | undefined;
+  private readonly writers: StateKeys | undefined;
 
   private constructor(
-    { io, file, durability, log, writers }: { io: Io; file: string; durability: Durability; log: StoreLog | undefined; writers: WriterSequences | undefined },
+    { io, file, durability, log, writers }: { io: Io; file: string; durability: Durability; log: StoreLog | undefined; writers: StateKeys | undefined },
     doc: Doc,
     stamp: Stamp,
   ) {
@@ -101,13 +69,15 @@ export class StateStore {
    * incarnations backfilled and persisted at once.
    */
   static async load(
-    io: Io, file: string, durability: Durability, log?: StoreLog, writersFile?: string,
-    /** What the open just made, so holds nothing to read: the state dir (no state.json), the side folder (no table of writers). */
+    io: Io, file: string, durability: Durability, log?: StoreLog,
+    /** The side folder, where the keys of the document's writes are kept (state-keys.ts); none kept without it. */
+    side?: string,
+    /** What the open just made, so holds nothing to read: the state dir (no state.json), the side folder (no keys). */
     fresh: { dir?: boolean; side?: boolean } = {},
   ): Promise<StateStore> {
     const { doc, stamp } = fresh.dir ? { doc: emptyDocument(), stamp: null } : await readDocument(io, file);
-    // Before anything is written: the keys' table is judged against the file as the crash left it.
-    const writers = writersFile === undefined ? undefined : await WriterSequences.load(io, writersFile, stamp, durability === 'sync', fresh.side);
+    // Before anything is written: the keys are judged against the file as the crash left it.
+    const writers = side === undefined ? undefined : await StateKeys.load(io, side, stamp, durability === 'sync', fresh.side);
     const filled = backfill(doc);
     const store = new StateStore({ io, file, durability, log, writers }, filled.doc, stamp);
     if (filled.persist) {
@@ -260,7 +230,7 @@ export class StateStore {
           // onto it (a mutation it makes impossible is refused), then the ones that came since.
           this.replayOnto(this.committed, batch);
           snapshot = this.head;
-          this.applyAll(this.queue.waiting());
+          this.head = applyAll(this.head, this.queue.waiting());
         }
         if (write()) await this.persistWithKeys(snapshot, batch);
       }
@@ -278,27 +248,15 @@ export class StateStore {
 
   /** After a failed write: re-applies the still-queued mutations onto the committed document. */
   private replayOnto(base: Doc, waiting: Pending[]): void {
-    this.head = base;
-    this.applyAll(waiting);
+    this.head = applyAll(base, waiting);
   }
 
-  /** Applies `pending` onto `head` in order, refusing those that throw (a refusal is decided again: the document before it changed). */
-  private applyAll(pending: Pending[]): void {
-    for (const p of pending) {
-      p.refused = undefined;
-      try {
-        const out = p.apply(this.head);
-        p.result = out.result;
-        p.changed = out.doc !== this.head;
-        this.head = out.doc;
-      } catch (err) {
-        p.refused = err;
-        p.changed = false;
-      }
-    }
+  /** Closes the keys' log (after `settled`: no commit under way). */
+  close(): Promise<void> {
+    return this.writers?.close() ?? Promise.resolve();
   }
 
-  /** Writes `doc`, after the table of the keys its batch applies (writer-sequences.ts: durable with it). */
+  /** Writes `doc`, after the keys its batch applies (state-keys.ts: durable with it). */
   private async persistWithKeys(doc: Doc, batch: Pending[]): Promise<void> {
     const keyed: KeyedAnswer[] = [];
     for (const p of batch) if (p.key && p.changed && p.refused === undefined) keyed.push({ key: p.key, answer: p.result });
@@ -374,63 +332,5 @@ export class StateStore {
       + 'loaded it: later reads and writes start from it');
     for (const l of this.listeners) l(before, filled.doc);
     return true;
-  }
-}
-
-/**
- * The file's stamp, null when there is none: a synchronous lstat on the main thread (~2 µs),
- * made before every read of the document and every commit. Through the thread pool it cost a
- * hop each (a wake-up of a pool thread, then of this one), most of a mutation's time on 2 cores.
- * A disk that stalls a stat stalls the event loop for it: the stat of one file in a folder the
- * store just used, whose inode is nearly always cached.
- */
-function stampOf(io: Io, file: string): Stamp {
-  const st = io.lstatNow(file);
-  return st === undefined ? null : { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
-}
-
-/**
- * state.json as Go's LoadState reads it (a missing file is the empty state; an empty or invalid
- * one is an invalid-input error naming the file), with the stamp of the version read: taken
- * before and after the read, and read again if they differ (a writer was replacing it).
- */
-async function readDocument(io: Io, file: string): Promise<{ doc: Doc; stamp: Stamp }> {
-  const base = path.basename(file);
-  for (let attempt = 0; ; attempt++) {
-    let text: string | undefined;
-    let before: Stamp;
-    let after: Stamp;
-    try {
-      before = stampOf(io, file);
-      try {
-        text = goDecodeUtf8(await io.readFile(file));
-      } catch (err) {
-        if (!isErrno(err, 'ENOENT')) throw err;
-      }
-      after = stampOf(io, file);
-    } catch (err) {
-      throw ioError('read', base, err);
-    }
-    if (!sameStamp(before, after) && attempt < 3) continue;
-    let doc = emptyDocument();
-    if (text !== undefined) {
-      try {
-        doc = fromDecoded(decodeStateText(text, base));
-      } catch (err) {
-        if (err instanceof DecodeError) throw new StoreError('invalid-input', err.message);
-        throw err;
-      }
-    }
-    return { doc, stamp: after };
-  }
-}
-
-/** state.json's text, or an invalid-input StoreError for a value Go's Marshal would refuse. */
-function encodeDocument(doc: Doc, rows: RowCache): Buffer {
-  try {
-    return encodeStateDocumentBytes(doc, rows);
-  } catch (err) {
-    if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
-    throw err;
   }
 }

@@ -28,8 +28,8 @@ import type { StoreLog } from './store-log.js';
 import { ioError } from './store-error.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
-import { walRelIn, WriteAheadLog } from './wal.js';
-import { WRITERS_FILE } from './writer-sequences.js';
+import { WriteAheadLog } from './wal.js';
+import { walRelIn } from './wal-record.js';
 import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
 
 export interface StoreOptions {
@@ -135,8 +135,8 @@ async function openStoreWith(statePath: string, options: StoreOptions, baseIo: I
     // Before anything reads a transcript: put back what a crash kept from the files.
     const marks = await recover(io, paths.dir, paths.side, log, { freshSide: fresh.side, sync: durability === 'sync' });
     // After the replay: a key counts only if its append's bytes are in the file.
-    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE), fresh.side);
-    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side, WRITERS_FILE), fresh);
+    const appendKeys = await AppendKeys.load(io, paths.dir, path.join(paths.dir, paths.side, APPEND_KEYS_FILE), { sync: durability === 'sync', fresh: fresh.side });
+    const state = await StateStore.load(io, paths.statePath, durability, log, path.join(paths.dir, paths.side), fresh);
     const id = state.document.instanceID ?? '';
     if (id !== '' && !INSTANCE_ID_PATTERN.test(id)) {
       // Written by another writer (Go checks nothing): served all the same, on the socket without it.
@@ -145,7 +145,12 @@ async function openStoreWith(statePath: string, options: StoreOptions, baseIo: I
     }
     if (durability === 'sync') {
       wal = await WriteAheadLog.open(io, paths.dir, {
-        syncFile: (rel) => syncByName(io, paths.dir, rel), log, beforeEmpty: () => marks.save(),
+        syncFile: (rel) => syncByName(io, paths.dir, rel), log,
+        // What only its records said is written down before they go: the seq after each, and (synced) the keys' lines.
+        beforeEmpty: async () => {
+          await marks.save();
+          await appendKeys.sync();
+        },
         checkpointBytes: options.walCheckpointBytes, rel: walRelIn(paths.side),
       });
     }

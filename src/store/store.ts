@@ -28,7 +28,7 @@ import type { Durability } from './state-store.js';
 import { StoreError } from './store-error.js';
 import type { StoreOptions, StoreParts } from './store-open.js';
 import { openStore } from './store-open.js';
-import type { ForwardCursor, ForwardPage, Page } from './transcript.js';
+import type { ForwardCursor, ForwardPage, Page } from './transcript-pages.js';
 import type { Entry } from './transcript-read.js';
 import type { Usage } from './usage.js';
 import { zeroUsage } from './usage.js';
@@ -135,6 +135,7 @@ export class Store {
     this.closing ??= (async () => {
       await this.flush();
       await this.files.close();
+      await this.parts.state.close();
       await this.parts.appendKeys.close();
       await this.parts.wal?.close();
       this.parts.lock?.release();

@@ -20,7 +20,8 @@ import { storeLog } from './store-log.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { parseLine } from './transcript-read.js';
 import { NewerFormatError } from './sealed-line.js';
-import { scanWal, walRelIn } from './wal.js';
+import { scanWal, walRelIn } from './wal-record.js';
+import { decodeStateKeyLine, STATE_KEYS_FILE } from './state-keys.js';
 import { decodeWriters, WRITERS_FILE } from './writer-sequences.js';
 
 /** One thing wrong: the file (relative to the folder checked), the line when there is one, what. */
@@ -91,7 +92,8 @@ export async function verifyStateDir(dir: string, stateBase = 'state.json'): Pro
     await checkJournal(dir, rel, problem);
   }
   if (!report.backup) report.files += await checkSideFiles(dir, sideOf(stateBase), problem);
-  const keys = report.backup ? KEY_FILES : { writers: `${sideOf(stateBase)}/${WRITERS_FILE}`, appendKeys: `${sideOf(stateBase)}/${APPEND_KEYS_FILE}` };
+  const live = sideOf(stateBase);
+  const keys = report.backup ? KEY_FILES : { writers: `${live}/${WRITERS_FILE}`, stateKeys: `${live}/${STATE_KEYS_FILE}`, appendKeys: `${live}/${APPEND_KEYS_FILE}` };
   await checkKeys(dir, keys, report.backup, problem);
   return report;
 }
@@ -222,13 +224,13 @@ async function checkJournal(dir: string, rel: string, problem: Report): Promise<
 }
 
 /**
- * The idempotency keys (writer-sequences.ts, append-keys.ts) read as the server reads them. What it
- * skips loses keys (a write sent again is then applied twice), so each skip is named; in a live
- * dir but for a torn last line of the appends' log, which a crash leaves (its append was never
- * written either). Their places are checked by the server's start (against the files after the
+ * The idempotency keys (state-keys.ts and its previous format writers.json, append-keys.ts) read
+ * as the server reads them. What it skips loses keys (a write sent again is then applied twice),
+ * so each skip is named; in a live dir but for a torn last line of a log, which a crash leaves
+ * (its write was never made either). Their places are checked by the server's start (against the files after the
  * log's replay), not here. Files already counted (a backup's) or not there are not counted again.
  */
-async function checkKeys(dir: string, rels: { writers: string; appendKeys: string }, backup: boolean, problem: Report): Promise<void> {
+async function checkKeys(dir: string, rels: { writers: string; stateKeys: string; appendKeys: string }, backup: boolean, problem: Report): Promise<void> {
   const read = async (rel: string): Promise<string | undefined> => {
     try {
       return (await nodeIo.readFile(path.join(dir, rel))).toString('utf8');
@@ -242,17 +244,21 @@ async function checkKeys(dir: string, rels: { writers: string; appendKeys: strin
     const got = decodeWriters(writers);
     if ('problem' in got) problem(rels.writers, `${got.problem}: the server ignores it, so a write it holds the key of is applied again when sent again`);
   }
-  const appendKeys = await read(rels.appendKeys);
-  if (appendKeys === undefined) return;
-  const lines = appendKeys.split('\n');
-  lines.forEach((raw, i) => {
-    if (raw === '') return;
-    const got = decodeKeyLine(raw);
-    if ('newer' in got) problem(rels.appendKeys, new NewerFormatError(rels.appendKeys, got.newer).message, i + 1);
-    else if ('damaged' in got && (backup || i < lines.length - 1)) {
-      problem(rels.appendKeys, `${got.damaged}: the server skips it, so the append it holds the key of is written again when sent again`, i + 1);
-    }
-  });
+  const logs: [string, (raw: string) => { newer: number } | { damaged: string } | object, string][] = [
+    [rels.stateKeys, decodeStateKeyLine, 'the write it holds the key of is applied again when sent again'],
+    [rels.appendKeys, decodeKeyLine, 'the append it holds the key of is written again when sent again'],
+  ];
+  for (const [rel, decode, lost] of logs) {
+    const text = await read(rel);
+    if (text === undefined) continue;
+    const lines = text.split('\n');
+    lines.forEach((raw, i) => {
+      if (raw === '') return;
+      const got = decode(raw);
+      if ('newer' in got) problem(rel, new NewerFormatError(rel, got.newer).message, i + 1);
+      else if ('damaged' in got && (backup || i < lines.length - 1)) problem(rel, `${got.damaged}: the server skips it, so ${lost}`, i + 1);
+    });
+  }
 }
 
 /** The side folder's files (marks, metas, write-ahead log) against the files they describe; returns how many were read. */

@@ -1,21 +1,12 @@
-// Idempotency keys of the state document's writes (a writer id and a seq per write, sent by a
-// client that sends a write again when its connection ended without an answer): a write whose
-// key was applied is answered as it was, never applied twice, also after a crash of the server.
-//
-// Durable with the write: the table is written (`<side>/writers.json`, replaced atomically)
-// before the commit's rename of state.json, with the keys that commit applies kept apart (`last`)
-// and the stamp state.json had before it (`before`). A crash between the two leaves state.json
-// with that stamp: the load leaves `last` out (those writes are not in the file, so a retry
-// applies them). Otherwise the rename happened (the file has another inode now, or was changed
-// since) and `last` counts. A commit that failed after its keys were written marks the table
-// dirty: the next commit writes it again first, so a later rename can never make them count.
-import path from 'node:path';
-import { parseExactJson, stringifyExactJson } from '../common/exact-json.js';
-import { isErrno } from '../common/errno.js';
-import type { Io } from './io.js';
-import { ioError } from './store-error.js';
+// Idempotency keys (a writer id and a seq per write, sent by a client that sends a write again
+// when its connection ended without an answer): a write whose key was applied is answered as it
+// was, never applied twice, also after a crash of the server. What a key is and the table of
+// answers kept in memory; how they are made durable with their writes: state-keys.ts (the state
+// document's writes) and append-keys.ts (transcript appends). Also the previous format of the
+// document's keys, `<side>/writers.json`, which a start reads once and folds into state-keys.log.
+import { parseExactJson } from '../common/exact-json.js';
 
-/** The table's file in the state's side folder. */
+/** The previous format's file in the state's side folder (read, never written). */
 export const WRITERS_FILE = 'writers.json';
 
 export interface WriterKey {
@@ -37,7 +28,7 @@ const WINDOW = 64;
 /** Writers kept; the one unused longest goes first. */
 const MAX_WRITERS = 256;
 
-/** The file's content (version 1). */
+/** writers.json's content (version 1): the table, and the keys of the commit under way (`last`) with state.json's stamp before it. */
 export interface FileFormat {
   v: 1;
   before: FileStamp;
@@ -48,7 +39,7 @@ export interface FileFormat {
 /** A table's keys: per writer id (the one used longest ago first), its seqs and their answers. */
 export type KeyEntries = [string, [number, unknown][]][];
 
-/** The file, read: a table of writers, or why it is not one. */
+/** writers.json, read: a table of writers, or why it is not one. */
 export function decodeWriters(text: string): FileFormat | { problem: string } {
   let data: FileFormat;
   try {
@@ -60,13 +51,8 @@ export function decodeWriters(text: string): FileFormat | { problem: string } {
   return data;
 }
 
-/**
- * The file for `table` with no commit under way (nothing in `last`, so no state.json stamp to
- * judge it by): what a backup holds, and a restore puts in the new side folder.
- */
-export const encodeWriters = (table: KeyEntries): string => stringifyExactJson({ v: 1, before: null, table, last: [] } satisfies FileFormat);
-
-const sameStamp = (a: FileStamp, b: FileStamp): boolean =>
+/** Whether two stamps name the same version of a file. */
+export const sameStamp = (a: FileStamp, b: FileStamp): boolean =>
   a === b || (a !== null && b !== null && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs);
 
 const keyName = (k: WriterKey): string => `${k.id}\u0000${k.seq}`;
@@ -123,66 +109,5 @@ export class KeyTable {
       if (this.table.size <= MAX_WRITERS) break;
       this.table.delete(id);
     }
-  }
-}
-
-export class WriterSequences {
-  readonly keys = new KeyTable();
-  /** A commit failed after its keys were written: the next commit writes the table first. */
-  private dirty = false;
-
-  private constructor(
-    private readonly io: Io,
-    private readonly file: string,
-    private readonly sync: boolean,
-  ) {}
-
-  /** Reads the table; `current` is state.json's stamp as the store just read it. `fresh`: its folder was just made (no table to read). */
-  static async load(io: Io, file: string, current: FileStamp, sync: boolean, fresh = false): Promise<WriterSequences> {
-    const w = new WriterSequences(io, file, sync);
-    if (fresh) return w;
-    let text: string;
-    try {
-      text = (await io.readFile(file)).toString('utf8');
-    } catch (err) {
-      if (isErrno(err, 'ENOENT')) return w;
-      throw ioError('read', path.basename(file), err);
-    }
-    const data = decodeWriters(text);
-    // Written atomically, so only a foreign file: keys are lost, never invented (a retry applies again).
-    if ('problem' in data) return w;
-    w.keys.remember(data.table.flatMap(([id, answers]) => answers.map(([seq, answer]) => ({ key: { id, seq }, answer }))));
-    if (data.last.length > 0) {
-      if (sameStamp(data.before, current)) w.dirty = true; // the rename never happened
-      else w.keys.remember(data.last.map(([id, seq, answer]) => ({ key: { id, seq }, answer })));
-    }
-    return w;
-  }
-
-  /** Whether the next commit must write the table first (even with no keys of its own). */
-  get needsWrite(): boolean {
-    return this.dirty;
-  }
-
-  /**
-   * Writes the table with `last` (the keys the commit about to replace state.json applies) before
-   * that commit's rename; `before` is state.json's stamp now.
-   */
-  async prepare(last: readonly KeyedAnswer[], before: FileStamp): Promise<void> {
-    const data: FileFormat = { v: 1, before, table: this.keys.entries(), last: last.map(({ key, answer }) => [key.id, key.seq, answer]) };
-    this.dirty = last.length > 0; // until the commit says it is in the file
-    try {
-      await this.io.writeAtomic(this.file, stringifyExactJson(data), { mode: 0o600, sync: this.sync });
-      if (this.sync) await this.io.syncDir(path.dirname(this.file));
-    } catch (err) {
-      this.dirty = true;
-      throw ioError('write', path.basename(this.file), err);
-    }
-  }
-
-  /** The commit whose keys `prepare` wrote is in the file: they are answered from now on. */
-  committed(last: readonly KeyedAnswer[]): void {
-    this.dirty = false;
-    this.keys.remember(last);
   }
 }

@@ -9,7 +9,7 @@ import type { NotificationName } from '../../src/protocol/table.js';
 import type { StateClient } from '../../src/client/client.js';
 import { connect } from '../../src/client/client.js';
 import type { TranscriptEntry } from '../../src/protocol/model.js';
-import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import type { Ctx } from './cli.js';
 
 /** A safety net only: a hung server fails the test instead of the run. Generous: on a 2-core machine under load 20, correct tests took over 30 s. */

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { SCAN_CHUNK } from '../../src/store/line-scan.js';
-import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import type { Store } from '../../src/store/store.js';
 import { openIn } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';

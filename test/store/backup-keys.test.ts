@@ -2,7 +2,7 @@
 // sent again with its key to the restored state is answered as it was, not applied twice; verify
 // names key files the server would skip (their keys lost, so a retry would land twice).
 import assert from 'node:assert/strict';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { backupOffline, backupStore } from '../../src/store/backup.js';
@@ -55,8 +55,9 @@ test('a keyed write answered before a backup and sent again to the restored stat
   await store.close();
   const report = await verifyStateDir(dest);
   assert.deepEqual(report.problems, []);
-  assert.deepEqual(Object.keys(report.manifest?.files ?? {}).filter((f) => f.startsWith('.herrscher-state/')).sort(), [KEY_FILES.appendKeys, KEY_FILES.writers]);
+  assert.deepEqual(Object.keys(report.manifest?.files ?? {}).filter((f) => f.startsWith('.herrscher-state/')).sort(), [KEY_FILES.appendKeys, KEY_FILES.stateKeys]);
   assert.doesNotMatch(readFileSync(path.join(dest, KEY_FILES.appendKeys), 'utf8'), /"p":/, 'no line names an inode or an offset');
+  assert.doesNotMatch(readFileSync(path.join(dest, KEY_FILES.stateKeys), 'utf8'), /"b":/, 'no line names a stamp of state.json');
   // The default state file's side folder, and another's (`<base>.d`): the keys go to the target's.
   for (const base of ['state.json', 'other.json']) {
     const target = path.join(tempDir(), 'restored', base);
@@ -64,6 +65,28 @@ test('a keyed write answered before a backup and sent again to the restored stat
     await retriesAnsweredAsBefore(target, added);
     assert.deepEqual((await verifyStateDir(path.dirname(target), base)).problems, []);
   }
+});
+
+test('a backup of an earlier build (the document\'s keys in writers.json) restores with its keys answered', async () => {
+  const dir = tempDir();
+  const { store, added } = await keyed(dir);
+  const dest = path.join(tempDir(), 'bk');
+  await backupStore(store, dest);
+  await store.close();
+  // What an earlier build wrote in the backup for the same keys: the table, nothing under way.
+  const keys = readFileSync(path.join(dest, KEY_FILES.stateKeys), 'utf8').split('\n').filter((l) => l !== '')
+    .map((l) => JSON.parse(l.slice(9)) as { w: string; q: number; a: unknown });
+  const table = [...new Set(keys.map((k) => k.w))].map((w) => [w, keys.filter((k) => k.w === w).map((k) => [k.q, k.a])]);
+  writeFileSync(path.join(dest, KEY_FILES.writers), JSON.stringify({ v: 1, before: null, table, last: [] }));
+  rmSync(path.join(dest, KEY_FILES.stateKeys));
+  const manifest = JSON.parse(readFileSync(path.join(dest, MANIFEST_NAME), 'utf8')) as { files: Record<string, unknown> };
+  delete manifest.files[KEY_FILES.stateKeys];
+  manifest.files[KEY_FILES.writers] = await hashFile(path.join(dest, KEY_FILES.writers));
+  writeFileSync(path.join(dest, MANIFEST_NAME), JSON.stringify(manifest));
+  assert.deepEqual((await verifyStateDir(dest)).problems, []);
+  const target = statePathIn(path.join(tempDir(), 'restored'));
+  await restoreBackup(dest, target);
+  await retriesAnsweredAsBefore(target, added);
 });
 
 test('a backup taken with no server running carries the keys too', async () => {
@@ -91,14 +114,16 @@ test('verify names key files whose keys the server would skip, in a backup and i
   const copy = path.join(tempDir(), 'copy');
   cpSync(dest, copy, { recursive: true });
   writeFileSync(path.join(copy, KEY_FILES.writers), '{"v":1}');
+  writeFileSync(path.join(copy, KEY_FILES.stateKeys), `${readFileSync(path.join(dest, KEY_FILES.stateKeys), 'utf8')}${sealLine('{"q":1}')}`);
   writeFileSync(path.join(copy, KEY_FILES.appendKeys), `${sealLine('{"w":"x"}')}${readFileSync(path.join(dest, KEY_FILES.appendKeys), 'utf8')}`);
   const manifest = JSON.parse(readFileSync(path.join(copy, MANIFEST_NAME), 'utf8')) as { files: Record<string, unknown> };
   for (const rel of Object.values(KEY_FILES)) manifest.files[rel] = await hashFile(path.join(copy, rel));
   writeFileSync(path.join(copy, MANIFEST_NAME), JSON.stringify(manifest));
   const got = await problemsOf(copy);
-  assert.equal(got.length, 2, got.join('\n'));
+  assert.equal(got.length, 3, got.join('\n'));
   assert.match(got[0] as string, /^\.herrscher-state\/writers\.json: not a table of writers .*applied again/);
-  assert.match(got[1] as string, /^\.herrscher-state\/append-keys\.log:1: not a key .*written again/);
+  assert.match(got[1] as string, /^\.herrscher-state\/state-keys\.log:3: not a key .*applied again/);
+  assert.match(got[2] as string, /^\.herrscher-state\/append-keys\.log:1: not a key .*written again/);
 
   // The live dir: a damaged line in the middle is named, a torn last line (a crash's) is not.
   const log = path.join(dir, '.herrscher-state', 'append-keys.log');

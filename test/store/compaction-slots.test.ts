@@ -8,7 +8,7 @@ import test from 'node:test';
 import { compactionSlots, MAX_CONCURRENT_COMPACTIONS, Slots } from '../../src/store/compaction-slots.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { encodeTranscriptLine } from '../../src/store/go-json.js';
-import { COMPACT_KEEP_BYTES, COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_KEEP_BYTES, COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { TranscriptEntry } from '../../src/protocol/model.js';
 import type { Store, StoreOptions } from '../../src/store/store.js';
-import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 

@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import type { Store } from '../../src/store/store.js';
 import { Store as StoreClass } from '../../src/store/store.js';
 import { isStateGone } from '../../src/store/state-gone.js';
-import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import type { Durability } from '../../src/store/state-store.js';
 import { newSession } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';

@@ -9,7 +9,7 @@ import type { TranscriptEntry } from '../../src/protocol/model.js';
 import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Store } from '../../src/store/store.js';
-import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import { errno, newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { assertUsage, sumOf } from '../helpers/usage.js';

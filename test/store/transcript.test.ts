@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { encodeTranscriptLine } from '../../src/store/go-json.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Store } from '../../src/store/store.js';
-import { COMPACT_KEEP_BYTES, COMPACT_TRIGGER_BYTES } from '../../src/store/transcript.js';
+import { COMPACT_KEEP_BYTES, COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import type { Entry } from '../../src/store/transcript-read.js';
 import type { StoreOptions } from '../../src/store/store.js';
 import { newSession, openIn, reopen, storeError, text } from '../helpers/store.js';

@@ -514,13 +514,18 @@ func (cn *connection) current(ctx context.Context, knownVersion uint64) (r repli
 	return replica{}, false, fmt.Errorf("state: %s kept changing while it was read (%d reads)", cn.statePath, maxResends)
 }
 
-// currentNow is current's common case in one lock, with no deadline to make: connected, the
-// replica current, no event waiting (ok false: ask current). It counts as a use for the idle
-// closer, as use and release do.
+// currentNow is current's common case in one lock, with no deadline to make: connected and
+// the replica current once the feed's waiting events are applied (memory work: another
+// process's change costs no timer and no second lock), else ok false: ask current. It counts
+// as a use for the idle closer, as use and release do.
 func (cn *connection) currentNow(knownVersion uint64) (r replica, same, ok bool) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	if cn.client == nil || !cn.loaded || cn.stale || atomic.LoadInt32(&cn.queued) != 0 {
+	if cn.client == nil || !cn.loaded || cn.stale {
+		return replica{}, false, false
+	}
+	cn.drainLocked()
+	if cn.stale {
 		return replica{}, false, false
 	}
 	r, same = cn.replicaLocked(knownVersion)

@@ -28,6 +28,30 @@ func BenchmarkFindSessionFromTheReplica(b *testing.B) {
 	}
 }
 
+// FindSession right after another process changed a row: the feed's event waits in the queue
+// and the read applies it (one row replaced, the fields merged) before it scans.
+func BenchmarkFindSessionAfterAFeedEvent(b *testing.B) {
+	var d document
+	for i := 0; i < 21; i++ {
+		d.Sessions = append(d.Sessions, Session{Name: fmt.Sprint("s", i), ChannelID: fmt.Sprint(i), Type: "text", Cmd: "claude"})
+	}
+	c := &stateclient.Client{}
+	srv := &connection{statePath: "/nonexistent/state.json", client: c, remote: d, version: 1, loaded: true}
+	st := &State{path: srv.statePath, srv: srv}
+	queue := srv.queue(c)
+	row := stateclient.Session{Name: "s3", ChannelID: "3", Type: "text", Cmd: "claude"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		row.ResumeToken = fmt.Sprint(i)
+		r := row
+		queue(&stateclient.SessionDidChangeParams{Revision: i + 1, Kind: "changed", Name: "s3", Session: &r})
+		if s, ok := st.FindSession("s3"); !ok || s.ResumeToken != row.ResumeToken {
+			b.Fatalf("FindSession gave %+v, %v: the event was not applied", s, ok)
+		}
+	}
+}
+
 // The first write on a new state, with the shared server running (its start is not counted):
 // a dial, initialize with the state (the server opens it), the feed's subscription, the read of
 // the document, and AddSession's save. `go test -run '^$' -bench FirstWrite` in clients/go/state.

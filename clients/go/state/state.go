@@ -106,21 +106,22 @@ func (s *State) adoptLocked(r replica, same bool) {
 	s.show(cur)
 }
 
-// read syncs for a reader: a reader has no error to return, so when the server cannot be
-// reached it answers from the fields as they are, and says why in the log (report.go). A State
-// made without a path (a literal) has no server to ask: its fields are all there is.
-func (s *State) read() {
-	// The common case first, without a deadline to make (a timer costs more than the read).
+// readLocked syncs for a reader and returns with s.mu held for its look at the fields. A reader
+// has no error to return, so when the server cannot be reached it answers from the fields as
+// they are, and says why in the log (report.go). A State made without a path (a literal) has no
+// server to ask: its fields are all there is. The common case (a current replica) takes s.mu
+// once, with no deadline to make (a timer costs more than the read).
+func (s *State) readLocked() {
 	s.mu.Lock()
 	if s.srv != nil {
 		if r, same, ok := s.srv.currentNow(s.baseVersion); ok {
 			s.adoptLocked(r, same)
-			s.mu.Unlock()
 			return
 		}
 	}
 	unserved := s.srv == nil || !s.srv.connected()
 	s.mu.Unlock()
+	defer s.mu.Lock()
 	if unserved && missing(s.path) {
 		// Nothing written yet (or the folder is gone): no server has anything to add to the
 		// fields, so none is asked or started for a read.
@@ -240,8 +241,7 @@ func (s *State) ApplyDefaults(home *HomeRef, workspace, source string) {
 
 // FindSession returns the session with name (and whether it exists).
 func (s *State) FindSession(name string) (Session, bool) {
-	s.read()
-	s.mu.Lock()
+	s.readLocked()
 	defer s.mu.Unlock()
 	for _, sess := range s.Sessions {
 		if sess.Name == name {
@@ -253,16 +253,14 @@ func (s *State) FindSession(name string) (Session, bool) {
 
 // SnapshotSessions returns a copy of the current sessions.
 func (s *State) SnapshotSessions() []Session {
-	s.read()
-	s.mu.Lock()
+	s.readLocked()
 	defer s.mu.Unlock()
 	return append([]Session(nil), s.Sessions...)
 }
 
 // WorkspaceRoot returns the configured workspace, else the legacy Repo, else "".
 func (s *State) WorkspaceRoot() string {
-	s.read()
-	s.mu.Lock()
+	s.readLocked()
 	defer s.mu.Unlock()
 	if s.Workspace != "" {
 		return s.Workspace
@@ -272,8 +270,7 @@ func (s *State) WorkspaceRoot() string {
 
 // SourceDir returns the configured herrscher source checkout, else "".
 func (s *State) SourceDir() string {
-	s.read()
-	s.mu.Lock()
+	s.readLocked()
 	defer s.mu.Unlock()
 	return s.Source
 }
@@ -282,8 +279,7 @@ func (s *State) SourceDir() string {
 // title): "<InstanceID>__<name>". In legacy mode (empty InstanceID) it returns the bare
 // logical name.
 func (s *State) QualifiedName(name string) string {
-	s.read()
-	s.mu.Lock()
+	s.readLocked()
 	defer s.mu.Unlock()
 	if s.InstanceID == "" {
 		return name
