@@ -5,9 +5,12 @@
 // Run as `tsx scripts/write-schema.ts <protocol dir> <root>` it derives from another copy of the
 // contract into another tree (which must hold the files derived-files.ts fills in, and
 // package.json): the test that adds a method to a copy of the contract uses that.
+// HERRSCHER_CLIENT_TYPES_CACHE, when set, is a folder where the typed client's types are kept by
+// their inputs (scripts/client-types-cache.ts); `npm run schema` does not set it.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { cachedClientTypesSource } from './client-types-cache.js';
 import { CLIENT_TYPES_FILE, clientTypesSource } from './client-types-gen.js';
 import { type Contract, derivedFiles, TYPES_DIR } from './derived-files.js';
 import { withPythonVersion } from './python-version.js';
@@ -25,8 +28,10 @@ const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'ut
 
 const contract: Contract = { doc: openRpcDocument(version), types: typeSchemas(), errorCodes: ErrorCodes, errorDescriptions: ErrorDescriptions, methods: methodList };
 const files = derivedFiles(contract, (rel) => readFileSync(path.join(root, rel), 'utf8'));
-// The typed client's plain types: the TypeScript compiler's reading of the contract's own source.
-files[CLIENT_TYPES_FILE] = clientTypesSource(protocolDir);
+// The typed client's plain types: the TypeScript compiler's reading of the contract's own source
+// (kept in the folder HERRSCHER_CLIENT_TYPES_CACHE names, when a test names one).
+const cacheDir = process.env.HERRSCHER_CLIENT_TYPES_CACHE;
+files[CLIENT_TYPES_FILE] = cacheDir ? cachedClientTypesSource(protocolDir, cacheDir) : clientTypesSource(protocolDir);
 // The Python package's version is the npm package's.
 const py = 'clients/python/herrscher_state.py';
 files[py] = withPythonVersion(files[py] ?? readFileSync(path.join(root, py), 'utf8'), version);

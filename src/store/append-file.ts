@@ -12,6 +12,7 @@ import type { Io } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
+import { repairTornTail } from './torn-tail.js';
 import type { WriteAheadLog } from './wal.js';
 
 interface AppendJob<T> {
@@ -70,8 +71,15 @@ export class AppendFile<T = undefined> {
   private fh: FileHandle | undefined;
   private size = 0;
   private ino = 0;
-  /** The file's first bytes (up to HEAD_BYTES): a log record names its file by them (file-head.ts). */
+  /** The file's first bytes (up to HEAD_BYTES), as the last write left them. */
   private prefix: Buffer = Buffer.alloc(0);
+  /**
+   * What a log record names the file by (file-head.ts): the head of its first bytes that are
+   * durable in the file itself, whatever the log holds: its first append's (fdatasynced), or what
+   * it held when opened (synced by a checkpoint or the start's replay). Never of bytes only a
+   * record keeps: a record damaged or lost must not make the file look like another one at replay.
+   */
+  private durableHead: string | undefined;
   /** The open made the file and nothing is in it yet: a failed first write removes it. */
   // Stryker disable next-line BooleanLiteral: every batch opens the file first, and the open sets it
   private createdNow = false;
@@ -121,7 +129,10 @@ export class AppendFile<T = undefined> {
   exclusive<R>(run: () => Promise<R>, { replaces = true }: { replaces?: boolean } = {}): Promise<R> {
     return this.queue.exclusive(async () => {
       await this.closeHandle();
-      if (replaces) await this.options.wal?.checkpoint();
+      if (replaces) {
+        this.durableHead = undefined; // another file may be at the name after it
+        await this.options.wal?.checkpoint();
+      }
       return run();
     });
   }
@@ -185,16 +196,26 @@ export class AppendFile<T = undefined> {
     this.createdNow = false;
     try {
       const wal = this.durability === 'sync' ? this.options.wal : undefined;
-      if (this.durability === 'sync' && !wal) await this.io.writeSynced(fh, buf);
+      // A file's first bytes are made durable in the file itself (one fdatasync per new or
+      // emptied file): a log record names its file by them, and a record at offset 0 would have
+      // none to name it by (an inode number is reused by the next new file).
+      if (this.durability === 'sync' && (!wal || before === 0)) await this.io.writeSynced(fh, buf);
       else await this.io.write(fh, buf);
       if (wal) {
         const tags = jobs.map((j) => j.tag);
         const s = this.options.nextSeq?.(tags);
         const k = this.options.walKeys?.(tags);
-        // Named by inode and by its first bytes before this append (an inode number is reused by
-        // the next new file): those are on disk already (synced by a checkpoint, or in records before this one).
-        const h = headOf(this.prefix);
-        await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...(s === undefined ? {} : { s }), ...(k === undefined ? {} : { k }) });
+        const carried = { ...(s === undefined ? {} : { s }), ...(k === undefined ? {} : { k }) };
+        if (before > 0) {
+          // Named by inode and by its durable first bytes (an inode number is reused by the next new file).
+          const h = this.durableHead ?? headOf(this.prefix);
+          await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...carried });
+        } else if (s !== undefined || k !== undefined) {
+          // The bytes are durable in the file already: the record carries only the seq after them
+          // and their keys, and names the file by those first bytes (replay checks it is still the
+          // file that holds them, puts nothing back, and keeps the keys and the seq).
+          await wal.record({ f: this.rel, i: this.ino, h: headOf(buf), o: 0, d: '', ...carried });
+        }
       }
       this.size = before + buf.length;
     } catch (err) {
@@ -205,6 +226,7 @@ export class AppendFile<T = undefined> {
         : ioError('append to', this.rel, err);
     }
     if (this.prefix.length < HEAD_BYTES) this.prefix = Buffer.concat([this.prefix, buf]).subarray(0, HEAD_BYTES);
+    if (before === 0) this.durableHead = headOf(this.prefix);
     for (const j of jobs) j.written = true;
     this.options.written?.(jobs.map((j) => j.tag), this.size);
     if (!this.options.afterCut || !this.options.cutAfter?.(this.size)) {
@@ -221,6 +243,7 @@ export class AppendFile<T = undefined> {
       this.options.log.error(`compaction of ${this.rel} skipped: the write-ahead log could not be checkpointed first; retried after the next append`, err);
       return;
     }
+    this.durableHead = undefined; // the compacted file is named by its own first bytes
     await this.options.afterCut();
   }
 
@@ -233,6 +256,7 @@ export class AppendFile<T = undefined> {
     try {
       if (createdNow) {
         await this.closeHandle();
+        this.durableHead = undefined;
         await this.io.unlink(this.file);
       } else {
         await this.io.truncate(fh, before);
@@ -257,7 +281,7 @@ export class AppendFile<T = undefined> {
     }
     try {
       this.size = created ? 0 : await this.io.size(fh);
-      if (!created && this.size > 0) await this.repairTail(fh);
+      if (!created && this.size > 0) this.size = await repairTornTail(this.io, fh, this.size, this.options.tornTail, this.durability === 'sync');
       this.prefix = Buffer.alloc(Math.min(this.size, HEAD_BYTES));
       if (this.prefix.length > 0) await this.io.read(fh, this.prefix, 0);
       if (created && this.durability === 'sync') {
@@ -270,7 +294,11 @@ export class AppendFile<T = undefined> {
     }
     this.fh = fh;
     this.createdNow = created;
-    this.ino = await this.io.inode(fh);
+    const ino = await this.io.inode(fh);
+    // The same file opened again (after a read, or a dropped handle) keeps what it was named by.
+    if (this.size === 0) this.durableHead = undefined;
+    else if (this.durableHead === undefined || ino !== this.ino) this.durableHead = headOf(this.prefix);
+    this.ino = ino;
     this.options.opened?.(this.size, this.ino);
     return fh;
   }
@@ -286,37 +314,4 @@ export class AppendFile<T = undefined> {
       this.options.log.error(`closing ${this.rel} failed as well, after a failed open`, err);
     }
   }
-
-  private async repairTail(fh: FileHandle): Promise<void> {
-    const last = Buffer.alloc(1);
-    await this.io.read(fh, last, this.size - 1);
-    if (last[0] === 0x0a) return;
-    const start = await lastLineStart(this.io, fh, this.size);
-    const fragment = Buffer.alloc(this.size - start);
-    await this.io.read(fh, fragment, start);
-    if (this.options.tornTail(fragment) === 'keep') {
-      await this.io.write(fh, Buffer.from('\n'));
-      this.size += 1;
-    } else {
-      await this.io.truncate(fh, start);
-      this.size = start;
-    }
-    if (this.durability === 'sync') await this.io.datasync(fh);
-  }
-}
-
-/** Offset just past the last "\n" before `size`, reading backwards in 64 KiB steps. */
-async function lastLineStart(io: Io, fh: FileHandle, size: number): Promise<number> {
-  const step = 64 * 1024;
-  let end = size;
-  while (end > 0) {
-    const from = Math.max(0, end - step);
-    // Stryker disable next-line ArithmeticOperator: a longer buffer reads nothing more (the file or the part already looked at ends at `end`) and its zeros are no newline
-    const buf = Buffer.alloc(end - from);
-    await io.read(fh, buf, from);
-    const i = buf.lastIndexOf(0x0a);
-    if (i >= 0) return from + i + 1;
-    end = from;
-  }
-  return 0;
 }

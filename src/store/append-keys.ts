@@ -8,7 +8,7 @@
 // checks each line against the file (after the write-ahead log's replay) and keeps only the keys
 // whose bytes are there, then writes the log again with those alone. The line is written with
 // write(2) and not synced: a kill -9 keeps it (the page cache), as it keeps the append itself. In
-// `sync` mode the key is also in the append's write-ahead record (wal.ts, `k`), whose fdatasync
+// `sync` mode the key is also in the append's write-ahead record (wal-record.ts, `k`), whose fdatasync
 // makes the append durable: a replay hands the keys of the records it kept to keepReplayedKeys,
 // which writes them down (synced) before the log is emptied, and a checkpoint syncs this log
 // before it empties the write-ahead log. So no append costs a second fdatasync for its key.
@@ -22,7 +22,7 @@ import { isErrno } from '../common/errno.js';
 import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import type { Io } from './io.js';
 import { ioError } from './store-error.js';
-import type { ReplayedKey } from './wal.js';
+import type { ReplayedKey } from './wal-record.js';
 import type { KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
 import { KeyTable } from './writer-sequences.js';
 

@@ -1,6 +1,6 @@
 // What a start does before anything reads a transcript: load the seq high-water marks, take over
 // the side files an older layout shared (side-files.ts), and put back from the write-ahead log
-// what a crash kept from the files (wal.ts, replayWal), raising each transcript's mark past the
+// what a crash kept from the files (wal-replay.ts, replayWal), raising each transcript's mark past the
 // appends its records acknowledged. Runs under the state file's lock.
 import { HighWater, highWaterRelIn } from './high-water.js';
 import type { Io } from './io.js';
@@ -8,7 +8,8 @@ import { adoptSharedSideFiles } from './side-files.js';
 import type { StoreLog } from './store-log.js';
 import path from 'node:path';
 import { APPEND_KEYS_FILE, keepReplayedKeys } from './append-keys.js';
-import { replayWal, walRelIn } from './wal.js';
+import { walRelIn } from './wal-record.js';
+import { replayWal } from './wal-replay.js';
 
 /** The session name of `transcripts/<name>.jsonl`. */
 const nameOfTranscript = (rel: string): string => rel.slice('transcripts/'.length, -'.jsonl'.length);

@@ -5,7 +5,9 @@
 // and the seq high-water marks with them: the restored transcripts number their entries as the
 // originals did. The idempotency keys the backup holds go into the new side folder as they are
 // (they name no inode): a write answered before the backup and sent again is answered as it was.
-// docs/operations.md, "Restore".
+// A restore that fails at any step, the last folder sync after the rename included, leaves the
+// place as it found it (the restored folder moved out and removed, an empty target folder made
+// again, the folders made above it removed) and says so. docs/operations.md, "Restore".
 import { randomUUID } from 'node:crypto';
 import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -16,6 +18,7 @@ import type { BackupManifest } from './backup-manifest.js';
 import { BACKUP_SIDE } from './backup-manifest.js';
 import { copyPrefix, syncFolder } from './file-copy.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
+import type { Io } from './io.js';
 import { nodeIo } from './io.js';
 import { lockHolder } from './lock-probe.js';
 import { statePaths } from './paths.js';
@@ -44,8 +47,14 @@ export interface Restored {
   files: number;
 }
 
-/** Restores the backup in `backupDir` as the state file `statePath` (its folder must not exist, or be empty). */
-export async function restoreBackup(backupDir: string, statePath: string): Promise<Restored> {
+/** The store's calls, with folder syncs that follow a link at the folder's name (a state dir's parent may be one, as /data → /mnt/data). */
+const restoreIo: Io = { ...nodeIo, syncDir: syncFolder };
+
+/**
+ * Restores the backup in `backupDir` as the state file `statePath` (its folder must not exist, or
+ * be empty). `io`: the renames and folder syncs go through it (tests inject failures there).
+ */
+export async function restoreBackup(backupDir: string, statePath: string, io: Io = restoreIo): Promise<Restored> {
   const report = await verifyStateDir(backupDir);
   if (!report.backup) throw new RestoreRefused(`${backupDir} is not a backup: it has no backup-manifest.json (an unfinished backup has none)`);
   if (report.problems.length > 0 || !report.manifest) {
@@ -59,33 +68,65 @@ export async function restoreBackup(backupDir: string, statePath: string): Promi
   if (into === from || into.startsWith(`${from}${path.sep}`)) {
     throw new RestoreRefused(`${paths.dir} is inside the backup ${from}: restore elsewhere (a restore never changes its backup); nothing was restored`);
   }
-  await checkTarget(paths.dir, paths.serverLockPath);
+  // An empty target folder the rename replaces: a failed restore makes it again, with its mode.
+  const emptyTarget = await checkTarget(paths.dir, paths.serverLockPath);
   const parent = path.dirname(paths.dir);
   const tmp = path.join(parent, `.${path.basename(paths.dir)}.restore-${randomUUID()}`);
   // The folders above the target that this restore makes: a failed one removes them again.
   const made = await missingFolders(parent);
+  let placed = false;
   try {
     await fs.mkdir(parent, { recursive: true, mode: 0o700 });
     await fs.mkdir(tmp, { mode: 0o700 });
-    await writeFiles(backupDir, tmp, path.basename(paths.statePath), paths.side, manifest);
+    await writeFiles(io, backupDir, tmp, path.basename(paths.statePath), paths.side, manifest);
     try {
-      await fs.rename(tmp, paths.dir);
+      await io.rename(tmp, paths.dir);
     } catch (err) {
       if (isErrno(err, 'ENOTEMPTY') || isErrno(err, 'EEXIST')) {
         throw new RestoreRefused(`${paths.dir} is no longer empty (something, perhaps a server, started in it meanwhile); nothing was restored`);
       }
       throw err;
     }
-    await syncFolder(parent);
+    placed = true;
+    // Until this sync the rename may not survive a power loss: a restore that cannot make it
+    // durable has not restored (a later start could find the old place, or half of the new).
+    await io.syncDir(parent);
   } catch (err) {
+    const undone = placed ? await moveOut(io, paths.dir, tmp, emptyTarget) : undefined;
     await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
     await removeFolders(made);
+    if (placed) {
+      // The errno's own words (ioError's), and what became of the restored folder.
+      const { code, message } = ioError('sync', path.dirname(paths.dir), err);
+      const what = undone
+        ? `and it could not be moved out again (${ioError('rename', paths.dir, undone.err).message}): the restored folder is left at ${paths.dir}; remove it before restoring again`
+        : 'the restored folder was moved out again and removed: nothing was restored';
+      throw new StoreError('io', `restore into ${paths.dir}: the folder above it could not be synced after the rename (${message}); ${what}`, { code }, code);
+    }
     throw err instanceof RestoreRefused || err instanceof StoreError ? err : ioError('restore into', paths.dir, err);
   }
   return {
     statePath: paths.statePath, revision: manifest.revision, epoch: manifest.epoch, offline: manifest.offline, createdAt: manifest.createdAt,
     files: Object.keys(manifest.files).length,
   };
+}
+
+/**
+ * Moves a restored folder out of the target's place again (to `tmp`, which the caller removes),
+ * making again the empty folder it replaced; the parent's sync is tried again, so the place as it
+ * was found is what survives a power loss when the disk lets it. Returns the error when it could
+ * not be moved out (the restored folder is then still in place).
+ */
+async function moveOut(io: Io, dir: string, tmp: string, emptyTarget: { mode: number } | undefined): Promise<{ err: unknown } | undefined> {
+  try {
+    await io.rename(dir, tmp);
+  } catch (err) {
+    return { err };
+  }
+  // chmod after mkdir: the mode as it was, whatever the umask.
+  if (emptyTarget) await fs.mkdir(dir).then(() => fs.chmod(dir, emptyTarget.mode)).catch(() => undefined);
+  await io.syncDir(path.dirname(dir)).catch(() => undefined);
+  return undefined;
 }
 
 /** `dir` and each folder above it that does not exist, the deepest first. */
@@ -117,24 +158,27 @@ async function removeFolders(made: readonly string[]): Promise<void> {
   }
 }
 
-/** Refuses a target that is not a folder, or holds anything (naming the server when one serves it). */
-async function checkTarget(dir: string, serverLockPath: string): Promise<void> {
+/**
+ * Refuses a target that is not a folder, or holds anything (naming the server when one serves
+ * it); returns the mode of an empty folder there (undefined: none).
+ */
+async function checkTarget(dir: string, serverLockPath: string): Promise<{ mode: number } | undefined> {
   let names: string[];
   try {
     names = await fs.readdir(dir);
   } catch (err) {
-    if (isErrno(err, 'ENOENT')) return;
+    if (isErrno(err, 'ENOENT')) return undefined;
     if (isErrno(err, 'ENOTDIR')) throw new RestoreRefused(`${dir} exists and is not a folder; nothing was restored`);
     throw err;
   }
-  if (names.length === 0) return;
+  if (names.length === 0) return { mode: (await fs.stat(dir)).mode & 0o7777 };
   const holder = lockHolder(serverLockPath);
   throw new RestoreRefused(holder
     ? `a server serves ${dir}${holder.pid ? ` (pid ${holder.pid})` : ''}: stop it, and restore into a new or empty folder; nothing was restored`
     : `${dir} exists and is not empty: restore into a new or empty folder (a restore never overwrites a state dir); nothing was restored`);
 }
 
-async function writeFiles(backupDir: string, tmp: string, stateBase: string, side: string, m: BackupManifest): Promise<void> {
+async function writeFiles(io: Io, backupDir: string, tmp: string, stateBase: string, side: string, m: BackupManifest): Promise<void> {
   const folders = new Set<string>();
   for (const [rel, want] of Object.entries(m.files)) {
     // The backup's state file is state.json and its side folder that one's; the target's are named by --state.
@@ -178,9 +222,9 @@ async function writeFiles(backupDir: string, tmp: string, stateBase: string, sid
   const toSync = new Set<string>();
   for (const folder of [...folders, side]) for (let f = folder; f !== '.'; f = path.dirname(f)) toSync.add(f);
   for (const f of toSync) {
-    await syncFolder(path.join(tmp, f)).catch((err: unknown) => {
+    await io.syncDir(path.join(tmp, f)).catch((err: unknown) => {
       if (!isErrno(err, 'ENOENT')) throw err; // no side file to write: none made
     });
   }
-  await syncFolder(tmp);
+  await io.syncDir(tmp);
 }

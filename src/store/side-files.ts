@@ -20,7 +20,8 @@ import { lockServer } from './lock.js';
 import { LEGACY_SIDE } from './paths.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
-import { replayWal, WAL_REL } from './wal.js';
+import { WAL_REL } from './wal-record.js';
+import { replayWal } from './wal-replay.js';
 
 const MARKER = 'adopted-shared-side-files';
 const META_FILE = /\.json(\.copy)?$/;

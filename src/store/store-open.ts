@@ -28,7 +28,8 @@ import type { StoreLog } from './store-log.js';
 import { ioError } from './store-error.js';
 import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
-import { walRelIn, WriteAheadLog } from './wal.js';
+import { WriteAheadLog } from './wal.js';
+import { walRelIn } from './wal-record.js';
 import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
 
 export interface StoreOptions {

@@ -20,7 +20,7 @@ import { storeLog } from './store-log.js';
 import { findGeneration, HEAD_BYTES, metaRel } from './transcript-meta.js';
 import { parseLine } from './transcript-read.js';
 import { NewerFormatError } from './sealed-line.js';
-import { scanWal, walRelIn } from './wal.js';
+import { scanWal, walRelIn } from './wal-record.js';
 import { decodeStateKeyLine, STATE_KEYS_FILE } from './state-keys.js';
 import { decodeWriters, WRITERS_FILE } from './writer-sequences.js';
 

@@ -1,63 +1,26 @@
 // The write-ahead log behind `--durability sync`: every append to a transcript or a journal is
-// also recorded here, and the record's fdatasync is what makes the append durable. One log
-// shared by every file means one fdatasync per batch, whatever the number of sessions (per-file
-// fdatasyncs are bound by how many the disk does concurrently). The Go-format files themselves
-// are written without a sync; after a crash, `replayWal` puts back any record they lack.
+// also recorded here (wal-record.ts), and the record's fdatasync is what makes the append durable.
+// One log shared by every file means one fdatasync per batch, whatever the number of sessions
+// (per-file fdatasyncs are bound by how many the disk does concurrently). The Go-format files
+// themselves are written without a sync, except a file's first append (append-file.ts); after a
+// crash, `replayWal` (wal-replay.ts) puts back any record they lack.
 //
-// A record: a sealed line (sealed-line.ts) of {f: file relative to the state dir, i: its inode,
-// h: its head before the append (file-head.ts: the checksum of its first bytes, on disk already),
-// o: its size before the append, d: the bytes appended}. Replay is idempotent: a record whose
-// bytes are already at `o` is skipped; a file gone, or another file at its name (another inode,
-// or the same inode number reused by a new file whose first bytes differ), is left alone. A file
-// whose first record in the log is at offset 0 has no first bytes to check yet: it is known by
-// its inode alone.
 // The log is emptied (a checkpoint: every file written since is fdatasync'ed first) when it grows
 // past a bound and before a file is replaced or removed, so no record can outlive its file. Every
 // checkpoint runs inside a call that waits for it (the append whose record crossed the bound, a
 // compaction, a removal): nothing is written once the calls have returned, and a close leaves the
 // records for the next start's replay.
-import { constants as fsConstants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { CommitQueue } from './commit-queue.js';
-import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
-import { headFits, headLength, HEAD_PATTERN } from './file-head.js';
-import { isPathComponent } from './paths.js';
-import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
 import { ioError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
+import type { WalRecord } from './wal-record.js';
+import { encodeRecord, WAL_REL } from './wal-record.js';
 
-/** The log of `state.json`; another state file's is in its own side folder (paths.ts, sideOf). */
-export const WAL_REL = '.herrscher-state/wal.log';
-/** The log in the side folder `side` (relative to the state dir). */
-export const walRelIn = (side: string): string => `${side}/wal.log`;
 /** Past this size the log is checkpointed: replay after a crash stays short. */
 const CHECKPOINT_BYTES = 16 * 1024 * 1024;
-
-export interface WalRecord {
-  /** The file, relative to the state dir. */
-  readonly f: string;
-  readonly i: number;
-  /**
-   * The head of the file (file-head.ts) over its first min(o, HEAD_BYTES) bytes, already durable
-   * when the record is written: with the inode, what names the file. Absent in records of 0.1.0
-   * and earlier, which name it by inode alone.
-   */
-  readonly h?: string;
-  readonly o: number;
-  readonly d: string;
-  /** For a transcript: the seq after this record's entries (the replay raises the high-water mark to it). */
-  readonly s?: number;
-  /**
-   * The idempotency keys of its appends (append-keys.ts), each [writer id, writer seq, the seq
-   * the append got]: durable with the record, so a replay that puts the bytes back keeps their keys.
-   */
-  readonly k?: readonly (readonly [string, number, number])[];
-}
-
-/** An appended key a replay kept (WalRecord's `k`, one of them). */
-export type ReplayedKey = readonly [writer: string, writerSeq: number, seq: number];
 
 interface Pending {
   readonly bytes: Buffer;
@@ -71,65 +34,6 @@ interface Pending {
  * emptied. A few at a time fit in the descriptors the store keeps in reserve (name-cache.ts).
  */
 export const SYNCS_AT_ONCE = 16;
-
-const encodeRecord = (r: WalRecord): Buffer => Buffer.from(sealLine(JSON.stringify(r)));
-
-/** A log's records, and the complete lines that are not records (damaged: skipped, never guessed at). */
-export interface WalScan {
-  records: WalRecord[];
-  /** 1-based line numbers of the damaged lines, and why each is. */
-  damaged: { line: number; why: string }[];
-  /** The first line of a newer format than this build reads (the scan stops there; replay refuses to go on). */
-  newer?: { line: number; version: number };
-}
-
-/**
- * Every record of a log's bytes (sealed lines: sealed-line.ts). A complete line whose checksum
- * fails or whose record is not of the shape this server writes is damaged: it is skipped and
- * reported, and the records after it are still read (one bad sector must not drop every
- * acknowledged append behind it). Bytes after the last newline are a torn write of a batch never
- * acknowledged: ignored. A line of a newer format ends the scan (`newer`).
- */
-export function scanWal(buf: Buffer): WalScan {
-  const out: WalScan = { records: [], damaged: [] };
-  let start = 0;
-  let line = 0;
-  for (let end = buf.indexOf(0x0a, start); end >= 0; end = buf.indexOf(0x0a, start)) {
-    const text = buf.toString('utf8', start, end);
-    start = end + 1;
-    line++;
-    const got = unsealLine(text);
-    if ('newer' in got) {
-      out.newer = { line, version: got.newer };
-      return out;
-    }
-    if ('damaged' in got) {
-      out.damaged.push({ line, why: got.damaged });
-      continue;
-    }
-    const why = recordProblem(got.value);
-    if (why) out.damaged.push({ line, why });
-    else out.records.push(got.value as WalRecord);
-  }
-  return out;
-}
-
-const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
-const isKey = (k: unknown): boolean => Array.isArray(k) && k.length === 3 && typeof k[0] === 'string' && isCount(k[1]) && isCount(k[2]);
-
-/** Why `v` is not a record this server writes (undefined when it is one): a checksum can be forged. */
-function recordProblem(v: unknown): string | undefined {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return 'not an object';
-  const r = v as Record<string, unknown>;
-  if (typeof r.f !== 'string') return 'f is not a string';
-  if (!isCount(r.i)) return 'i is not an inode number';
-  if (r.h !== undefined && (typeof r.h !== 'string' || !HEAD_PATTERN.test(r.h))) return 'h is not a head (<n>:<crc32 hex>)';
-  if (!isCount(r.o)) return 'o is not an offset (a whole number ≥ 0)';
-  if (typeof r.d !== 'string') return 'd is not a string';
-  if (r.s !== undefined && !isCount(r.s)) return 's is not a seq (a whole number ≥ 0)';
-  if (r.k !== undefined && !(Array.isArray(r.k) && r.k.every(isKey))) return 'k is not a list of keys ([writer id, seq, seq])';
-  return undefined;
-}
 
 /** How a write-ahead log is opened. */
 export interface WalOptions {
@@ -305,207 +209,4 @@ export class WriteAheadLog {
     }
     for (const p of batch) this.dirty.add(p.file);
   }
-}
-
-/** Where a replay stands with one file: its handle (null: gone or replaced), and how far it moved. */
-interface ReplayFile {
-  readonly fh: FileHandle | null;
-  /** Whether the file at the name has the records' inode number but is another file (its head differs). */
-  readonly reused: boolean;
-  /** Records left alone for that reason. */
-  foreign: number;
-  /** Where this file's records now land relative to their offsets (0 until one was re-appended). */
-  delta: number;
-  restored: number;
-  reappended: number;
-}
-
-// `s`: a name may hold a line terminator (any one path component is a name), which `.` alone skips.
-const STORE_FILE = /^(transcripts\/(.+)\.jsonl|participants\/(.+)\.log)$/s;
-
-/** Whether a record names a file the store writes: `transcripts/<name>.jsonl` or `participants/<name>.log`, any name the store accepts. */
-function isStoreFile(rel: string): boolean {
-  const m = STORE_FILE.exec(rel);
-  const name = m?.[2] ?? m?.[3];
-  return name !== undefined && isPathComponent(name);
-}
-
-/**
- * Puts back what a crash kept from the Go-format files, then syncs every touched file and empties
- * the log. Per record: bytes already at its offset are skipped (a replay is idempotent); a torn
- * copy of them (a prefix) is cut and rewritten; a file removed or replaced since (another inode,
- * or the same inode number with other first bytes: a new file that reused it) is left alone.
- * Bytes this server did not write (the Go daemon appended first after a machine crash) are never
- * overwritten: the record's entry is appended after the file's end instead, and so are the
- * file's later records, and one `error` names the file and how many were re-appended. Returns
- * how many records were written back.
- */
-export async function replayWal(
-  io: Io,
-  dir: string,
-  log: StoreLog,
-  /**
-   * Told, before the log is emptied, the seq after the last record of each transcript (by
-   * relative path), and the keys of the records whose file holds their bytes now.
-   */
-  keepSeqs: (next: Map<string, number>, keys: ReplayedKey[]) => Promise<void> = async () => undefined,
-  opts: {
-    /** The log, relative to dir (default: state.json's). */
-    rel?: string;
-    /** Leave the log's records in it (another state file's log, replayed for its records only once). */
-    keepLog?: boolean;
-  } = {},
-): Promise<number> {
-  const rel = opts.rel ?? WAL_REL;
-  const file = path.join(dir, rel);
-  let buf: Buffer;
-  try {
-    buf = await io.readFile(file);
-  } catch (err) {
-    if (isErrno(err, 'ENOENT')) return 0; // never ran in sync mode: nothing to replay
-    throw ioError('read', rel, err);
-  }
-  const files = new Map<string, ReplayFile>();
-  const seqs = new Map<string, number>();
-  const keys: ReplayedKey[] = [];
-  const { records, damaged, newer } = scanWal(buf);
-  // Before anything is touched: a build must not replay what it cannot read, nor empty it.
-  if (newer) throw new NewerFormatError(rel, newer.version, `line ${newer.line}`);
-  if (damaged.length) {
-    const lines = damaged.slice(0, 10).map((d) => `line ${d.line} (${d.why})`).join(', ');
-    log.error(`wal: ${damaged.length} damaged record(s) in ${rel} skipped: ${lines}${damaged.length > 10 ? ', …' : ''}; ` +
-      `the ${records.length} valid record(s) around them are replayed; an append whose record was damaged is put back only if its file kept it`);
-  }
-  let failure: unknown;
-  try {
-    for (const r of records) {
-      if (typeof r.s === 'number' && r.s > (seqs.get(r.f) ?? 0)) seqs.set(r.f, r.s);
-      if (!isStoreFile(r.f)) {
-        log.error(`wal: record for ${JSON.stringify(r.f)} ignored: not a file this store writes`);
-        continue;
-      }
-      let f = files.get(r.f);
-      if (!f) {
-        const fh = await openIfSame(io, path.join(dir, r.f), r);
-        f = { fh: fh === 'reused' ? null : fh, reused: fh === 'reused', foreign: 0, delta: 0, restored: 0, reappended: 0 };
-        files.set(r.f, f);
-      }
-      if (f.fh) {
-        await replayRecord(io, f, r);
-        if (r.k) keys.push(...r.k);
-      } else if (f.reused) f.foreign++;
-    }
-    for (const f of files.values()) if (f.fh) await io.datasync(f.fh);
-  } catch (err) {
-    failure = ioError('replay', rel, err);
-  }
-  for (const f of files.values()) {
-    try {
-      await f.fh?.close();
-    } catch (err) {
-      failure ??= ioError('replay', rel, err);
-    }
-  }
-  if (failure) throw failure;
-  await keepSeqs(seqs, keys);
-  if (!opts.keepLog) {
-    const wal = await io.open(file, 'r+');
-    try {
-      await io.truncate(wal, 0);
-      await io.datasync(wal);
-    } finally {
-      await wal.close();
-    }
-  }
-  let restored = 0;
-  for (const [fileRel, f] of files) {
-    if (f.foreign) {
-      log.warn(`wal: ${f.foreign} record(s) for ${fileRel} left alone: the file at that name is another one than they were written to ` +
-        '(its inode number was reused, its first bytes differ); it was replaced after the crash, and its bytes are kept as they are');
-    }
-    restored += f.restored + f.reappended;
-    if (f.reappended) {
-      log.error(`wal: ${fileRel} holds bytes this server did not write where its records belong (another writer appended after a crash); kept them and re-appended ${f.reappended} entr${f.reappended === 1 ? 'y' : 'ies'} after the file's end`);
-    }
-  }
-  if (restored) log.warn(`wal: ${restored} append(s) the files lacked after a crash were put back`);
-  return restored;
-}
-
-/**
- * The file opened for appending when it is still the one a record names: the same inode and,
- * when the record has one, the same head (an inode number is reused by the next new file). null
- * when gone or replaced by another inode; 'reused' when the inode number is the record's but the
- * file is another one.
- */
-async function openIfSame(io: Io, file: string, r: WalRecord): Promise<FileHandle | null | 'reused'> {
-  let fh: FileHandle;
-  try {
-    // O_APPEND: every write lands at the end (after a truncate to a record's offset: at that offset).
-    fh = await io.open(file, fsConstants.O_RDWR | fsConstants.O_APPEND);
-  } catch (err) {
-    if (isErrno(err, 'ENOENT')) return null; // removed since the record: nothing to put back
-    throw err;
-  }
-  let sameInode: boolean;
-  let same: boolean;
-  try {
-    sameInode = (await io.inode(fh)) === r.i;
-    same = sameInode && (r.h === undefined || (await hasHead(io, fh, r.h)));
-  } catch (err) {
-    await fh.close();
-    throw err;
-  }
-  if (same) return fh;
-  await fh.close();
-  // Replaced since the record (compacted, or removed and recreated): the record is not about it.
-  return sameInode ? 'reused' : null;
-}
-
-/** Whether the file's first bytes are the ones `head` describes (they were durable when the record was written). */
-async function hasHead(io: Io, fh: FileHandle, head: string): Promise<boolean> {
-  const prefix = Buffer.alloc(headLength(head) ?? 0);
-  const n = await io.read(fh, prefix, 0);
-  return headFits(head, prefix.subarray(0, n));
-}
-
-async function replayRecord(io: Io, f: ReplayFile, r: WalRecord): Promise<void> {
-  const fh = f.fh as FileHandle;
-  const data = Buffer.from(r.d);
-  const at = r.o + f.delta;
-  const size = await io.size(fh);
-  if (size >= at) {
-    const there = Buffer.alloc(Math.min(data.length, size - at));
-    await io.read(fh, there, at);
-    if (there.equals(data)) return; // already there
-    // (Shorter than the record: the same length would have been equal above.)
-    if (data.subarray(0, there.length).equals(there)) {
-      // A torn copy of this very record at the end of the file (or none yet): complete it.
-      await io.truncate(fh, at);
-      await io.write(fh, data);
-      if (f.delta === 0) f.restored++;
-      else f.reappended += countLines(data); // follows records already moved past foreign bytes
-      return;
-    }
-  }
-  // Other bytes where the record belongs, or the file ends before its offset: keep what is there,
-  // put the entry after it (on a line of its own), and move this file's later records with it.
-  let end = size;
-  if (end > 0) {
-    const last = Buffer.alloc(1);
-    await io.read(fh, last, end - 1);
-    if (last[0] !== 0x0a) {
-      await io.write(fh, Buffer.from('\n'));
-      end++;
-    }
-  }
-  await io.write(fh, data);
-  f.delta = end - r.o;
-  f.reappended += countLines(data);
-}
-
-function countLines(buf: Buffer): number {
-  let n = 0;
-  for (let i = buf.indexOf(0x0a); i >= 0; i = buf.indexOf(0x0a, i + 1)) n++;
-  return n;
 }

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { functionName } from '../../src/protocol/define.js';
 import { REPO } from '../helpers/cli.js';
+import { CLIENT_TYPES_CACHE } from '../helpers/derived-cache.js';
 
 const DUMMY = `import * as z from 'zod';
 import { defineMethod } from './define.js';
@@ -29,9 +30,9 @@ export const dummyPing = defineMethod({
 /** The files `npm run schema` fills in or writes whole, as the copy needs them. */
 const COPIED = ['package.json', 'README.md', 'docs/clients.md', 'clients/python/herrscher_state.py', 'src/client/method-names.ts', 'schema', 'clients/go'];
 
-const run = (cmd: string, args: string[], cwd: string): Promise<{ err: Error | null; out: string }> =>
+const run = (cmd: string, args: string[], cwd: string, env?: NodeJS.ProcessEnv): Promise<{ err: Error | null; out: string }> =>
   new Promise((resolve) => {
-    execFile(cmd, args, { cwd, encoding: 'utf8', timeout: 110_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => resolve({ err, out: `${stdout}${stderr}` }));
+    execFile(cmd, args, { cwd, env, encoding: 'utf8', timeout: 110_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => resolve({ err, out: `${stdout}${stderr}` }));
   });
 
 const hasGo = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
@@ -55,7 +56,9 @@ test('a method added to the contract reaches every derived file, and nothing els
   writeFileSync(tablePath, table.replace("import * as watch from './watch.js';\n", "import * as watch from './watch.js';\nimport * as dummy from './dummy.js';\n").replace(lastDef, `${lastDef}  dummy.dummyPing,\n`));
 
   // A child process: the copy's `.meta({ id })` would clash with ours in zod's global registry.
-  const gen = await run(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/write-schema.ts'), path.join(dir, 'src/protocol'), dir], REPO);
+  // The typed client's types from the cache when this copy's contract was derived before with the
+  // same generator, compiler and zod (scripts/client-types-cache.ts).
+  const gen = await run(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/write-schema.ts'), path.join(dir, 'src/protocol'), dir], REPO, { ...process.env, HERRSCHER_CLIENT_TYPES_CACHE: CLIENT_TYPES_CACHE });
   assert.equal(gen.err, null, gen.out);
   const derived = (rel: string): string => readFileSync(path.join(dir, rel), 'utf8');
 

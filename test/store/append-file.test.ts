@@ -3,7 +3,7 @@
 // cut, a failed append is cut back (a file it made goes again), a torn tail is kept or dropped
 // before the next append, a new file's folders are synced, and every failure is told.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -14,7 +14,8 @@ import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Durability } from '../../src/store/state-store.js';
 import { StoreError } from '../../src/store/store-error.js';
 import { storeLog } from '../../src/store/store-log.js';
-import type { WalRecord, WriteAheadLog } from '../../src/store/wal.js';
+import type { WriteAheadLog } from '../../src/store/wal.js';
+import type { WalRecord } from '../../src/store/wal-record.js';
 import { closeFailsIo, countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { headOf } from '../../src/store/file-head.js';
@@ -86,9 +87,10 @@ test('appends that arrive while a write runs share the next write and one log re
   assert.equal(readFileSync(m.file, 'utf8'), 'a\nb\nc\nd\n');
   assert.deepEqual(writes.map((b) => b.toString()), ['a\n', 'b\nc\nd\n']);
   const ino = statSync(m.file).ino;
-  // Each names the file by its inode and its first bytes before the append (none, then 'a\n').
+  // The first append is fdatasynced in the file itself: its record carries only the seq after
+  // it, and names the file by those bytes, as the next does (with its inode).
   assert.deepEqual(w.records, [
-    { f: REL, i: ino, h: headOf(Buffer.alloc(0)), o: 0, d: 'a\n', s: 41 },
+    { f: REL, i: ino, h: headOf(Buffer.from('a\n')), o: 0, d: '', s: 41 },
     { f: REL, i: ino, h: headOf(Buffer.from('a\n')), o: 2, d: 'b\nc\nd\n', s: 43 },
   ]);
   assert.deepEqual(seqs, [['a'], ['b', 'c', 'd']]);
@@ -96,8 +98,8 @@ test('appends that arrive while a write runs share the next write and one log re
   await m.appender.close();
 });
 
-test('in sync mode without a log every batch is fdatasynced; with a log none is; in write mode neither', async () => {
-  for (const [mode, withWal, syncs, records] of [['sync', false, 2, 0], ['sync', true, 0, 2], ['write', true, 0, 0]] as const) {
+test('in sync mode without a log every batch is fdatasynced; with a log only the file\'s first (its record would have no first bytes to name it by); in write mode none', async () => {
+  for (const [mode, withWal, syncs, records] of [['sync', false, 2, 0], ['sync', true, 1, 1], ['write', true, 0, 0]] as const) {
     const { io, calls } = countingIo();
     const w = fakeWal();
     const m = make(io, mode, withWal ? { wal: w.wal } : {});
@@ -108,6 +110,45 @@ test('in sync mode without a log every batch is fdatasynced; with a log none is;
     assert.equal(w.records.every((r) => !('s' in r)), true, 'no seq without nextSeq');
     await m.appender.close();
   }
+});
+
+test('records name their file by its durable first bytes: what it held when opened, or its first append; never bytes only a record keeps', async () => {
+  const dir = tempDir();
+  mkdirSync(path.join(dir, 'transcripts'));
+  const w = fakeWal();
+  // An existing file: its bytes at the open are durable (a checkpoint or the start's replay synced them).
+  writeFileSync(path.join(dir, REL), 'x\n');
+  const m = make(nodeIo, 'sync', { wal: w.wal }, dir);
+  for (const b of ['a\n', 'b\n']) await m.appender.append(Buffer.from(b), b);
+  // The handle dropped and opened again (the same file): still named by what was durable.
+  await m.appender.exclusive(async () => undefined, { replaces: false });
+  await m.appender.append(Buffer.from('c\n'), 'c\n');
+  assert.deepEqual(w.records.map((r) => [r.o, r.h]), [[2, headOf(Buffer.from('x\n'))], [4, headOf(Buffer.from('x\n'))], [6, headOf(Buffer.from('x\n'))]]);
+  await m.appender.close();
+  // A new file: its first append is synced, and names it from then on.
+  const n = make(nodeIo, 'sync', { wal: w.wal });
+  w.records.length = 0;
+  for (const b of ['a\n', 'b\n', 'c\n']) await n.appender.append(Buffer.from(b), b);
+  assert.deepEqual(w.records.map((r) => [r.o, r.h]), [[2, headOf(Buffer.from('a\n'))], [4, headOf(Buffer.from('a\n'))]]);
+  await n.appender.close();
+});
+
+test('after a compaction replaced the file, records name it by the new file\'s first bytes, also when its inode number is the old one\'s', async () => {
+  const w = fakeWal();
+  const io = withIo({ inode: async () => 7 }); // the file system handed the new file the old one's number
+  const m: Made = make(io, 'sync', {
+    wal: w.wal,
+    cutAfter: (size) => size >= 6,
+    afterCut: async () => {
+      writeFileSync(`${m.file}.new`, 'kept\n');
+      renameSync(`${m.file}.new`, m.file);
+    },
+  });
+  for (const b of ['a\n', 'b\n', 'c\n']) await m.appender.append(Buffer.from(b), b);
+  assert.equal(readFileSync(m.file, 'utf8'), 'kept\n', 'compacted');
+  await m.appender.append(Buffer.from('d\n'), 'd\n');
+  assert.deepEqual(w.records.at(-1), { f: REL, i: 7, h: headOf(Buffer.from('kept\n')), o: 5, d: 'd\n' });
+  await m.appender.close();
 });
 
 test('a new file\'s folder and its parent are fsynced in sync mode (the file\'s name must survive too), not in write mode', async () => {

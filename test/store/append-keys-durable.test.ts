@@ -3,7 +3,7 @@
 // a checkpoint syncs the keys' log before it empties the write-ahead log; and a compaction that
 // replaced the transcript just before a crash does not lose the keys of the appends it held.
 import assert from 'node:assert/strict';
-import { existsSync, statSync, truncateSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, truncateSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -11,7 +11,7 @@ import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { sealLine } from '../../src/store/sealed-line.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
-import { scanWal } from '../../src/store/wal.js';
+import { scanWal } from '../../src/store/wal-record.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -69,6 +69,21 @@ test('sync mode: a power loss that keeps a keyed append (its log record) keeps i
   assert.deepEqual((await store.readTranscript('a', 0)).map((e) => e.text), ['first', 'keyed'], 'the replay put the append back');
   assert.equal(await store.appendTranscript('a', entry('keyed'), { writer: key(1) }), 1, 'its retry is answered with its seq');
   assert.deepEqual((await store.readTranscript('a', 0)).map((e) => e.text), ['first', 'keyed'], 'and not written again');
+});
+
+test('sync mode: a keyed append that is its file\'s first (fdatasynced in the file itself) keeps its key through a power loss too, from its record without bytes', async (t) => {
+  const dir = tempDir();
+  let store = await openIn(dir, { durability: 'sync' });
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  assert.equal(await store.appendTranscript('a', entry('keyed'), { writer: key(1) }), 0);
+  const records = scanWal(readFileSync(path.join(dir, '.herrscher-state', 'wal.log'))).records;
+  assert.deepEqual(records.map((r) => [r.d, r.k]), [['', [['append-writer', 1, 0]]]], 'the record carries the key, not the bytes');
+  await store.close();
+  truncateSync(keysLog(dir), 0); // the power loss took the key's line (written, never synced)
+  store = await openIn(dir, { durability: 'sync' });
+  assert.equal(await store.appendTranscript('a', entry('keyed'), { writer: key(1) }), 0, 'its retry is answered with its seq');
+  assert.deepEqual((await store.readTranscript('a', 0)).map((e) => e.text), ['keyed'], 'and not written again');
 });
 
 test('sync mode: a checkpoint syncs the keys\' log before it empties the write-ahead log', async (t) => {

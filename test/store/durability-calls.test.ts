@@ -131,6 +131,18 @@ test('sync: every append is fdatasynced (its log record or its file) before it i
   assert.equal(answered, 2);
 });
 
+test('sync: a new file\'s first append is fdatasynced in the file itself before it is answered (a log record at offset 0 would have no first bytes to name the file by)', { timeout: 120_000 }, async () => {
+  const { dir, calls } = await exercise('sync');
+  const answers = calls.flatMap((c, i) => (c.op === 'answered' && c.file === 'append' ? [i] : []));
+  for (const [k, rel] of ['transcripts/s.jsonl', 'participants/s.log'].entries()) {
+    const file = path.join(dir, rel);
+    const span = calls.slice((answers[k - 1] ?? -1) + 1, answers[k]);
+    const wrote = span.findIndex((c) => c.op === 'write' && c.file === file);
+    assert.ok(wrote >= 0, `${rel} written by its first append`);
+    assert.ok(span.slice(wrote).some((c) => c.op === 'datasync' && c.file === file), `${rel} fdatasynced after its first write, before the answer`);
+  }
+});
+
 test('write: no fsync for state.json, its folder, or the appends', { timeout: 120_000 }, async () => {
   const { dir, calls } = await exercise('write');
   const state = calls.filter((c) => c.op === 'writeAtomic' && c.file === path.join(dir, 'state.json'));

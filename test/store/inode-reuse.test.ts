@@ -8,7 +8,7 @@ import { readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { withIo, nodeIo } from '../../src/store/io.js';
-import { scanWal, WAL_REL } from '../../src/store/wal.js';
+import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
 import { sealLine } from '../../src/store/sealed-line.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -63,6 +63,57 @@ for (const [what, rel, text] of [
     assert.equal(readFileSync(path.join(dir, WAL_REL)).length, 0, 'the log is emptied');
   });
 }
+
+/**
+ * A dir whose store created a's transcript and journal with `n` appends each and was dropped
+ * without a close: no checkpoint since the files were made (their first record is at offset 0).
+ */
+async function crashedWithNewFiles(n: number): Promise<string> {
+  const dir = tempDir();
+  const crashed = await openIn(dir, { lock: false });
+  await crashed.addSession(newSession('a'));
+  for (let i = 1; i <= n; i++) {
+    await crashed.appendTranscript('a', entry(`t${i}`));
+    await crashed.appendParticipant('a', `u${i}`);
+  }
+  assert.ok(readFileSync(path.join(dir, WAL_REL)).length > 0, 'the log holds the records of the crashed run');
+  return dir;
+}
+
+for (const n of [1, 3]) {
+  for (const [what, rel, text] of [
+    ['transcript', 'transcripts/a.jsonl', '{"ts":"n1","role":"go","text":"a new session of the same name"}\n'],
+    ['participants journal', 'participants/a.log', 'someone-else\n'],
+  ] as const) {
+    test(`a ${what} made since the last checkpoint (${n} append(s)), removed and started again by another writer with the same inode number, is left as that writer left it`, async () => {
+      const dir = await crashedWithNewFiles(n);
+      const io = replacedWithSameInode(dir, rel, text);
+      const errors: string[] = [];
+      const store = await openIn(dir, { io, error: (m) => errors.push(m) });
+      await store.close();
+      assert.equal(readFileSync(path.join(dir, rel), 'utf8'), text, 'nothing of the removed file was appended into the new one');
+      assert.deepEqual(errors, []);
+      assert.equal(readFileSync(path.join(dir, WAL_REL)).length, 0, 'the log is emptied');
+    });
+  }
+}
+
+test('files made since the last checkpoint, still in place after a power loss that took all but their first append: every record is put back', async () => {
+  const dir = await crashedWithNewFiles(3);
+  const transcript = path.join(dir, 'transcripts/a.jsonl');
+  const journal = path.join(dir, 'participants/a.log');
+  // The first append of a file is fdatasynced in the file itself (its first bytes name it): it stays.
+  const t = readFileSync(transcript, 'utf8');
+  writeFileSync(transcript, t.slice(0, t.indexOf('{"ts":"t2"')));
+  writeFileSync(journal, 'u1\n');
+  const store = await openIn(dir);
+  try {
+    assert.deepEqual((await store.readTranscriptPage('a', {})).entries.map((e) => e.ts), ['t1', 't2', 't3']);
+    assert.deepEqual(await store.readParticipants('a'), ['u1', 'u2', 'u3']);
+  } finally {
+    await store.close();
+  }
+});
 
 test('the same crash with the file still in place: every record is put back (the head check takes the file for its own)', async () => {
   const dir = await crashedWithHistory();

@@ -6,18 +6,21 @@ import { appendFileSync, readFileSync, statSync, truncateSync, writeFileSync } f
 import path from 'node:path';
 import { test } from 'node:test';
 import { Store } from '../../src/store/store.js';
-import { WAL_REL } from '../../src/store/wal.js';
+import { WAL_REL } from '../../src/store/wal-record.js';
 import { newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const entry = (ts: string) => ({ ts, role: 'user', text: ts });
 const line = (ts: string) => `{"ts":"${ts}","role":"user","text":"${ts}"}\n`;
 
-/** Appends `tss` to session `name`, then "crashes" (never closes): the log keeps every record. */
+/** The first line of every transcript here: a file's first append is durable in the file itself (fdatasynced), so a power loss keeps it. */
+const FIRST = line('t0');
+
+/** Appends t0 then `tss` to session `name`, then "crashes" (never closes): the log keeps the records of `tss`. */
 async function crashedAfter(dir: string, name: string, tss: string[]): Promise<void> {
   const s = await Store.open(statePathIn(dir), { lock: false });
   await s.addSession(newSession(name));
-  for (const ts of tss) await s.appendTranscript(name, entry(ts));
+  for (const ts of ['t0', ...tss]) await s.appendTranscript(name, entry(ts));
 }
 
 async function reopened(dir: string): Promise<{ errors: string[] }> {
@@ -35,10 +38,10 @@ for (const [what, goLine] of [
     const dir = tempDir();
     await crashedAfter(dir, 's', ['t1', 't2', 't3']);
     const file = path.join(dir, 'transcripts/s.jsonl');
-    truncateSync(file, 0); // the power loss took our unsynced appends
+    truncateSync(file, FIRST.length); // the power loss took our unsynced appends
     appendFileSync(file, goLine); // the Go daemon appended before this server started again
     const { errors } = await reopened(dir);
-    assert.equal(readFileSync(file, 'utf8'), goLine + line('t1') + line('t2') + line('t3'));
+    assert.equal(readFileSync(file, 'utf8'), FIRST + goLine + line('t1') + line('t2') + line('t3'));
     const about = errors.filter((e) => e.includes('transcripts/s.jsonl'));
     assert.equal(about.length, 1, errors.join('\n'));
     assert.match(about[0] as string, /did not write.*re-appended 3 entries/);
@@ -50,11 +53,11 @@ test('Go appended after some of ours survived: the survivors stay in place, the 
   const dir = tempDir();
   await crashedAfter(dir, 's', ['t1', 't2', 't3']);
   const file = path.join(dir, 'transcripts/s.jsonl');
-  truncateSync(file, line('t1').length);
+  truncateSync(file, FIRST.length + line('t1').length);
   const goLine = '{"ts":"g","role":"go","text":"g"}\n';
   appendFileSync(file, goLine);
   const { errors } = await reopened(dir);
-  assert.equal(readFileSync(file, 'utf8'), line('t1') + goLine + line('t2') + line('t3'));
+  assert.equal(readFileSync(file, 'utf8'), FIRST + line('t1') + goLine + line('t2') + line('t3'));
   assert.ok(errors.some((e) => /re-appended 2 entries/.test(e)), errors.join('\n'));
 });
 
@@ -62,27 +65,27 @@ test('a foreign torn tail (no newline) is kept and our entry starts on a line of
   const dir = tempDir();
   await crashedAfter(dir, 's', ['t1']);
   const file = path.join(dir, 'transcripts/s.jsonl');
-  writeFileSync(file, '{"ts":"g","ro'); // same inode, other bytes, torn
+  writeFileSync(file, `${FIRST}{"ts":"g","ro`); // same file, other bytes after ours, torn
   await reopened(dir);
-  assert.equal(readFileSync(file, 'utf8'), `{"ts":"g","ro\n${line('t1')}`);
+  assert.equal(readFileSync(file, 'utf8'), `${FIRST}{"ts":"g","ro\n${line('t1')}`);
 });
 
 test('two identical entries lost behind a foreign one are both put back (later records follow the moved ones)', async () => {
   const dir = tempDir();
   await crashedAfter(dir, 's', ['same', 'same']);
   const file = path.join(dir, 'transcripts/s.jsonl');
-  writeFileSync(file, 'x\n'); // shorter than one record: the second record's offset lies past it
+  writeFileSync(file, `${FIRST}x\n`); // shorter than one record: the second record's offset lies past it
   await reopened(dir);
-  assert.equal(readFileSync(file, 'utf8'), `x\n${line('same')}${line('same')}`);
+  assert.equal(readFileSync(file, 'utf8'), `${FIRST}x\n${line('same')}${line('same')}`);
 });
 
 test('a torn copy of our own record is completed in place, with a warning and no error', async () => {
   const dir = tempDir();
   await crashedAfter(dir, 's', ['t1', 't2']);
   const file = path.join(dir, 'transcripts/s.jsonl');
-  truncateSync(file, line('t1').length + 5);
+  truncateSync(file, FIRST.length + line('t1').length + 5);
   const { errors } = await reopened(dir);
-  assert.equal(readFileSync(file, 'utf8'), line('t1') + line('t2'));
+  assert.equal(readFileSync(file, 'utf8'), FIRST + line('t1') + line('t2'));
   assert.deepEqual(errors, []);
 });
 
@@ -91,14 +94,14 @@ test('a legacy session named a..b gets its lost appends back (a name with .. is 
   // Legacy rows are never re-validated: write one by hand, then append to it.
   writeFileSync(path.join(dir, 'state.json'), JSON.stringify({ home: { id: '', type: '' }, sessions: [{ name: 'a..b', channelID: '', type: '', cmd: '', id: 's_a..b', incarnation: 'inc_AAAAAAAAAAAAAAAAAAAAAAAAAA' }] }));
   const s = await Store.open(statePathIn(dir), { lock: false });
-  await s.appendTranscript('a..b', entry('t1'));
-  await s.appendParticipant('a..b', 'u1');
+  for (const ts of ['t0', 't1']) await s.appendTranscript('a..b', entry(ts));
+  for (const u of ['u0', 'u1']) await s.appendParticipant('a..b', u);
   const file = path.join(dir, 'transcripts/a..b.jsonl');
-  truncateSync(file, 0);
-  truncateSync(path.join(dir, 'participants/a..b.log'), 0);
+  truncateSync(file, FIRST.length);
+  truncateSync(path.join(dir, 'participants/a..b.log'), 'u0\n'.length);
   const { errors } = await reopened(dir);
-  assert.equal(readFileSync(file, 'utf8'), line('t1'));
-  assert.equal(readFileSync(path.join(dir, 'participants/a..b.log'), 'utf8'), 'u1\n');
+  assert.equal(readFileSync(file, 'utf8'), FIRST + line('t1'));
+  assert.equal(readFileSync(path.join(dir, 'participants/a..b.log'), 'utf8'), 'u0\nu1\n');
   assert.deepEqual(errors, []);
 });
 
@@ -109,15 +112,15 @@ for (const [what, name] of [['\\n', 'a\nb'], ['\\r', 'a\rb'], ['U+2028', 'a\u202
   test(`a name holding ${what} gets its lost appends back`, async () => {
     const dir = tempDir();
     const s = await Store.open(statePathIn(dir), { lock: false });
-    await s.appendTranscript(name, entry('t1'), { requireSession: false });
-    await s.appendParticipant(name, 'u1', { requireSession: false });
+    for (const ts of ['t0', 't1']) await s.appendTranscript(name, entry(ts), { requireSession: false });
+    for (const u of ['u0', 'u1']) await s.appendParticipant(name, u, { requireSession: false });
     const file = path.join(dir, 'transcripts', `${name}.jsonl`);
     const journal = path.join(dir, 'participants', `${name}.log`);
-    truncateSync(file, 0); // the crash took the unsynced appends; the log kept them
-    truncateSync(journal, 0);
+    truncateSync(file, FIRST.length); // the crash took the unsynced appends; the log kept them
+    truncateSync(journal, 'u0\n'.length);
     const { errors } = await reopened(dir);
-    assert.equal(readFileSync(file, 'utf8'), line('t1'));
-    assert.equal(readFileSync(journal, 'utf8'), 'u1\n');
+    assert.equal(readFileSync(file, 'utf8'), FIRST + line('t1'));
+    assert.equal(readFileSync(journal, 'utf8'), 'u0\nu1\n');
     assert.deepEqual(errors, []);
   });
 }

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { NewerFormatError, SEALED_VERSION, sealLine, unsealLine } from '../../src/store/sealed-line.js';
 import { StoreError } from '../../src/store/store-error.js';
 import { formatProblem, verifyStateDir } from '../../src/store/verify.js';
-import { WAL_REL } from '../../src/store/wal.js';
+import { WAL_REL } from '../../src/store/wal-record.js';
 import { newSession, openIn } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 

@@ -14,7 +14,7 @@ import { LEGACY_SIDE, sideOf } from '../../src/store/paths.js';
 import { adoptSharedSideFiles } from '../../src/store/side-files.js';
 import { Store } from '../../src/store/store.js';
 import { storeLog } from '../../src/store/store-log.js';
-import { WAL_REL } from '../../src/store/wal.js';
+import { WAL_REL } from '../../src/store/wal-record.js';
 import { countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { sealLine } from '../../src/store/sealed-line.js';

@@ -13,7 +13,8 @@ import { Store } from '../../src/store/store.js';
 import { StorageHealth } from '../../src/store/health.js';
 import { COMPACT_TRIGGER_BYTES } from '../../src/store/transcript-compact.js';
 import { storeLog } from '../../src/store/store-log.js';
-import { scanWal, SYNCS_AT_ONCE, WAL_REL, WriteAheadLog } from '../../src/store/wal.js';
+import { SYNCS_AT_ONCE, WriteAheadLog } from '../../src/store/wal.js';
+import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
 import { errno, newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
@@ -65,6 +66,8 @@ test('a checkpoint that fails is logged at error, reported, and tried again by a
   const store = await Store.open(statePathIn(dir), { io, health: h, walCheckpointBytes: 1024, error: (m) => logged.push(m) });
   try {
     await store.addSession(newSession('s'));
+    // A file's first append is fdatasynced in the file itself: made before the syncs fail.
+    await store.appendTranscript('s', entry('first'));
     fail(true);
     for (let i = 0; i < 20; i++) await store.appendTranscript('s', entry(`t${i}`, 'x'.repeat(100)));
     assert.ok(h.failures >= 1, 'the health heard of the failed checkpoint');
@@ -72,7 +75,7 @@ test('a checkpoint that fails is logged at error, reported, and tried again by a
     assert.equal(store.health.snapshot().checkpointFailing, true);
     assert.ok(logged.some((m) => /checkpoint of .*wal\.log failed; appends stay durable/.test(m)), logged.join('\n'));
     const records = scanWal(readFileSync(path.join(dir, WAL_REL))).records;
-    assert.equal(records.length, 20, 'every append is still recorded in the log');
+    assert.equal(records.filter((r) => r.d !== '').length, 20, 'every append is still recorded in the log');
     let recovered = false;
     void h.nextSuccess().then(() => (recovered = true));
     fail(false);
@@ -96,15 +99,16 @@ test('close writes nothing, also with a disk that fails syncs: the log keeps its
   const logged: string[] = [];
   const store = await Store.open(statePathIn(dir), { io, error: (m) => logged.push(m) });
   await store.addSession(newSession('s'));
+  await store.appendTranscript('s', entry('t0')); // a file's first append is durable in the file itself
   await store.appendTranscript('s', entry('t1'));
   fail(true);
   await store.close();
   assert.deepEqual(logged, [], 'close tried no checkpoint');
-  assert.equal(scanWal(readFileSync(path.join(dir, WAL_REL))).records.length, 1);
-  truncateSync(path.join(dir, 'transcripts/s.jsonl'), 0); // as if the unsynced write was lost
+  assert.deepEqual(scanWal(readFileSync(path.join(dir, WAL_REL))).records.map((r) => r.d), ['', `${JSON.stringify(entry('t1'))}\n`]);
+  truncateSync(path.join(dir, 'transcripts/s.jsonl'), `${JSON.stringify(entry('t0'))}\n`.length); // as if the unsynced write was lost
   const again = await Store.open(statePathIn(dir));
   try {
-    assert.deepEqual((await again.readTranscript('s', 0)).map((e) => e.ts), ['t1']);
+    assert.deepEqual((await again.readTranscript('s', 0)).map((e) => e.ts), ['t0', 't1']);
   } finally {
     await again.close();
   }
@@ -145,7 +149,8 @@ test('a compaction skipped because its checkpoint failed is logged, and runs aft
   const store = await Store.open(statePathIn(dir), { io, error: (m, e) => logged.push(`${m} ${String(e)}`) });
   try {
     await store.addSession(newSession('s'));
-    await store.appendParticipant('s', 'u1'); // a dirty file whose sync fails blocks every checkpoint
+    // A dirty file whose sync fails blocks every checkpoint (a file's first append is synced at once: the second makes it dirty).
+    for (const u of ['u0', 'u1']) await store.appendParticipant('s', u);
     fail(true);
     const big = 'x'.repeat(512 * 1024);
     const file = path.join(dir, 'transcripts/s.jsonl');
@@ -171,7 +176,7 @@ test('a removal whose checkpoint fails is refused with the error, and the file s
   const store = await Store.open(statePathIn(dir), { io });
   try {
     await store.addSession(newSession('s'));
-    await store.appendParticipant('s', 'u1');
+    for (const u of ['u0', 'u1']) await store.appendParticipant('s', u); // the second is a record: the file is dirty
     await store.appendTranscript('s', entry('t1'));
     fail(true);
     await assert.rejects(() => store.removeTranscript('s'), (err: Error) => /checkpoint .*wal\.log: EIO/.test(err.message));
@@ -188,7 +193,7 @@ test('a checkpoint whose sync fails after the log was emptied leaves no room beh
   let store = await Store.open(statePathIn(dir), { io });
   try {
     await store.addSession(newSession('s'));
-    for (const ts of ['t1', 't2', 't3']) await store.appendTranscript('s', entry(ts));
+    for (const ts of ['t0', 't1', 't2', 't3']) await store.appendTranscript('s', entry(ts));
     // The log, longer than the record refused below: cut back to its old size, it would keep that record whole.
     assert.ok(statSync(path.join(dir, WAL_REL)).size > 400, 'the appends left their records');
     fail(true);
@@ -197,11 +202,11 @@ test('a checkpoint whose sync fails after the log was emptied leaves no room beh
     // This append's record is written (at 0) and its sync fails: it is refused and cut back.
     await assert.rejects(() => store.appendTranscript('s', entry('refused')), /write-ahead record failed/);
     fail(false);
-    assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t1', 't2', 't3'], 'in memory');
+    assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t0', 't1', 't2', 't3'], 'in memory');
     assert.deepEqual(scanWal(readFileSync(path.join(dir, WAL_REL))).records.map((r) => r.d), [], 'no record of the refused append in the log');
     await store.close();
     store = await Store.open(statePathIn(dir), { io });
-    assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t1', 't2', 't3'], 'after a reopen');
+    assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t0', 't1', 't2', 't3'], 'after a reopen');
   } finally {
     fail(false);
     await store.close();

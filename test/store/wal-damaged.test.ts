@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { StorageHealth } from '../../src/store/health.js';
 import { Store } from '../../src/store/store.js';
-import { WAL_REL } from '../../src/store/wal.js';
+import { WAL_REL } from '../../src/store/wal-record.js';
 import { newSession } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { sealLine } from '../../src/store/sealed-line.js';

@@ -10,7 +10,8 @@ import { crc32 } from 'node:zlib';
 import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import { storeLog } from '../../src/store/store-log.js';
-import { replayWal, scanWal, WAL_REL, walRelIn } from '../../src/store/wal.js';
+import { scanWal, WAL_REL, walRelIn } from '../../src/store/wal-record.js';
+import { replayWal } from '../../src/store/wal-replay.js';
 import { closeFailsIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { sealLine } from '../../src/store/sealed-line.js';
@@ -123,6 +124,42 @@ test('replayWal: records put back, counted and said; seqs handed back, the highe
   writeFileSync(path.join(r.dir, WAL_REL), rec({ f: 'transcripts/a.jsonl', i: a.ino, o: 0, d: 'a1\n' }));
   assert.equal(await replayWal(nodeIo, r.dir, r.log), 0);
   assert.equal(r.warnings.length, 1);
+});
+
+test('replayWal: a record without bytes (a file\'s first append, durable in the file itself) puts nothing back; its seq is handed back, its keys only while the file is the one its head names', async () => {
+  const r = replayDir('');
+  const ours = transcript(r.dir, 'a', 'a1\n');
+  const other = transcript(r.dir, 'b', 'another writer\'s\n'); // the same inode number as the record's, other first bytes
+  writeFileSync(path.join(r.dir, WAL_REL), [
+    rec({ f: 'transcripts/a.jsonl', i: ours.ino, h: `3:${hex8('a1\n')}`, o: 0, d: '', s: 1, k: [['w', 1, 0]] }),
+    rec({ f: 'transcripts/b.jsonl', i: other.ino, h: `3:${hex8('b1\n')}`, o: 0, d: '', s: 7, k: [['w', 2, 6]] }),
+    rec({ f: 'transcripts/b.jsonl', i: other.ino, h: `3:${hex8('b1\n')}`, o: 3, d: 'b2\n', s: 8 }),
+    rec({ f: 'transcripts/gone.jsonl', i: 1, h: `3:${hex8('g1\n')}`, o: 0, d: '', s: 2, k: [['w', 3, 1]] }),
+  ].join(''));
+  let seqs: [string, number][] = [];
+  let keys: unknown[] = [];
+  assert.equal(await replayWal(nodeIo, r.dir, r.log, async (m, k) => {
+    seqs = [...m].sort();
+    keys = [...k];
+  }), 0);
+  assert.deepEqual(seqs, [['transcripts/a.jsonl', 1], ['transcripts/b.jsonl', 8], ['transcripts/gone.jsonl', 2]]);
+  assert.deepEqual(keys, [['w', 1, 0]], 'only the key whose bytes the file still holds');
+  assert.equal(readFileSync(ours.file, 'utf8'), 'a1\n');
+  assert.equal(readFileSync(other.file, 'utf8'), 'another writer\'s\n', 'nothing of the other file\'s records went into it');
+  assert.deepEqual(r.errors, []);
+  assert.match(r.warnings.join('\n'), /2 record\(s\) for transcripts\/b\.jsonl left alone/);
+});
+
+test('replayWal: a record of an earlier build at offset 0 (its bytes, an empty head) still puts them back into a file that lost them, by its inode', async () => {
+  const r = replayDir('');
+  const a = transcript(r.dir, 'a', '');
+  writeFileSync(path.join(r.dir, WAL_REL), [
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, h: '0:00000000', o: 0, d: 'a1\n', s: 1 }),
+    rec({ f: 'transcripts/a.jsonl', i: a.ino, h: '3:' + hex8('a1\n'), o: 3, d: 'a2\n', s: 2 }),
+  ].join(''));
+  assert.equal(await replayWal(nodeIo, r.dir, r.log), 2);
+  assert.equal(readFileSync(a.file, 'utf8'), 'a1\na2\n');
+  assert.deepEqual(r.errors, []);
 });
 
 test('replayWal with keepLog leaves the log\'s records where they are', async () => {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
-import { scanWal, WAL_REL } from '../../src/store/wal.js';
+import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
 import { errno, newSession, storeError } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { sealLine } from '../../src/store/sealed-line.js';
@@ -25,18 +25,19 @@ test('appends lost from the transcript after a crash are put back from the log a
   const dir = tempDir();
   await crashedAfter(dir, async (s) => {
     for (const ts of ['t1', 't2', 't3']) await s.appendTranscript('s', entry(ts));
-    await s.appendParticipant('s', 'u1');
+    for (const u of ['u0', 'u1']) await s.appendParticipant('s', u);
   });
   const transcript = path.join(dir, 'transcripts/s.jsonl');
   const journal = path.join(dir, 'participants/s.log');
-  // What a power loss does to data that was written but not synced: it is not there.
+  // What a power loss does to data that was written but not synced: it is not there. A file's
+  // first append (t1, u0) is fdatasynced in the file itself: it stays.
   truncateSync(transcript, line('t1').length + 10); // t1 whole, t2 torn
-  truncateSync(journal, 0);
+  truncateSync(journal, 'u0\n'.length);
   const warnings: string[] = [];
   const store = await Store.open(statePathIn(dir), { warn: (m) => warnings.push(m) });
   try {
     assert.equal(readFileSync(transcript, 'utf8'), line('t1') + line('t2') + line('t3'));
-    assert.equal(readFileSync(journal, 'utf8'), 'u1\n');
+    assert.equal(readFileSync(journal, 'utf8'), 'u0\nu1\n');
     assert.deepEqual((await store.readTranscript('s', 0)).map((e) => e.ts), ['t1', 't2', 't3']);
     assert.ok(warnings.some((w) => /put back/.test(w)), warnings.join('\n'));
     assert.equal(statSync(path.join(dir, WAL_REL)).size, 0, 'the log is emptied after the replay');
@@ -81,7 +82,7 @@ test('a torn last record of the log (a crash while writing it) is ignored, the r
   const wal = readFileSync(walFile);
   assert.equal(scanWal(wal).records.length, 2);
   writeFileSync(walFile, Buffer.concat([wal, Buffer.from('deadbeef {"f":"transcripts/s.jsonl","i":1,')]));
-  truncateSync(path.join(dir, 'transcripts/s.jsonl'), 0);
+  truncateSync(path.join(dir, 'transcripts/s.jsonl'), line('t1').length); // the first append is synced in the file
   const store = await Store.open(statePathIn(dir));
   await store.close();
   assert.equal(readFileSync(path.join(dir, 'transcripts/s.jsonl'), 'utf8'), line('t1') + line('t2'));
