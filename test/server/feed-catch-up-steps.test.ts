@@ -64,7 +64,7 @@ function source(revision = 0) {
 }
 
 /** A feed whose catch-ups' ends and waits for the connection can be awaited. */
-function feedOn(src: FeedSource, limits: { pendingBytes?: number } = {}) {
+function feedOn(src: FeedSource, limits: { pendingBytes?: number; pendingNotifications?: number } = {}) {
   const ended = new Map<string, () => void>();
   const done = new Set<string>();
   let waited: (() => void) | undefined;
@@ -342,4 +342,17 @@ test('a connection closed while a page is read ends the catch-up: no read on for
   s.reads[0]!.answer({ firstSeq: 1, entries: [], end: 1 });
   assert.equal(await Promise.race([f.endOf(subscription).then(() => 'ended'), next]), 'ended');
   assert.equal(s.reads.length, 1);
+});
+
+test('the refusals and overflows name what they are about', async () => {
+  const f = feedOn(source(5).src, { pendingNotifications: 1 });
+  const closed = conn();
+  closed.closed = true;
+  assert.throws(() => f.feed.add(closed, {}), /the connection is closed; nothing can be subscribed on it/);
+  const c = conn();
+  const { subscription } = f.feed.subscribe(c, { sessions: true, since: { epoch: 'E', revision: 5 } });
+  f.feed.stateCommitted(6, doc([]), doc([], { n: 6 }));
+  f.feed.stateCommitted(7, doc([]), doc([], { n: 7 }));
+  assert.deepEqual(c.sent, [{ method: 'watch/overflow', params: { subscription } }], 'the second held one is past the bound of 1');
+  await f.endOf(subscription);
 });
