@@ -2,7 +2,9 @@
 // (fs.watch, fs.stat and the timers replaced for the length of each test, which runs without a
 // turn of the event loop): `rename` events settled into one look, other events not looked at, the
 // watcher's `error` a look too, one look at a time however often the poll comes, what each answer
-// of the look means, and a closed watch that neither looks nor reports.
+// of the look means, and a closed watch that neither looks nor reports. Each test is synchronous
+// and puts the real calls back before it returns, so no other test in the same process (npm test
+// runs many in one) ever meets the replaced timers.
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
