@@ -20,7 +20,7 @@ interface Timer {
 }
 
 /** A watch over replaced fs calls and timers; everything it does is recorded for the test. */
-function harness(t: TestContext, opts: { watchThrows?: Error; pollMs?: number } = {}) {
+function harness(t: TestContext, opts: { watchThrows?: Error; pollMs?: number; untold?: boolean } = {}) {
   const looks: StatCallback[] = [];
   const timeouts: Timer[] = [];
   const intervals: Timer[] = [];
@@ -61,7 +61,7 @@ function harness(t: TestContext, opts: { watchThrows?: Error; pollMs?: number } 
     '/the/dir',
     (why) => void reports.push(why),
     (err) => void unwatched.push(err),
-    () => void stillThere++,
+    opts.untold ? undefined : () => void stillThere++,
     opts.pollMs,
   );
   const restore = () => t.mock.restoreAll();
@@ -226,6 +226,19 @@ test('without a watch (fs.watch throws) the caller is told, and the poll alone l
     h.looks[0]!(enoent('ENOENT'));
     assert.deepEqual(h.reports, ['the state dir /the/dir was removed']);
     assert.equal(h.intervals[0]!.cleared, true);
+  } finally {
+    h.restore();
+  }
+});
+
+test('a watch not asked to tell of each look finds the dir in place quietly', (t) => {
+  const h = harness(t, { untold: true });
+  try {
+    h.poll();
+    assert.doesNotThrow(() => h.looks[0]!(null, { dev: 1, ino: 1 }));
+    h.poll();
+    assert.equal(h.looks.length, 2, 'and looks again');
+    assert.deepEqual(h.reports, []);
   } finally {
     h.restore();
   }
