@@ -356,3 +356,54 @@ test('the refusals and overflows name what they are about', async () => {
   assert.deepEqual(c.sent, [{ method: 'watch/overflow', params: { subscription } }], 'the second held one is past the bound of 1');
   await f.endOf(subscription);
 });
+
+test('a page whose delivery overflows the connection stops there (one overflow) and is let go from memory', async () => {
+  const s = source();
+  const f = feedOn(s.src, { pendingBytes: 10 });
+  const c = conn(11);
+  const read = s.nextRead();
+  const { subscription } = f.feed.subscribe(c, { transcripts: '*', since: { transcripts: { a: 0 } } });
+  await read;
+  s.reads[0]!.answer({ firstSeq: 1, entries: [entry(1), entry(2), entry(3)], end: 4 });
+  await f.endOf(subscription);
+  assert.deepEqual(c.sent, [{ method: 'watch/overflow', params: { subscription } }]);
+  assert.equal(f.feed.catchUp.entriesInMemory, 0, 'the page is released');
+  assert.equal(s.reads.length, 1);
+});
+
+test('a subscriber that saw no revision, or watches no sessions, is owed no state part', async () => {
+  const s = source(3);
+  const f = feedOn(s.src);
+  f.feed.stateCommitted(1, doc([]), doc([], { n: 1 }));
+  const noRevision = conn();
+  const a = f.feed.subscribe(noRevision, { sessions: true, since: { epoch: 'E' } });
+  const noSessions = conn();
+  const b = f.feed.subscribe(noSessions, { participants: '*', since: { epoch: 'E', revision: 0 } });
+  await f.endOf(a.subscription);
+  await f.endOf(b.subscription);
+  assert.deepEqual(noRevision.sent, []);
+  assert.deepEqual(noSessions.sent, []);
+});
+
+test('a feed without an observer waits for its connection and ends its catch-ups all the same', { timeout: 30_000 }, async () => {
+  const s = source();
+  const feed = new Subscriptions({}, s.src);
+  const c = conn(CATCH_UP_DRAINED_BYTES + 1, true);
+  let asked!: () => void;
+  const waiting = new Promise<void>((resolve) => (asked = resolve));
+  const when = c.whenUnsentAtMost!.bind(c);
+  c.whenUnsentAtMost = (bytes) => (asked(), when(bytes));
+  feed.subscribe(c, { transcripts: '*', since: { transcripts: { a: 0 } } });
+  await waiting;
+  const read = s.nextRead();
+  c.unsent = 0;
+  c.drains[0]!.done();
+  await read;
+  s.reads[0]!.answer({ firstSeq: 1, entries: [entry(1)], end: 2 });
+  const next = s.nextRead();
+  await next;
+  s.reads[1]!.answer({ firstSeq: 2, entries: [], end: 2 });
+  await feed.close();
+  assert.equal(feed.catchUp.running, 0);
+  assert.deepEqual(c.sent.map((m) => m.params.seq), [1]);
+});
