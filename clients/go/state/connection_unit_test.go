@@ -3,6 +3,7 @@ package state
 import (
 	"net"
 	"reflect"
+	"strings"
 	"testing"
 
 	stateclient "github.com/herrscher/herrscher-state/clients/go"
@@ -205,5 +206,67 @@ func TestOwnWritesShowInTheReplicaOfTheirConnection(t *testing.T) {
 	cn.added(1, "b")
 	if cn.remoteRev != 5 || cn.remote.Sessions[0].ResumeToken != "" || cn.stale {
 		t.Fatalf("a write of a connection that is gone changed the replica: rev %d %+v stale %v", cn.remoteRev, cn.remote.Sessions, cn.stale)
+	}
+}
+
+// connected says whether the connection's client is open.
+func TestConnectedIsAnOpenClient(t *testing.T) {
+	t.Parallel()
+	cn, c := replicaAt5(t)
+	if !cn.connected() {
+		t.Fatal("an open client is not connected")
+	}
+	c.Close()
+	if cn.connected() {
+		t.Fatal("a closed client is connected")
+	}
+	cn.client = nil
+	if cn.connected() {
+		t.Fatal("no client is connected")
+	}
+}
+
+// A writer id is 16 random bytes in hex: each connection's differs.
+func TestWriterIDsAreRandomHex(t *testing.T) {
+	t.Parallel()
+	a, b := newWriterID(), newWriterID()
+	for _, id := range []string{a, b} {
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("writer id %q is not 16 bytes in hex", id)
+		}
+	}
+	if a == b {
+		t.Fatal("two writer ids are the same")
+	}
+}
+
+// A State takes a replica newer than the one its fields were built from, or as new; an older
+// one (a concurrent read got a newer one first) changes nothing. The same replica only moves
+// the revision a save names.
+func TestAStateAdoptsNoOlderReplica(t *testing.T) {
+	t.Parallel()
+	s := &State{path: "/s/state.json", baseVersion: 5, baseRev: 1}
+	s.base = document{Workspace: "/five"}
+	s.show(s.base)
+	s.adoptLocked(replica{doc: document{Workspace: "/four"}, version: 4, rev: 4}, false)
+	if s.Workspace != "/five" || s.baseVersion != 5 || s.baseRev != 1 {
+		t.Fatalf("an older replica was taken: %q %d %d", s.Workspace, s.baseVersion, s.baseRev)
+	}
+	s.adoptLocked(replica{doc: document{Workspace: "/five again"}, version: 5, rev: 5}, false)
+	if s.Workspace != "/five again" || s.baseRev != 5 {
+		t.Fatalf("a replica as new was not taken: %q %d", s.Workspace, s.baseRev)
+	}
+	s.adoptLocked(replica{version: 5, rev: 6, run: "r2", epoch: 2}, true)
+	if s.Workspace != "/five again" || s.baseRev != 6 || s.baseRun != "r2" || s.baseEpoch != 2 {
+		t.Fatalf("the same replica: %q %d %q %d", s.Workspace, s.baseRev, s.baseRun, s.baseEpoch)
+	}
+	s.adoptLocked(replica{version: 4, rev: 7, run: "r3", epoch: 3}, true)
+	if s.baseRev != 6 || s.baseRun != "r2" || s.baseEpoch != 2 {
+		t.Fatalf("an older replica moved the revision: %d %q %d", s.baseRev, s.baseRun, s.baseEpoch)
+	}
+	fresh := &State{path: "/s/state.json"}
+	fresh.adoptLocked(replica{doc: document{Workspace: "/any"}, version: 1}, false)
+	if fresh.Workspace != "/any" || fresh.baseVersion != 1 {
+		t.Fatalf("a State just saved (version 0) did not take the replica: %q", fresh.Workspace)
 	}
 }
