@@ -14,6 +14,13 @@ export interface BlockLayout {
 export class RowCache {
   private readonly byRow = new WeakMap<object, Buffer>();
   private layout: string | undefined;
+  /**
+   * Two buffers the blocks are built in, in turn, and the one the last block is in: a block is
+   * made in the other, so building one allocates nothing once they are big enough (a 1.8 MB
+   * buffer per commit kept the garbage collector busy).
+   */
+  private readonly buffers: [Buffer, Buffer] = [Buffer.alloc(0), Buffer.alloc(0)];
+  private held = 0;
   /** The rows of the last block built, with where each one's bytes are in `bytes`. */
   private last: { rows: readonly object[]; starts: number[]; ends: number[]; bytes: Buffer } = { rows: [], starts: [], ends: [], bytes: Buffer.alloc(0) };
 
@@ -33,6 +40,8 @@ export class RowCache {
    * where this walk expects them (the same index, or one further on after a removal) are copied
    * from it with their neighbours; any other row comes from `get`. The last block is replaced by
    * this one only once it is complete: an encode that throws leaves the cache as it was.
+   * The bytes returned stay as they are until the next-but-one block: the caller writes them
+   * before it asks for another.
    */
   block(rows: readonly object[], { layout, sep }: BlockLayout, encode: (row: object, index: number) => string): Buffer {
     this.checkLayout(layout);
@@ -82,7 +91,18 @@ export class RowCache {
       }
     }
     closeRun();
-    const bytes = Buffer.concat(pieces, out);
+    // Into the buffer the last block does not use: the one of the block before it, which the
+    // writer copied before this commit began (a store's commits are one at a time).
+    const spare = this.held === 0 ? 1 : 0;
+    let into = this.buffers[spare] as Buffer;
+    if (into.length < out) {
+      into = Buffer.allocUnsafeSlow(Math.ceil(out * 1.25)); // room for rows that grow
+      this.buffers[spare] = into;
+    }
+    let at = 0;
+    for (const p of pieces) at += p.copy(into, at);
+    const bytes = into.subarray(0, out);
+    this.held = spare;
     this.last = { rows, starts, ends, bytes };
     return bytes;
   }

@@ -146,3 +146,22 @@ test('a commit that replaces one row of 100 encodes that row only and keeps the 
   assert.ok(text.startsWith('{\n      "id": "s_r0"'));
   assert.match(text, /"cmd": "c49"[\s\S]*\{"changed": true\}[\s\S]*"cmd": "c51"/);
 });
+
+test('a block stays as it was while the next one is built, and its buffer is used again for the one after', () => {
+  let doc = emptyDocument();
+  for (let k = 0; k < 20; k++) doc = addSession(doc, { name: `r${k}`, channelID: '1', type: 'text', cmd: `c${k}` }).doc;
+  const cache = new RowCache();
+  const layout = { layout: '  |    ', sep: Buffer.from(',\n    ') };
+  const encode = (r: object): string => JSON.stringify(r);
+  const first = cache.block(doc.sessions ?? [], layout, encode);
+  const firstText = first.toString('utf8');
+  doc = patchSession(doc, 'r3', { resumeToken: 'one' }).doc;
+  const second = cache.block(doc.sessions ?? [], layout, encode);
+  assert.equal(first.toString('utf8'), firstText, 'the block before the last is untouched by the last one');
+  assert.match(second.toString('utf8'), /"resumeToken":"one"/);
+  doc = patchSession(doc, 'r3', { resumeToken: 'two' }).doc;
+  const third = cache.block(doc.sessions ?? [], layout, encode);
+  assert.equal(third.buffer, first.buffer, 'built where the first one was: no new buffer per commit');
+  assert.match(third.toString('utf8'), /"resumeToken":"two"/);
+  assert.match(second.toString('utf8'), /"resumeToken":"one"/, 'the last block stays as it was');
+});
