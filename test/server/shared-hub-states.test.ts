@@ -1,7 +1,8 @@
 // SharedHub (src/server/shared-hub.ts) over real stores and stub transports: which unit a
 // connection is served by (one per state file however it is named: a linked folder, a folder the
 // store made under a link), concurrent first calls sharing one open, a new open of a state that
-// waits for its drop to release the locks, a stop that waits for the opens under way, and what
+// waits for its drop to release the locks, a stop that waits for the opens under way, a state
+// whose folder goes as it opens (served by a fresh open; refused when that goes too), and what
 // the log tells (level, state, error) when a state opens, drops or cannot be opened.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -92,7 +93,7 @@ test('a state named through a linked folder is served by the same unit as by its
   const real = folder();
   const link = `${real}-link`;
   fs.symlinkSync(real, link);
-  const { h, opened } = hub(t);
+  const { h, opened, dropped } = hub(t);
   const a = await statusOf(h, path.join(link, 'state.json'));
   const b = await statusOf(h, path.join(real, 'state.json'));
   assert.equal(resultOf(a, 1).statePath, path.join(real, 'state.json'));
@@ -100,6 +101,9 @@ test('a state named through a linked folder is served by the same unit as by its
   assert.equal(resultOf(b, 2).statesOpen, 1, 'one state open');
   assert.equal(opened.length, 1, 'opened once');
   assert.equal(h.size, 1);
+  await h.stop();
+  assert.equal(dropped.length, 1);
+  assert.match(dropped[0]?.why ?? '', /\w/, 'a stop tells why it drops the state');
 });
 
 test('a state whose folder the store made under a linked folder is found again by its real path', async (t) => {
@@ -218,6 +222,7 @@ test('a stop waits for the opens under way, drops what they opened and refuses w
   await first.closed;
   await late.closed;
   assert.deepEqual(late.written.map((w) => [w.id, w.error?.code]), [[7, ErrorCodes.ShuttingDown]]);
+  assert.match(late.written[0]?.error?.message ?? '', /\w/, 'in words');
 });
 
 test('a state that cannot be opened for a reason the store names is told at info with its state and code; an unexpected failure is an error with its cause', async (t) => {
@@ -274,6 +279,7 @@ test('a stop while an open waits for a drop refuses that open instead of opening
   await stopped;
   await second.closed;
   assert.deepEqual(second.written.map((w) => [w.id, w.error?.code]), [[1, ErrorCodes.ShuttingDown]]);
+  assert.match(second.written[0]?.error?.message ?? '', /\w/, 'in words');
   assert.equal(opened.length, 1, 'not opened again');
   assert.equal(h.size, 0);
 });
@@ -303,4 +309,36 @@ test("the store's warnings and errors reach the log with the state; once its fol
   storeOptions?.error?.('a file of the store is missing', new Error('e2'));
   assert.deepEqual(complaint(ERROR, 'e2'), [], 'no error');
   assert.deepEqual(complaint(DEBUG, 'e2').map((l) => l.state), [state], 'told at debug');
+});
+
+/** A hub whose opens remove the state's folder right after the store opened it, the first `times` times. */
+function vanishing(t: TestContext, times: number) {
+  let n = 0;
+  return hub(t, {
+    openStore: async (statePath, options) => {
+      fs.mkdirSync(path.dirname(statePath), { recursive: true });
+      const store = await Store.open(statePath, options);
+      if (n++ < times) fs.rmSync(path.dirname(statePath), { recursive: true });
+      return store;
+    },
+  });
+}
+
+test('a state whose folder goes as it opens is dropped at once, and the connection is served by a fresh open', async (t) => {
+  const state = path.join(folder(), 'state.json');
+  const { h, opened } = vanishing(t, 1);
+  const s = await statusOf(h, state);
+  assert.equal(resultOf(s, 1).statePath, state);
+  assert.equal(resultOf(s, 2).statesOpen, 1);
+  assert.equal(opened.length, 2, 'opened again once');
+});
+
+test('a state whose folder goes as it opens, twice, refuses the connection', async (t) => {
+  const state = path.join(folder(), 'state.json');
+  const { h, opened } = vanishing(t, 3);
+  const s = await statusOf(h, state);
+  await s.closed;
+  assert.deepEqual(s.written.map((w) => [w.id, w.error?.code]), [[1, ErrorCodes.InternalError], [2, ErrorCodes.InternalError]]);
+  assert.match(s.written[0]?.error?.message ?? '', /\w/, 'in words');
+  assert.equal(opened.length, 2, 'two tries');
 });
