@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,6 +27,10 @@ func TestAWriteOfANaNFailsAndStaysInTheState(t *testing.T) {
 	_, want := json.Marshal(math.NaN())
 	if err := st.SetBudget("a", math.NaN(), 1, 0, 0, "paused"); err == nil || want == nil || !strings.HasSuffix(err.Error(), ": "+want.Error()) {
 		t.Fatalf("SetBudget with a NaN cap: %v, want Go's %v", err, want)
+	}
+	var unsupported *json.UnsupportedValueError
+	if err := st.SetBudget("a", math.NaN(), 1, 0, 0, "paused"); !errors.As(err, &unsupported) {
+		t.Fatalf("SetBudget with a NaN cap: %v (%T), want json's *UnsupportedValueError inside, as Go's Save returns", err, err)
 	}
 	if a, _ := st.FindSession("a"); !math.IsNaN(a.CostCap) || a.PausedReason != "paused" {
 		t.Fatalf("the change is not kept in the State: %+v", a)
