@@ -28,6 +28,8 @@ test('paramNames walks optional and default wrappers to the params object, at mo
   assert.deepEqual(paramNames(def(wrapped.optional())), [], 'eight wrappers: past the walk');
   assert.deepEqual(paramNames(def(undefined)), []);
   assert.deepEqual(paramNames(def(z.string())), [], 'a params schema that is no object names none');
+  assert.deepEqual(paramNames(def({})), [], 'a value that is no zod schema names none');
+  assert.deepEqual(paramNames(def({ _zod: {} })), [], 'nor one with no definition');
 });
 
 test('initialize answers the server, the contract version, the state and every method with its params', async (t) => {
@@ -245,4 +247,46 @@ test('idle() waits for every connection\'s answers; disposeAll ends them', async
   r.server.disposeAll();
   const s = r.server.status();
   assert.equal(s.connections, 0);
+});
+
+test('a returning subscriber: the store\'s revision and epoch answered, the document resent for another epoch, missed entries read from the file, a name no file can have skipped', async (t) => {
+  const r = await stateServerRig(t);
+  await r.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
+  await r.store.appendTranscript('a', entry('one'));
+  await r.store.appendTranscript('a', entry('two'));
+  const client = r.connect();
+  const got = (await client.call('watch/subscribe', { sessions: true, transcripts: '*', since: { epoch: 'an earlier run', revision: 1, transcripts: { a: -1, 'x/y': -1 } } })) as { subscription: string; revision: number; epoch: string };
+  assert.deepEqual([got.revision, got.epoch], [r.store.revision, r.store.epoch]);
+  const resync = await client.waitFor((m) => m.method === 'state/resync');
+  assert.deepEqual(resync.params, { subscription: got.subscription, revision: r.store.revision, epoch: r.store.epoch, state: r.store.getState() });
+  const texts = [];
+  for (let i = 0; i < 2; i++) texts.push(((await client.waitFor((m) => m.method === 'transcript/didAppend')).params as { entry: { text: string } }).entry.text);
+  assert.deepEqual(texts, ['one', 'two']);
+  // Once the catch-up is over, a live append comes next; nothing was logged as an error.
+  await r.store.appendTranscript('a', entry('three'));
+  assert.equal(((await client.waitFor((m) => m.method === 'transcript/didAppend')).params as { entry: { text: string } }).entry.text, 'three');
+  assert.deepEqual(r.logs.filter((l) => l.level >= 50), []);
+  assert.deepEqual(await client.call('watch/unsubscribe', { subscription: got.subscription }), { unsubscribed: true });
+  assert.equal(r.server.status().subscriptions, 0);
+});
+
+test('backup and rpc.discover over the wire: the copy at the revision now, the OpenRPC document of this version', async (t) => {
+  const r = await stateServerRig(t);
+  await r.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
+  const client = r.connect();
+  const dest = path.join(tempDir('hs-server-backup-'), 'copy');
+  const backup = (await client.call('backup', { dest })) as { revision: number; dest: string };
+  assert.equal(backup.revision, r.store.revision);
+  const doc = (await client.call('rpc.discover')) as { openrpc: string; info: { version: string } };
+  assert.equal(doc.info.version, '7.7.7');
+  assert.deepEqual(await client.call('rpc.discover'), doc);
+});
+
+test('a connection that sent shutdown closing on a server that wants no word of it: nothing breaks', async (t) => {
+  const r = await stateServerRig(t);
+  const client = r.connect();
+  assert.equal(await client.call('shutdown'), null);
+  client.end();
+  await client.closed;
+  assert.equal(((await r.connect().call('status')) as { connections: number }).connections, 1);
 });
