@@ -4,7 +4,7 @@
 // hook, the stop's grace, a failed start discarded, the client that sent shutdown leaving, and the
 // default socket following the instance id.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -146,10 +146,13 @@ test('--exit-when-idle: once ready and unused for the time given, the service st
   assert.deepEqual(await s.service.stopped, { code: 0, why: 'unused for 20 ms (--exit-when-idle)' });
 });
 
-test('the default socket follows the instance id: listened on, recorded, the old one closed', async (t) => {
+test('the default socket: its folder made private; it follows the instance id: listened on, recorded, the old one closed', async (t) => {
   const s = await open(t);
-  const first = path.join(s.dir, 'default.sock');
+  const first = path.join(s.dir, 'run', 'default.sock');
   await s.service.listen({ path: first, source: 'default' });
+  assert.equal(statSync(path.dirname(first)).mode & 0o777, 0o700);
+  // A commit that leaves the instance id alone moves nothing.
+  await s.service.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
   const id = `t${process.pid}x${Date.now().toString(36)}`;
   const moved = serveSocket({ instanceId: id });
   await s.service.store.setInstanceID(id);
@@ -159,4 +162,32 @@ test('the default socket follows the instance id: listened on, recorded, the old
   assert.equal((JSON.parse(readFileSync(serverRecordPath(s.state), 'utf8')) as { socket: string }).socket, moved.path);
   const client = await connectRaw(moved.path, 'ndjson', t);
   assert.equal(((await client.call('status')) as { socket: string }).socket, moved.path);
+});
+
+test('an explicit socket in a folder that does not exist is refused (only the default one\'s folder is made)', async (t) => {
+  const s = await open(t);
+  await assert.rejects(s.service.listen(path.join(s.dir, 'none', 's.sock')));
+  assert.equal(existsSync(path.join(s.dir, 'none')), false);
+});
+
+test('an instance id whose socket cannot be served: the service stays on its socket', async (t) => {
+  const s = await open(t);
+  const first = path.join(s.dir, 'default.sock');
+  await s.service.listen({ path: first, source: 'default' });
+  const id = `t${process.pid}y${Date.now().toString(36)}`;
+  const taken = serveSocket({ instanceId: id }).path;
+  mkdirSync(path.dirname(taken), { recursive: true, mode: 0o700 });
+  writeFileSync(taken, 'a regular file');
+  t.after(() => rmSync(taken, { force: true }));
+  await s.service.store.setInstanceID(id);
+  // The stop waits for a move under way.
+  await s.service.stop(0, 'done');
+  assert.equal(s.service.socket, first);
+  assert.equal(readFileSync(taken, 'utf8'), 'a regular file');
+  assert.ok(s.logs.some((l) => l.level === 50 && l.socket === first), 'the failed move is logged as an error');
+});
+
+test('the store options given are the store\'s', async (t) => {
+  const s = await open(t, { store: { durability: 'write' } });
+  assert.equal(s.service.server.status().durability, 'write');
 });
