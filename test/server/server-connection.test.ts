@@ -149,3 +149,27 @@ test('a writer with no output flow (not this transport\'s): nothing unsent, noth
   assert.deepEqual([conn.unsentBytes(), conn.unsentFrames(), conn.isClosed], [0, 0, false]);
   await conn.whenUnsentAtMost(0);
 });
+
+test('a response from the client is not a request: nothing is owed for it', async (t) => {
+  const r = await stateServerRig(t);
+  const client = r.connect();
+  // A response to nothing (the server sends no requests): vscode-jsonrpc drops it, nothing answers it.
+  client.sendBody(JSON.stringify({ jsonrpc: '2.0', id: 99, result: null }));
+  await client.call('status');
+  await client.conn.idle();
+});
+
+test('dispose stops reading the input (the stop disposes every connection)', async (t) => {
+  const r = await stateServerRig(t);
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  t.after(() => {
+    toServer.end();
+    fromServer.destroy();
+  });
+  const framed = createFramedTransport(toServer, fromServer, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
+  r.server.connect(framed.reader, framed.writer, 'socket');
+  assert.ok(toServer.listenerCount('data') > 0, 'read while served');
+  r.server.disposeAll();
+  assert.equal(toServer.listenerCount('data'), 0);
+});
