@@ -102,6 +102,7 @@ function fmt(value: number | undefined, unit: Row['unit']): string {
   if (value === undefined || !Number.isFinite(value)) return '—';
   switch (unit) {
     case 'req/s':
+    case 'ops/s':
       return value >= 1000 ? `${(value / 1000).toFixed(1)}k/s` : `${value.toFixed(0)}/s`;
     case 'µs':
       return value >= 10_000 ? `${(value / 1000).toFixed(1)} ms` : `${value.toFixed(0)} µs`;

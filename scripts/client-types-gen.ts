@@ -5,9 +5,10 @@
 // a consumer typechecks them whatever its module mode, esModuleInterop or skipLibCheck, and on
 // any TypeScript the package supports (test/install/consumer.ts). test/client/contract-types.test.ts
 // holds every generated type equal to the contract's.
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
+import type ts from 'typescript';
 
 /** The generated file, relative to the repository. */
 export const CLIENT_TYPES_FILE = 'src/client/contract-types.ts';
@@ -24,12 +25,17 @@ export type NotificationParams = { [N in keyof NotificationTable]: z.output<Noti
 ${MODEL_TYPES.map((t) => `export type ${t}_ = ${t};`).join('\n')}
 `;
 
-const FLAGS = ts.NodeBuilderFlags.NoTruncation | ts.NodeBuilderFlags.InTypeAlias | ts.NodeBuilderFlags.MultilineObjectLiterals | ts.NodeBuilderFlags.IgnoreErrors;
-
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+type TypeScript = typeof ts;
 
 /** The source of src/client/contract-types.ts for the contract in `protocolDir` (a `src/protocol`), compiled with this repository's options. */
 export function clientTypesSource(protocolDir: string): string {
+  // Loaded here, not at import: the compiler's module alone is ~1 CPU-s to load, and the tests
+  // that import this file for CLIENT_TYPES_FILE, or that find the text in the cache
+  // (scripts/client-types-cache.ts), never compile.
+  const ts = createRequire(import.meta.url)('typescript') as TypeScript;
+  const FLAGS = ts.NodeBuilderFlags.NoTruncation | ts.NodeBuilderFlags.InTypeAlias | ts.NodeBuilderFlags.MultilineObjectLiterals | ts.NodeBuilderFlags.IgnoreErrors;
   const probe = path.join(protocolDir, '../client/__contract-types-probe.ts');
   const config = ts.getParsedCommandLineOfConfigFile(path.join(REPO, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
   if (!config) throw new Error('client-types-gen: tsconfig.json unreadable');

@@ -4,7 +4,8 @@
 import { QUICK, REPS, WARMUP_REPS } from './config.js';
 import { median } from './stats.js';
 
-export type Unit = 'req/s' | 'µs' | 'ms' | 'MB';
+/** 'ops/s': operations that are not requests (a file replaced), per second. */
+export type Unit = 'req/s' | 'ops/s' | 'µs' | 'ms' | 'MB';
 
 export interface Quantity {
   median: number;

@@ -51,6 +51,42 @@ export type RowChange = { kind: 'added' | 'updated' | 'removed'; name: string; s
 
 /** Row changes by name (first row of a name, as FindSession); unchanged rows keep their identity. */
 function diffSessions(before: readonly Session[], after: readonly Session[]): RowChange[] {
+  return diffInPlace(before, after) ?? diffByName(before, after);
+}
+
+/**
+ * The same changes, for the common commit that replaced rows where they stood (setters, patches):
+ * one pass of identity checks instead of two maps of every name, or undefined when a row moved,
+ * came or went. With the names the same at every index, a name's first row is at the same index
+ * on both sides, so a replaced row is an update exactly when no row before it has its name.
+ */
+function diffInPlace(before: readonly Session[], after: readonly Session[]): RowChange[] | undefined {
+  if (before.length !== after.length) return undefined;
+  const replaced: number[] = [];
+  for (let i = 0; i < after.length; i++) {
+    const a = after[i] as Session;
+    const b = before[i] as Session;
+    if (a === b) continue;
+    if (a.name !== b.name) return undefined;
+    replaced.push(i);
+  }
+  if (replaced.length === 0) return [];
+  const names = new Set(replaced.map((i) => (after[i] as Session).name));
+  const first = new Map<string, number>();
+  const last = replaced[replaced.length - 1] as number;
+  for (let i = 0; i <= last; i++) {
+    const name = (after[i] as Session).name;
+    if (names.has(name) && !first.has(name)) first.set(name, i);
+  }
+  const out: RowChange[] = [];
+  for (const i of replaced) {
+    const row = after[i] as Session;
+    if (first.get(row.name) === i) out.push({ kind: 'updated', name: row.name, session: row });
+  }
+  return out;
+}
+
+function diffByName(before: readonly Session[], after: readonly Session[]): RowChange[] {
   const firstByName = (rows: readonly Session[]) => {
     const m = new Map<string, Session>();
     for (const r of rows) if (!m.has(r.name)) m.set(r.name, r);

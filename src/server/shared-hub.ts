@@ -31,6 +31,8 @@ export interface SharedHubOptions {
   defaultState: string;
   /** Options of every Store.open (durability…); `warn` and `error` go to the log. */
   store?: StoreOptions;
+  /** Opens a state's store (default Store.open; a test passes its own to hold or fail an open or a close). */
+  openStore?: (statePath: string, options: StoreOptions) => Promise<Store>;
   /** Drop a state once nothing has used it for this many ms. */
   stateIdleMs: number;
   /** How long a drop waits for answers still owed. */
@@ -139,7 +141,8 @@ export class SharedHub {
     if (this.stopping) throw new ResponseError(ErrorCodes.ShuttingDown, 'the shared server is stopping');
     const log = this.o.log.child({ state: key });
     const gone = { dir: false };
-    const store = await Store.open(key, {
+    const openStore = this.o.openStore ?? ((statePath, options) => Store.open(statePath, options));
+    const store = await openStore(key, {
       warn: (message, err) => log.warn({ err }, message),
       error: (message, err) => (gone.dir ? log.debug({ err }, message) : log.error({ err }, message)),
       ...this.o.store,

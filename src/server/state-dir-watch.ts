@@ -8,6 +8,48 @@ export interface StateDirWatch {
   close(): void;
 }
 
+/** What a look at the dir compares: the directory it leads to. */
+export interface DirIdentity {
+  dev: number;
+  ino: number;
+}
+
+/** A timer the watch lets go of (it never holds the process open) and clears. */
+export interface WatchTimer {
+  unref(): WatchTimer;
+}
+
+/** The events of the dir's names, and the watch's end ('error'). */
+export interface DirEvents {
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  close(): void;
+}
+
+/**
+ * The file system calls and timers the watch uses: the real ones unless a caller (a test that
+ * drives the watch step by step) passes its own.
+ */
+export interface DirWatchIo {
+  statSync(dir: string): DirIdentity;
+  stat(dir: string, done: (err: NodeJS.ErrnoException | null, st: DirIdentity) => void): void;
+  watch(dir: string, options: { persistent: boolean }, listener: (event: string) => void): DirEvents;
+  setTimeout(fn: () => void, ms: number): WatchTimer;
+  clearTimeout(timer: WatchTimer | undefined): void;
+  setInterval(fn: () => void, ms: number): WatchTimer;
+  clearInterval(timer: WatchTimer): void;
+}
+
+// The timers' clear functions take Node's own handles, which are all the watch ever holds here.
+const realIo: DirWatchIo = {
+  statSync: fs.statSync,
+  stat: fs.stat,
+  watch: fs.watch,
+  setTimeout,
+  clearTimeout: clearTimeout as DirWatchIo['clearTimeout'],
+  setInterval,
+  clearInterval: clearInterval as DirWatchIo['clearInterval'],
+};
+
 /**
  * How long after a name in the dir was removed or renamed it is looked at: `rm -rf` removes the
  * files first and the dir last, and Linux reports the dir's own removal only once nothing holds
@@ -38,10 +80,13 @@ export function watchStateDir(
   stillThere?: () => void,
   /** How often the dir is looked at without an event (default POLL_MS; the events do the rest). */
   pollMs: number = POLL_MS,
+  /** The file system calls and timers (default: the real ones). */
+  io: Partial<DirWatchIo> = {},
 ): StateDirWatch {
-  let identity: { dev: number; ino: number };
+  const { statSync, stat, watch, setTimeout, clearTimeout, setInterval, clearInterval } = { ...realIo, ...io };
+  let identity: DirIdentity;
   try {
-    const st = fs.statSync(dir);
+    const st = statSync(dir);
     identity = { dev: st.dev, ino: st.ino };
   } catch (err) {
     queueMicrotask(() => gone(`the state dir ${dir} cannot be read: ${(err as Error).message}`));
@@ -49,11 +94,11 @@ export function watchStateDir(
   }
   let closed = false;
   let checking = false;
-  let settle: NodeJS.Timeout | undefined;
+  let settle: WatchTimer | undefined;
   const check = (): void => {
     if (checking || closed) return;
     checking = true;
-    fs.stat(dir, (err, st) => {
+    stat(dir, (err, st) => {
       checking = false;
       if (closed) return;
       if (err) {
@@ -71,9 +116,9 @@ export function watchStateDir(
     }, SETTLE_MS).unref();
   };
   const poll = setInterval(check, pollMs).unref();
-  let watcher: fs.FSWatcher | undefined;
+  let watcher: DirEvents | undefined;
   try {
-    watcher = fs.watch(dir, { persistent: false }, (event) => {
+    watcher = watch(dir, { persistent: false }, (event) => {
       if (event === 'rename') soon();
     });
     // The watch ends when the directory does: look then too.

@@ -11,7 +11,7 @@ import type { ServerConnection } from './connection.js';
 import { IdleWatch } from './idle-watch.js';
 import { StateServer } from './server.js';
 import type { SubscriptionLimits } from './feed-limits.js';
-import type { StateDirWatch } from './state-dir-watch.js';
+import type { DirWatchIo, StateDirWatch } from './state-dir-watch.js';
 import { SHARED_POLL_MS, watchStateDir } from './state-dir-watch.js';
 
 export interface StateUnitOptions {
@@ -28,6 +28,8 @@ export interface StateUnitOptions {
   feed?: SubscriptionLimits;
   /** Told as the drop begins, with its end (the hub forgets the unit at once, so no new connection binds to it). */
   dropping: (why: string, done: Promise<void>) => void;
+  /** The folder watch's fs calls and timers (default: the real ones; a test passes its own). */
+  dirWatchIo?: Partial<DirWatchIo>;
 }
 
 export class StateUnit {
@@ -62,6 +64,7 @@ export class StateUnit {
       (err) => o.log.warn({ err, dir: store.dir }, 'the state dir cannot be watched: its removal is noticed by polling only'),
       undefined,
       SHARED_POLL_MS,
+      o.dirWatchIo,
     );
     this.idle.start();
   }

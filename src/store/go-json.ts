@@ -4,6 +4,7 @@
 import type { GoField } from '../protocol/model.js';
 import { entryGoFields, homeGoFields, isGoInteger, sessionGoFields, stateGoFields } from '../protocol/model.js';
 import { MAX_DOCUMENT_DEPTH } from './go-decode.js';
+import type { RowCache } from './row-cache.js';
 
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\<>&\u2028\u2029\ud800-\udfff]/;
 const HEX = '0123456789abcdef';
@@ -111,32 +112,7 @@ function isZero(kind: GoField['kind'], v: unknown): boolean {
   }
 }
 
-/**
- * Session rows' encoded bytes by row object, for one document layout (indent and prefix). The
- * state document is copy-on-write: a row that did not change is the same, never-mutated object,
- * so its bytes are reused and a commit encodes only the rows it replaced (docs/performance.md,
- * "Mutations at 5 000 sessions").
- */
-export class RowCache {
-  private readonly byRow = new WeakMap<object, Buffer>();
-  private layout: string | undefined;
-
-  /** The cached bytes of `row` in this layout, or `encode()`'s, remembered. */
-  get(row: object, layout: string, encode: () => string): Buffer {
-    if (layout !== this.layout) {
-      if (this.layout !== undefined) throw new Error(`RowCache used for two layouts (${JSON.stringify(this.layout)}, ${JSON.stringify(layout)})`);
-      this.layout = layout;
-    }
-    let bytes = this.byRow.get(row);
-    if (bytes === undefined) {
-      bytes = Buffer.from(encode(), 'utf8');
-      this.byRow.set(row, bytes);
-    }
-    return bytes;
-  }
-}
-
-/** Where a cached encode puts the rows: the cache, and the rows' bytes with their separators. */
+/** Where a cached encode puts the rows: the cache, and the rows' block between its brackets (row-cache.ts). */
 interface RowSink {
   cache: RowCache;
   parts: Buffer[];
@@ -160,15 +136,8 @@ const nested: Partial<Record<GoField['kind'], Nested>> = {
     const inner = prefix + indent;
     const encode = (r: Record<string, unknown>, i: number): string => encodeStruct(r, sessionGoFields, indent, inner, `${path}[${i}]`);
     if (!sink) return `[\n${inner}${rows.map(encode).join(`,\n${inner}`)}\n${prefix}]`;
-    const layout = `${indent}|${inner}`;
-    const open = Buffer.from(`[\n${inner}`);
-    const sep = Buffer.from(`,\n${inner}`);
-    sink.parts.push(open);
-    for (const [i, r] of rows.entries()) {
-      if (i > 0) sink.parts.push(sep);
-      sink.parts.push(sink.cache.get(r, layout, () => encode(r, i)));
-    }
-    sink.parts.push(Buffer.from(`\n${prefix}]`));
+    const layout = { layout: `${indent}|${inner}`, sep: Buffer.from(`,\n${inner}`) };
+    sink.parts.push(Buffer.from(`[\n${inner}`), sink.cache.block(rows, layout, (r, i) => encode(r as Record<string, unknown>, i)), Buffer.from(`\n${prefix}]`));
     return ROWS_MARK;
   },
 };
@@ -217,9 +186,9 @@ export function encodeStateDocumentBytes(doc: object, cache: RowCache): Buffer {
 }
 
 /**
- * The same bytes in pieces, in order (the text around the rows, each row, their separators), for
- * a writer that copies them once into its own buffer (writer-thread.ts) instead of after a concat:
- * at 5 000 sessions a concat was a 1.8 MB buffer and a copy per commit.
+ * The same bytes in five pieces at most, in order (the text before the rows, the brackets, the
+ * rows' block, the text after), for a writer that copies them into its own buffer
+ * (writer-thread.ts): a handful of copies, whatever the number of rows.
  */
 export function encodeStateDocumentParts(doc: object, cache: RowCache): Buffer[] {
   const sink: RowSink = { cache, parts: [] };

@@ -30,7 +30,8 @@ export interface Io {
   /**
    * Whole-file replace: temp file, write, fsync (when `sync`), rename. Resolves with the stamp
    * of the file written when it knows it (a test's replacement may not: the caller then stats
-   * the file).
+   * the file). `data` is the caller's again once the call settles (state.json's rows are built
+   * in buffers used in turn: row-cache.ts).
    */
   writeAtomic(file: string, data: FileBytes, opts: { mode: number; sync: boolean }): Promise<FileStamp | void>;
   /**

@@ -92,15 +92,17 @@ export async function restoreBackup(backupDir: string, statePath: string, io: Io
     // durable has not restored (a later start could find the old place, or half of the new).
     await io.syncDir(parent);
   } catch (err) {
-    const undone = placed ? await moveOut(io, paths.dir, tmp, emptyTarget) : undefined;
+    const undone = placed ? await moveOut(io, paths.dir, tmp, emptyTarget) : { remakeErr: undefined };
     await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
     await removeFolders(made);
     if (placed) {
       // The errno's own words (ioError's), and what became of the restored folder.
       const { code, message } = ioError('sync', path.dirname(paths.dir), err);
-      const what = undone
+      const what = 'err' in undone
         ? `and it could not be moved out again (${ioError('rename', paths.dir, undone.err).message}): the restored folder is left at ${paths.dir}; remove it before restoring again`
-        : 'the restored folder was moved out again and removed: nothing was restored';
+        : undone.remakeErr === undefined
+          ? 'the restored folder was moved out again and removed: nothing was restored'
+          : `the restored folder was moved out again and removed: nothing was restored; the empty folder it had replaced could not be made again (${ioError('mkdir', paths.dir, undone.remakeErr).message})`;
       throw new StoreError('io', `restore into ${paths.dir}: the folder above it could not be synced after the rename (${message}); ${what}`, { code }, code);
     }
     throw err instanceof RestoreRefused || err instanceof StoreError ? err : ioError('restore into', paths.dir, err);
@@ -114,19 +116,21 @@ export async function restoreBackup(backupDir: string, statePath: string, io: Io
 /**
  * Moves a restored folder out of the target's place again (to `tmp`, which the caller removes),
  * making again the empty folder it replaced; the parent's sync is tried again, so the place as it
- * was found is what survives a power loss when the disk lets it. Returns the error when it could
- * not be moved out (the restored folder is then still in place).
+ * was found is what survives a power loss when the disk lets it (its failure is the one the
+ * caller reports already). Returns `err` when the folder could not be moved out (the restored
+ * folder is then still in place), else `remakeErr` when the empty folder could not be made again.
  */
-async function moveOut(io: Io, dir: string, tmp: string, emptyTarget: { mode: number } | undefined): Promise<{ err: unknown } | undefined> {
+async function moveOut(io: Io, dir: string, tmp: string, emptyTarget: { mode: number } | undefined): Promise<{ err: unknown } | { remakeErr: unknown }> {
   try {
     await io.rename(dir, tmp);
   } catch (err) {
     return { err };
   }
+  let remakeErr: unknown;
   // chmod after mkdir: the mode as it was, whatever the umask.
-  if (emptyTarget) await fs.mkdir(dir).then(() => fs.chmod(dir, emptyTarget.mode)).catch(() => undefined);
+  if (emptyTarget) await fs.mkdir(dir).then(() => fs.chmod(dir, emptyTarget.mode)).catch((err: unknown) => (remakeErr = err));
   await io.syncDir(path.dirname(dir)).catch(() => undefined);
-  return undefined;
+  return { remakeErr };
 }
 
 /** `dir` and each folder above it that does not exist, the deepest first. */

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import { DecodeError, decodeStateText } from './go-decode.js';
-import type { RowCache } from './go-json.js';
+import type { RowCache } from './row-cache.js';
 import { encodeStateDocumentParts, UnsupportedValueError } from './go-json.js';
 import { goDecodeUtf8 } from './go-text.js';
 import type { Io } from './io.js';

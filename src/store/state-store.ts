@@ -5,7 +5,7 @@
 // hand) is noticed by its size, mtime or inode before the next commit and on `refresh`, and loaded
 // first: it is never overwritten unseen (docs/go-compatibility.md says what a racing writer gets).
 import path from 'node:path';
-import { RowCache } from './go-json.js';
+import { RowCache } from './row-cache.js';
 import { CommitQueue } from './commit-queue.js';
 import type { Io, LineToAppend } from './io.js';
 import { LineNotWritten } from './io.js';

@@ -88,6 +88,33 @@ function testFiles(timed: boolean): string[] {
   return files.sort((a, b) => unknownFirst(b) - unknownFirst(a) || (size.get(b) as number) - (size.get(a) as number) || a.localeCompare(b));
 }
 
+/**
+ * With HERRSCHER_TEST_CPU_LOG naming a file, each file's CPU is appended to it as one JSON line:
+ * this process's (all its threads) and that of the children it reaped while the file ran (with
+ * theirs, as the kernel sums them: a child killed by a signal counts once reaped, a detached one
+ * never reaped does not), in ms. How docs/testing.md's per-file figures are measured.
+ */
+const CPU_LOG = process.env.HERRSCHER_TEST_CPU_LOG;
+
+/** This process's CPU and its reaped children's, in ms, from /proc (undefined without it). */
+function cpuTimes(): { self: number; children: number } | undefined {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const [utime, stime, cutime, cstime] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number) as [number, number, number, number];
+    const tick = 10; // ms: Linux reports these in USER_HZ, 100 a second
+    return { self: (utime + stime) * tick, children: (cutime + cstime) * tick };
+  } catch {
+    return undefined;
+  }
+}
+
+function logCpu(rel: string, wallMs: number, before: ReturnType<typeof cpuTimes>): void {
+  const now = cpuTimes();
+  if (CPU_LOG === undefined || before === undefined || now === undefined) return;
+  const line = { file: rel, wallMs: Math.round(wallMs), endedAt: Date.now(), selfMs: now.self - before.self, childrenMs: now.children - before.children, pid: process.pid };
+  writeFileSync(CPU_LOG, `${JSON.stringify(line)}\n`, { flag: 'a' });
+}
+
 const shardEntries = (): string[] => readdirSync(SHARD_DIR).filter((f) => f.endsWith('.ts')).sort();
 
 /** The parent's pid and start time: the same for every shard of one run, never for two runs. */
@@ -170,6 +197,7 @@ export function runShard(entryUrl: string): void {
       try {
         top.runInAsyncScope(() => describe(rel, { timeout: FILE_TIMEOUT_MS }, async () => {
           const started = performance.now();
+          const cpuBefore = CPU_LOG === undefined ? undefined : cpuTimes();
           await import(pathToFileURL(file).href);
           // After the file's own root-level hooks: what they stop goes before its temp dirs, and
           // their cleanup counts in its time.
@@ -178,6 +206,7 @@ export function runShard(entryUrl: string): void {
               runFileEnd();
             } finally {
               recordDuration(rel, performance.now() - started);
+              logCpu(rel, performance.now() - started, cpuBefore);
             }
           });
         }));

@@ -4,6 +4,7 @@
 // through the notifications.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import fc from 'fast-check';
 import type { Session, StateDocument } from '../../src/protocol/model.js';
 import { CommitHistory } from '../../src/server/commit-history.js';
 import { MAX_REPLAY_REVISIONS, MAX_REPLAY_ROW_CHANGES } from '../../src/server/feed-limits.js';
@@ -90,4 +91,48 @@ test('"sessions" is listed only when the row events cannot rebuild the rows: nul
   assert.deepEqual(c.rows.map((r) => `${r.kind} ${r.name}`), ['added n'], "a name's second row is no row event");
   assert.deepEqual(c.fields, ['sessions'], 'the added row is not where the events would put it');
   assert.deepEqual(h.record(3, doc([a]), doc([a, added])).fields, [], 'an added row at the end follows');
+});
+
+test('record: over generated commits (rows replaced in place, moved, added, removed, names shared), the row changes are those of a diff by each name\'s first row', () => {
+  // The oracle, written from the rule (FindSession's first row per name), not from the code.
+  const firstRows = (rows: readonly Session[]): Map<string, Session> => {
+    const m = new Map<string, Session>();
+    for (const r of rows) if (!m.has(r.name)) m.set(r.name, r);
+    return m;
+  };
+  const expected = (before: readonly Session[], after: readonly Session[]) => {
+    const b = firstRows(before);
+    const a = firstRows(after);
+    const out: { kind: string; name: string; session?: Session }[] = [];
+    for (const [name, r] of a) {
+      if (!b.has(name)) out.push({ kind: 'added', name, session: r });
+      else if (b.get(name) !== r) out.push({ kind: 'updated', name, session: r });
+    }
+    for (const name of b.keys()) if (!a.has(name)) out.push({ kind: 'removed', name });
+    return out;
+  };
+  const names = ['a', 'b', 'c', 'd'];
+  const edit = fc.oneof(
+    fc.nat(20).map((k) => (rows: Session[]) => rows.map((r, i) => (rows.length > 0 && i === k % rows.length ? { ...r, resumeToken: `t${k}` } : r))),
+    fc.nat(20).map((k) => (rows: Session[]) => rows.filter((_, i) => i !== k % Math.max(1, rows.length))),
+    fc.constantFrom(...names).map((n) => (rows: Session[]) => [...rows, row(n)]),
+    fc.tuple(fc.nat(20), fc.nat(20)).map(([x, y]) => (rows: Session[]) => {
+      const out = [...rows];
+      if (out.length < 2) return out;
+      const i = x % out.length;
+      const j = y % out.length;
+      [out[i], out[j]] = [out[j] as Session, out[i] as Session];
+      return out;
+    }),
+  );
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom(...names), { maxLength: 8 }), fc.array(edit, { minLength: 1, maxLength: 4 }), (start, edits) => {
+      const before = start.map((n) => row(n));
+      let after = before;
+      for (const e of edits) after = e(after);
+      const c = new CommitHistory().record(1, doc(before), doc(after));
+      assert.deepEqual(c.rows, expected(before, after));
+    }),
+    { numRuns: 500 },
+  );
 });

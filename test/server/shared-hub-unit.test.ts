@@ -10,13 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { pino } from 'pino';
-import type { DataCallback, Disposable, Message, MessageWriter } from 'vscode-jsonrpc/node';
-import { AbstractMessageReader, Emitter } from 'vscode-jsonrpc/node';
+import type { Message } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../../src/protocol/errors.js';
 import { MAX_HELD_MESSAGES, SharedHub } from '../../src/server/shared-hub.js';
 import { Store } from '../../src/store/store.js';
-import type { FramedTransport } from '../../src/transport/framing.js';
 import { writeServerRecord } from '../../src/transport/server-record.js';
+import { notification, request, stubTransport, type Written } from '../helpers/stub-transport.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'shared-hub-unit-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -26,53 +25,6 @@ const unopenable = (name: string): string => {
   fs.mkdirSync(p, { recursive: true });
   return p;
 };
-
-class StubReader extends AbstractMessageReader {
-  private callback: DataCallback | undefined;
-  listen(callback: DataCallback): Disposable {
-    this.callback = callback;
-    return { dispose: () => (this.callback = undefined) };
-  }
-  send(m: Message): void {
-    this.callback?.(m);
-  }
-  close(): void {
-    this.fireClose();
-  }
-}
-
-interface Answer {
-  id: number | string;
-  error: { code: number; message: string; data?: unknown };
-}
-
-/** A transport the test drives: what the hub writes and how often it closes it; `closed` settles on the first close. */
-function stubTransport() {
-  const reader = new StubReader();
-  const written: Answer[] = [];
-  let closes = 0;
-  let onClosed: () => void = () => undefined;
-  const closed = new Promise<void>((resolve) => (onClosed = resolve));
-  const errors = new Emitter<[Error, Message | undefined, number | undefined]>();
-  const ends = new Emitter<void>();
-  const writer: MessageWriter = {
-    onError: errors.event,
-    onClose: ends.event,
-    write: (m: Message) => (written.push(m as unknown as Answer), Promise.resolve()),
-    end: () => undefined,
-    dispose: () => undefined,
-  };
-  const t: FramedTransport = {
-    reader,
-    writer,
-    framing: () => 'ndjson',
-    close: () => {
-      closes++;
-      onClosed();
-    },
-  };
-  return { t, reader, written, closed, closes: () => closes };
-}
 
 function hub(defaultState = unopenable('default.json')): SharedHub {
   return new SharedHub({
@@ -84,11 +36,6 @@ function hub(defaultState = unopenable('default.json')): SharedHub {
     socket: () => undefined,
   });
 }
-
-const request = (id: number, method: string, params?: unknown): Message =>
-  ({ jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) }) as Message;
-const notification = (method: string, params?: unknown): Message =>
-  ({ jsonrpc: '2.0', method, ...(params !== undefined ? { params } : {}) }) as Message;
 
 const badState = {
   code: ErrorCodes.InvalidParams,
@@ -113,10 +60,10 @@ test('initialize naming a state binds to that one; its error names it, not the d
   await s.closed;
   assert.equal(s.written.length, 1);
   assert.equal(s.written[0]?.id, 1);
-  assert.equal(s.written[0]?.error.code, ErrorCodes.StorageFailure);
-  assert.deepEqual({ ...(s.written[0]?.error.data as object) }, { code: 'EISDIR' });
-  assert.match(s.written[0]?.error.message ?? '', /named\.json/);
-  assert.doesNotMatch(s.written[0]?.error.message ?? '', /default\.json/);
+  assert.equal(s.written[0]?.error?.code, ErrorCodes.StorageFailure);
+  assert.deepEqual({ ...(s.written[0]?.error?.data as object) }, { code: 'EISDIR' });
+  assert.match(s.written[0]?.error?.message ?? '', /named\.json/);
+  assert.doesNotMatch(s.written[0]?.error?.message ?? '', /default\.json/);
 });
 
 for (const [what, m] of [
@@ -134,8 +81,8 @@ for (const [what, m] of [
     await s.closed;
     assert.equal(s.written.length, 1);
     assert.equal(s.written[0]?.id, 1);
-    assert.equal(s.written[0]?.error.code, ErrorCodes.StorageFailure, 'the store\'s own error');
-    assert.match(s.written[0]?.error.message ?? '', /default\.json/);
+    assert.equal(s.written[0]?.error?.code, ErrorCodes.StorageFailure, 'the store\'s own error');
+    assert.match(s.written[0]?.error?.message ?? '', /default\.json/);
   });
 }
 
@@ -168,7 +115,7 @@ test(`${MAX_HELD_MESSAGES} messages before the first request are held; one more 
   fits.reader.send(request(1, 'status'));
   await fits.closed;
   assert.equal(fits.written.length, 1);
-  assert.notEqual(fits.written[0]?.error.code, ErrorCodes.InvalidRequest, 'the last one that fits is bound (to the default)');
+  assert.notEqual(fits.written[0]?.error?.code, ErrorCodes.InvalidRequest, 'the last one that fits is bound (to the default)');
 
   const over = stubTransport();
   hub().accept(over.t);
@@ -198,7 +145,7 @@ test('a client that leaves before its first request is ended; one that left afte
 });
 
 /** The answer to an initialize naming `state`, which the test holds open (its lock taken by this process). */
-async function lockedAnswer(state: string): Promise<Answer | undefined> {
+async function lockedAnswer(state: string): Promise<Written | undefined> {
   const s = stubTransport();
   hub().accept(s.t);
   s.reader.send(request(1, 'initialize', { state }));
@@ -214,21 +161,21 @@ test('a locked state answers StateLocked with the store\'s words, the holder\'s 
   const store = await Store.open(state);
   try {
     const bare = await lockedAnswer(state);
-    assert.equal(bare?.error.code, ErrorCodes.StateLocked);
-    assert.match(bare?.error.message ?? '', /already serving/);
-    assert.deepEqual(bare?.error.data, { pid: process.pid }, 'no record: no socket');
+    assert.equal(bare?.error?.code, ErrorCodes.StateLocked);
+    assert.match(bare?.error?.message ?? '', /already serving/);
+    assert.deepEqual(bare?.error?.data, { pid: process.pid }, 'no record: no socket');
 
     const socket = path.join(tmp, 'holder.sock');
     await writeServerRecord({ pid: process.pid, socket, state, version: 'test', startedAt: new Date(0).toISOString() });
-    assert.deepEqual((await lockedAnswer(state))?.error.data, { pid: process.pid, socket });
+    assert.deepEqual((await lockedAnswer(state))?.error?.data, { pid: process.pid, socket });
 
     // The lock file records what its holder wrote: a pid that is not a safe integer is left out.
     const lockFile = path.join(dir, '.herrscher-state', 'server.lock');
     for (const text of ['not a pid', '12345678901234567890']) {
       fs.writeFileSync(lockFile, text);
       const a = await lockedAnswer(state);
-      assert.equal(a?.error.code, ErrorCodes.StateLocked);
-      assert.deepEqual(a?.error.data, { socket }, `lock file ${JSON.stringify(text)}`);
+      assert.equal(a?.error?.code, ErrorCodes.StateLocked);
+      assert.deepEqual(a?.error?.data, { socket }, `lock file ${JSON.stringify(text)}`);
     }
   } finally {
     await store.close();

@@ -17,12 +17,16 @@ import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 
 const entry = (text: string, cost = 0.5) => ({ ts: '2026-01-01T00:00:00Z', role: 'user', text, cost, tokens_in: 3 });
 
-/** A store with sessions a (compacted: 6 entries of ~1 MiB) and b (two entries, a journal). */
-async function populated(dir: string): Promise<Store> {
+/**
+ * A store with sessions a (compacted: 6 entries of ~1 MiB) and b (two entries, a journal). With
+ * `compacted` false, a's entries are 6 short ones: for the tests whose subject is b or the
+ * refusals (a compacted transcript through backup, verify and restore is the first test's).
+ */
+async function populated(dir: string, { compacted = true } = {}): Promise<Store> {
   const store = await Store.open(statePathIn(dir));
   await store.addSession(newSession('a'));
   await store.addSession(newSession('b'));
-  for (let i = 0; i < 6; i++) await store.appendTranscript('a', entry(`${i}:${'x'.repeat(1024 * 1024)}`));
+  for (let i = 0; i < 6; i++) await store.appendTranscript('a', entry(`${i}:${'x'.repeat(compacted ? 1024 * 1024 : 16)}`));
   await store.appendTranscript('b', entry('b0'));
   await store.appendTranscript('b', entry('b1'));
   await store.appendParticipant('b', 'u1');
@@ -75,7 +79,7 @@ test('a restored backup numbers a compacted transcript as the original did, with
 
 test('verify names each kind of damage by file (and line), and writes nothing', async (t) => {
   const dir = tempDir();
-  const store = await populated(dir);
+  const store = await populated(dir, { compacted: false });
   const dest = path.join(tempDir(), 'bk');
   await backupStore(store, dest);
   await store.close();
@@ -176,7 +180,7 @@ test('verify of a live state dir with side files and an un-checkpointed log: no 
 
 test('backup refuses a DEST inside the state dir, or one that is not empty; restore refuses a target that is not empty, or a backup that fails verify', async () => {
   const dir = tempDir();
-  const store = await populated(dir);
+  const store = await populated(dir, { compacted: false });
   const isRefusal = (re: RegExp) => (err: unknown) => err instanceof StoreError && err.kind === 'invalid-input' && re.test(err.message);
   await assert.rejects(backupStore(store, path.join(dir, 'bk')), isRefusal(/is inside the state dir/));
   const full = tempDir();

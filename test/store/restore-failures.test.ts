@@ -2,7 +2,7 @@
 // restore: a failed one is no restore), up to its last step: the sync of the folder above the
 // target after the rename. Failures are injected through the Io restoreBackup takes.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { backupStore } from '../../src/store/backup.js';
@@ -77,6 +77,26 @@ test('an empty target folder the restore replaced is made again, with its mode, 
   assert.deepEqual(readdirSync(root), ['restored'], 'no temp folder beside it');
   assert.deepEqual(readdirSync(target), [], 'the target is the empty folder it was');
   assert.equal(statSync(target).mode & 0o7777, 0o750);
+});
+
+test('an empty target folder that cannot be made again (something took its place meanwhile) is named in the error, with why', async () => {
+  const dest = await aBackup();
+  const root = tempDir();
+  const target = path.join(root, 'restored');
+  mkdirSync(target);
+  const { io: failing } = syncFailsAfterRename(root);
+  // Right after the restored folder is moved out, another process puts a file at its name.
+  const io = withIo({
+    ...failing,
+    rename: async (from, to) => {
+      await failing.rename(from, to);
+      if (from === target) writeFileSync(target, 'not a folder');
+    },
+  });
+  await assert.rejects(restoreBackup(dest, statePathIn(target), io), (err: unknown) => err instanceof StoreError
+    && /nothing was restored; the empty folder it had replaced could not be made again \(mkdir .*restored: EEXIST: .*\)$/.test(err.message));
+  assert.equal(readFileSync(target, 'utf8'), 'not a folder', 'what took its place is left alone');
+  assert.deepEqual(readdirSync(root), ['restored'], 'no temp folder beside it');
 });
 
 test('when the restored folder cannot be moved out either, the error says where it is left and that it must be removed', async () => {

@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { encodeStateDocument, encodeStateDocumentBytes, RowCache } from '../../src/store/go-json.js';
+import { encodeStateDocument, encodeStateDocumentBytes } from '../../src/store/go-json.js';
+import { RowCache } from '../../src/store/row-cache.js';
 import { nodeIo } from '../../src/store/io.js';
 import type { Doc } from '../../src/store/state-document.js';
 import { addSession, emptyDocument, patchSession, removeSession, setHome, setTopField } from '../../src/store/state-document.js';
@@ -79,4 +80,88 @@ test('state.json after a burst of concurrent mutations is the full encode of the
   const text = readFileSync(file, 'utf8');
   assert.equal(text, encodeStateDocument(store.document));
   assert.match(text, /"resumeToken": "t19"/);
+});
+
+test('over many rows, any mix of replaced, removed, added and reordered rows encodes as a fresh full encode', () => {
+  const base = (() => {
+    let d = emptyDocument();
+    for (let k = 0; k < 40; k++) d = addSession(d, { name: `r${k}`, channelID: '1', type: 'text', cmd: `c${k}` }).doc;
+    return d;
+  })();
+  const edit = fc.oneof(
+    fc.record({ at: fc.nat(60), token: str }).map((e) => (doc: Doc) => {
+      const rows = doc.sessions ?? [];
+      const row = rows[e.at % Math.max(1, rows.length)];
+      return row ? patchSession(doc, row.name, { resumeToken: e.token }).doc : doc;
+    }),
+    fc.nat(60).map((at) => (doc: Doc) => {
+      const rows = doc.sessions ?? [];
+      const row = rows[at % Math.max(1, rows.length)];
+      return row ? removeSession(doc, row.name).doc : doc;
+    }),
+    fc.nat(1000).map((n) => (doc: Doc) =>
+      doc.sessions?.some((r) => r.name === `n${n}`) ? doc : addSession(doc, { name: `n${n}`, channelID: '1', type: 'text', cmd: 'c' }).doc),
+    // A whole-document save may hand back the same row objects in another order.
+    fc.tuple(fc.nat(60), fc.nat(60)).map(([a, b]) => (doc: Doc) => {
+      const rows = [...(doc.sessions ?? [])];
+      if (rows.length < 2) return doc;
+      const i = a % rows.length;
+      const k = b % rows.length;
+      [rows[i], rows[k]] = [rows[k] as (typeof rows)[number], rows[i] as (typeof rows)[number]];
+      return { ...doc, sessions: rows };
+    }),
+  );
+  fc.assert(
+    fc.property(fc.array(fc.array(edit, { minLength: 1, maxLength: 4 }), { maxLength: 12 }), (commits) => {
+      const cache = new RowCache();
+      let doc = base;
+      assert.equal(encodeStateDocumentBytes(doc, cache).toString('utf8'), encodeStateDocument(doc));
+      for (const commit of commits) {
+        for (const e of commit) doc = e(doc);
+        assert.equal(encodeStateDocumentBytes(doc, cache).toString('utf8'), encodeStateDocument(doc));
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('a commit that replaces one row of 100 encodes that row only and keeps the others\' bytes', () => {
+  let doc = emptyDocument();
+  for (let k = 0; k < 100; k++) doc = addSession(doc, { name: `r${k}`, channelID: '1', type: 'text', cmd: `c${k}` }).doc;
+  const cache = new RowCache();
+  encodeStateDocumentBytes(doc, cache);
+  doc = patchSession(doc, 'r50', { resumeToken: 'tok' }).doc;
+  let encoded = 0;
+  const rows = doc.sessions ?? [];
+  const sep = Buffer.from(',\n    ');
+  const block = cache.block(rows, { layout: '  |    ', sep }, () => {
+    encoded++;
+    return '{"changed": true}';
+  });
+  // One row is new (r50's replacement, not in the last block): encoded once; the 99 others are
+  // the last block's bytes, their text unchanged around it.
+  assert.equal(encoded, 1);
+  const text = block.toString('utf8');
+  assert.equal(text.match(/"name": "r\d+"/g)?.length, 99);
+  assert.ok(text.startsWith('{\n      "id": "s_r0"'));
+  assert.match(text, /"cmd": "c49"[\s\S]*\{"changed": true\}[\s\S]*"cmd": "c51"/);
+});
+
+test('a block stays as it was while the next one is built, and its buffer is used again for the one after', () => {
+  let doc = emptyDocument();
+  for (let k = 0; k < 20; k++) doc = addSession(doc, { name: `r${k}`, channelID: '1', type: 'text', cmd: `c${k}` }).doc;
+  const cache = new RowCache();
+  const layout = { layout: '  |    ', sep: Buffer.from(',\n    ') };
+  const encode = (r: object): string => JSON.stringify(r);
+  const first = cache.block(doc.sessions ?? [], layout, encode);
+  const firstText = first.toString('utf8');
+  doc = patchSession(doc, 'r3', { resumeToken: 'one' }).doc;
+  const second = cache.block(doc.sessions ?? [], layout, encode);
+  assert.equal(first.toString('utf8'), firstText, 'the block before the last is untouched by the last one');
+  assert.match(second.toString('utf8'), /"resumeToken":"one"/);
+  doc = patchSession(doc, 'r3', { resumeToken: 'two' }).doc;
+  const third = cache.block(doc.sessions ?? [], layout, encode);
+  assert.equal(third.buffer, first.buffer, 'built where the first one was: no new buffer per commit');
+  assert.match(third.toString('utf8'), /"resumeToken":"two"/);
+  assert.match(second.toString('utf8'), /"resumeToken":"one"/, 'the last block stays as it was');
 });

@@ -197,6 +197,9 @@ func (cn *connection) call(ctx context.Context, kind callKind, f func(ctx contex
 		if err != nil {
 			return err
 		}
+		if h := callSentHook; h != nil {
+			h()
+		}
 		err = f(ctx, l.client)
 		l.release()
 		if !cn.resend(ctx, kind, l.client, err) {
@@ -601,6 +604,10 @@ func (cn *connection) callOn(ctx context.Context, epoch int, f func(ctx context.
 // writeSentHook, when set (tests), runs as a write is about to be sent: a test orders its
 // reads after a write in flight by it, not by a sleep.
 var writeSentHook func()
+
+// callSentHook, when set (tests), runs as a call of call (a file function's read or write) is
+// about to be sent: a test ends the connection under it there.
+var callSentHook func()
 
 var errStale = errors.New("state: the connection changed; read again")
 
