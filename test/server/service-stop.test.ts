@@ -1,48 +1,24 @@
-// The ordered stop, once for every way a server stops: the host's stdin EOF, the `exit`
-// notification, the state dir removed (in process, through Service) and SIGTERM / SIGHUP (through
-// `serve`, which runs the same Service). Each must go: stopping → no new connections (the socket
-// file and the server record gone) → every request received answered → every accepted write
-// finished and the lock released → stopped, with the exit code serve would use and no error line.
+// The ordered stop, once for every way a server stops in process (through Service): the host's
+// stdin EOF, the `exit` notification, the state dir removed (SIGTERM and SIGHUP through `serve`,
+// which runs the same Service, are test/e2e/serve-stop.test.ts). Each must go: stopping → no new
+// connections (the socket file and the server record gone) → every request received answered →
+// every accepted write finished and the lock released → stopped, with the exit code serve would
+// use and no error line.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import pino from 'pino';
 import { Service } from '../../src/server/service.js';
-import { Store } from '../../src/store/store.js';
 import { serverRecordPath } from '../../src/transport/server-record.js';
-import { serveSocket } from '../helpers/cli.js';
+import type { StopSeen } from '../helpers/ordered-stop.js';
+import { APPENDS, assertOrderedStop, assertWritesKept, pipelineAppends } from '../helpers/ordered-stop.js';
 import type { LogLine } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw, RawClient } from '../helpers/wire.js';
 
 const TIMEOUT = { timeout: 30_000 };
-const APPENDS = 20;
-const STEPS = ['stopping', 'closed', 'feed closed', 'answered', 'finished', 'stopped'];
-
-const entry = (text: string) => ({ ts: '2025-01-01T00:00:00Z', role: 'user', text });
-
-/** What the stop looked like: its step lines in order, and what existed when the listener had closed. */
-interface StopSeen {
-  lines: LogLine[];
-  /** At the "closed" step: whether the socket file and the server record were still there. */
-  atClosed?: { socket: boolean; record: boolean };
-}
-
-const stepOf = (l: LogLine): string | undefined => (l.msg === 'stopping' || l.msg === 'stopped' ? l.msg : typeof l.step === 'string' ? l.step : undefined);
-
-/** Asserts the ordered stop: every step once, in order, the why and code given, nothing at error. */
-function assertOrderedStop(seen: StopSeen, why: string, code: number): void {
-  const steps = seen.lines.map(stepOf).filter((s): s is string => s !== undefined);
-  assert.deepEqual(steps, STEPS, `the stop's steps, in order; lines:\n${seen.lines.map((l) => JSON.stringify(l)).join('\n')}`);
-  assert.equal(seen.lines.find((l) => l.msg === 'stopping')?.why, why);
-  assert.equal(seen.lines.find((l) => l.msg === 'stopped')?.code, code);
-  const answered = seen.lines.find((l) => l.step === 'answered');
-  assert.equal(answered?.level, 20, 'every request was answered within the grace period');
-  const errors = seen.lines.filter((l) => l.level >= 50);
-  assert.deepEqual(errors, [], 'no error line');
-}
 
 /** A Service on dir/s.sock whose log lines are kept; at the "closed" step the files are looked at. */
 async function start(t: { after(fn: () => unknown): void }, lifecycleOwner: 'stdio' | 'any' = 'stdio', stateDirStillThere?: () => void) {
@@ -68,25 +44,6 @@ async function start(t: { after(fn: () => unknown): void }, lifecycleOwner: 'std
   const host = new RawClient(fromServer, toServer, 'ndjson');
   const client = await connectRaw(socket, 'ndjson', t);
   return { dir, state, socket, seen, service, host, client };
-}
-
-/** Sends `APPENDS` appends to `name` without waiting; resolves with their replies. */
-function pipelineAppends(rpc: RawClient, name: string): Promise<unknown[]> {
-  const ids = Array.from({ length: APPENDS }, (_, i) => rpc.send('transcript/append', { name, entry: entry(`e${i}`) }));
-  return Promise.all(ids.map(async (id) => {
-    const reply = await rpc.response(id);
-    assert.equal(reply.error, undefined, JSON.stringify(reply));
-    return reply.result;
-  }));
-}
-
-/** The appends all answered, all in the file, in order; the lock released (the store opens again). */
-async function assertWritesKept(dir: string, replies: unknown[]): Promise<void> {
-  assert.deepEqual(replies, Array.from({ length: APPENDS }, (_, i) => ({ seq: i })));
-  const lines = readFileSync(path.join(dir, 'transcripts/a.jsonl'), 'utf8').trimEnd().split('\n');
-  assert.deepEqual(lines.map((l) => (JSON.parse(l) as { text: string }).text), Array.from({ length: APPENDS }, (_, i) => `e${i}`));
-  const again = await Store.open(statePathIn(dir));
-  await again.close();
 }
 
 test('stdin EOF: the host is gone, the stop answers what it sent, finishes the writes and stops with 0', TIMEOUT, async (t) => {
@@ -145,41 +102,4 @@ test('a state dir that stays: our own state.json replacements do not stop the se
   await Promise.race([new Promise<void>((resolve) => (looked = resolve)), s.service.stopped]);
   assert.equal(s.seen.lines.some((l) => l.msg === 'stopping'), false);
   assert.deepEqual(await s.client.call('session/find', { name: 's19' }).then((r) => (r as { session: { name: string } }).session.name), 's19');
-});
-
-for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
-  test(`${signal} to serve: the same ordered stop, exit 0`, TIMEOUT, async (t) => {
-    const dir = tempDir('hs-stop-');
-    const state = statePathIn(dir);
-    const socket = path.join(dir, 's.sock');
-    const server = await serveSocket(t, state, socket, ['--log-level', 'debug', '--log-format', 'json']);
-    const rpc = await server.connect('ndjson');
-    await rpc.call('session/add', { session: { name: 'a' } });
-    assert.equal(existsSync(serverRecordPath(state)), true, 'serve records its socket');
-    // Sent, not answered yet: the stop answers what it received and finishes those writes.
-    const replies = pipelineAppends(rpc, 'a');
-    server.child.kill(signal);
-    assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
-    const lines = server.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
-    assertOrderedStop({ lines }, signal, 0);
-    assert.equal(existsSync(socket), false, 'the socket file is gone');
-    assert.equal(existsSync(serverRecordPath(state)), false, 'the record is gone');
-    await assertWritesKept(dir, await replies);
-  });
-}
-
-test('serve whose state dir is removed exits 0 by itself, with a warn line and no error line', TIMEOUT, async (t) => {
-  const dir = tempDir('hs-stop-');
-  const state = statePathIn(path.join(dir, 'state'));
-  const socket = path.join(dir, 's.sock');
-  const server = await serveSocket(t, state, socket, ['--log-level', 'debug', '--log-format', 'json']);
-  const rpc = await server.connect('ndjson');
-  await rpc.call('session/add', { session: { name: 'a' } });
-  assert.deepEqual(await pipelineAppends(rpc, 'a'), Array.from({ length: APPENDS }, (_, i) => ({ seq: i })));
-  rmSync(path.dirname(state), { recursive: true, force: true });
-  assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr());
-  const lines = server.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
-  assertOrderedStop({ lines }, 'state dir removed', 0);
-  assert.ok(lines.some((l) => l.level === 40 && /was removed/.test(l.msg ?? '')), server.stderr());
-  assert.equal(existsSync(socket), false, 'the socket outside the removed dir is removed too');
 });

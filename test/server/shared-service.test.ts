@@ -1,0 +1,130 @@
+// SharedService (src/server/shared-service.ts) as an object, apart from the routing of its states
+// (shared-server.test.ts): one listener and when it refuses, the socket's lifetime lock (held by
+// another → EADDRINUSE with its socket untouched; a failed start holds nothing; released at the
+// stop), the default folder made, the socket file replaced, the ordered stop once, presence.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { test } from 'node:test';
+import pino from 'pino';
+import type { SharedServiceOptions } from '../../src/server/shared-service.js';
+import { SharedService } from '../../src/server/shared-service.js';
+import { socketLockPath } from '../../src/server/socket-lock.js';
+import { SocketError } from '../../src/transport/socket.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../src/transport/limits.js';
+import type { LogLine } from '../helpers/server.js';
+import { statePathIn, tempDir } from '../helpers/temp-dir.js';
+import { connectRaw } from '../helpers/wire.js';
+
+/** A SharedService (not listening yet) whose log lines are kept; stopped when the test ends. */
+function make(t: { after(fn: () => unknown): void }, root: string, o: Partial<SharedServiceOptions> = {}) {
+  const logs: LogLine[] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
+  const service = new SharedService({ log, version: 'test', defaultState: statePathIn(path.join(root, 'default')), framing: { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES }, stopGraceMs: 2000, ...o });
+  t.after(() => service.stop(0, 'test ended'));
+  return { service, logs };
+}
+
+test('one listener: a second listen is refused, and a listen once stopping; socket says where', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const { service } = make(t, root);
+  assert.equal(service.socket, undefined);
+  const at = path.join(root, 's.sock');
+  assert.equal(await service.listen(path.relative(process.cwd(), at)), at, 'answered absolute');
+  assert.equal(service.socket, at);
+  await assert.rejects(service.listen(path.join(root, 't.sock')), /listens already/);
+  const other = make(t, root).service;
+  assert.equal(other.isStopping, false);
+  void other.stop(3, 'early');
+  assert.equal(other.isStopping, true);
+  await assert.rejects(other.listen(path.join(root, 'u.sock')), /stopping/);
+  assert.deepEqual(await other.stop(0, 'again'), { code: 3, why: 'early' }, 'the first stop wins');
+  assert.deepEqual(await other.stopped, { code: 3, why: 'early' });
+});
+
+test('the lock held by another: EADDRINUSE, its socket untouched; the failed start holds nothing, the stop releases the lock', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const at = path.join(root, 's.sock');
+  const first = make(t, root).service;
+  await first.listen(at);
+  const made = statSync(at).ino;
+  const second = make(t, root).service;
+  await assert.rejects(second.listen(at), (err: unknown) => err instanceof SocketError && err.code === 'EADDRINUSE' && err.message.includes(socketLockPath(at)));
+  assert.equal(statSync(at).ino, made, 'the first one\'s socket is left alone');
+  await first.stop(0, 'done');
+  assert.equal(existsSync(at), false);
+  // The second one's failed start took no lock, and the first one's stop released its own.
+  assert.equal(await second.listen(at), at);
+});
+
+test('a start that fails after taking the lock (a regular file at the socket path) releases it; makeFolder makes a private folder', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const at = path.join(root, 's.sock');
+  writeFileSync(at, 'not a socket');
+  const { service } = make(t, root);
+  await assert.rejects(service.listen(at));
+  assert.equal(service.socket, undefined);
+  rmSync(at);
+  const again = make(t, root).service;
+  assert.equal(await again.listen(at), at, 'the lock the failed start took is free');
+  const sub = path.join(root, 'sub');
+  await assert.rejects(make(t, root).service.listen(path.join(sub, 's.sock')), 'no folder, none made');
+  const third = make(t, root).service;
+  assert.equal(await third.listen(path.join(sub, 's.sock'), { makeFolder: true }), path.join(sub, 's.sock'));
+  assert.equal(statSync(sub).mode & 0o777, 0o700, 'made private');
+});
+
+test('a socket file replaced by another stops the server saying so', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const at = path.join(root, 's.sock');
+  const { service } = make(t, root, { socketCheckMs: 5 });
+  await service.listen(at);
+  // Another socket moved over ours: same name, another file.
+  const otherPath = path.join(root, 'other.sock');
+  const other = net.createServer();
+  await new Promise<void>((resolve) => other.listen(otherPath, resolve));
+  t.after(() => other.close());
+  renameSync(otherPath, at);
+  const stopped = await service.stopped;
+  assert.equal(stopped.code, 0);
+  assert.equal(stopped.why, `the socket file ${at} was replaced: no client can reach this server any more`);
+});
+
+test('a socket file removed and a regular file in its place: replaced too; the stop then leaves that file', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const at = path.join(root, 's.sock');
+  const { service } = make(t, root, { socketCheckMs: 5 });
+  await service.listen(at);
+  renameSync(at, path.join(root, 'moved.sock'));
+  writeFileSync(at, 'someone else\'s');
+  const stopped = await service.stopped;
+  assert.match(stopped.why, /was replaced/);
+  assert.equal(readFileSync(at, 'utf8'), 'someone else\'s');
+});
+
+test('--exit-when-idle counts each socket from its connect to its close', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const { service } = make(t, root, { exitWhenIdleMs: 30 });
+  const at = await service.listen(path.join(root, 's.sock'));
+  const client = await connectRaw(at, 'ndjson', t);
+  service.ready();
+  await client.call('session/list', {});
+  assert.equal(service.isStopping, false, 'a connection is open');
+  client.socket.end();
+  assert.deepEqual(await service.stopped, { code: 0, why: 'unused for 30 ms (--exit-when-idle)' });
+});
+
+test('the stop ends the connections still open, and the framing given is used with its hook', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const errors: unknown[] = [];
+  const { service } = make(t, root, { framing: { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, onProtocolError: (e) => errors.push(e) } });
+  const at = await service.listen(path.join(root, 's.sock'));
+  const client = await connectRaw(at, 'ndjson', t);
+  client.writeBytes('{"jsonrpc":"2.0","id":1,"method":\n');
+  assert.equal((await client.waitFor((m) => m.error !== undefined)).error?.code, -32700);
+  assert.equal(errors.length, 1);
+  const idle = await connectRaw(at, 'ndjson', t);
+  await service.stop(0, 'done');
+  await idle.ended;
+});
