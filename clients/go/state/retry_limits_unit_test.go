@@ -1,0 +1,224 @@
+package state
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	stateclient "github.com/herrscher/herrscher-state/clients/go"
+)
+
+// The bounded retries of the connection, against a fake shared server that keeps giving the
+// answer that makes a call go round again: it counts what it was asked, and after more rounds
+// than the bound it gives in, so a loop with no bound ends too (and the test says so) instead
+// of hanging.
+
+// retryFake is a shared server (on the socket findOrStart dials, in a socket folder of the
+// test's own) that answers initialize, watch/subscribe and state/get as a server does, and the
+// test's method "test/op" as op says. Not for parallel tests (t.Setenv).
+type retryFake struct {
+	statePath string
+	// changing: every state/get is preceded by a state/didChange of a newer revision, so the
+	// document read is stale before it is installed.
+	changing bool
+	// op answers test/op's n-th call (from 1): false ends the connection without an answer.
+	op func(n int) bool
+
+	mu    sync.Mutex
+	gets  int
+	ops   int
+	dials int
+}
+
+const retryFakeGivesIn = maxResends + 10
+
+func newRetryFake(t *testing.T) *retryFake {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hs-rl") // not t.TempDir(): a socket path must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	t.Setenv("HERRSCHER_STATE_BIN", filepath.Join(dir, "no-server-is-started"))
+	socket := stateclient.SharedSocketPath(os.Getenv)
+	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &retryFake{statePath: filepath.Join(dir, "state.json")}
+	var conns sync.WaitGroup
+	var open sync.Map
+	t.Cleanup(func() {
+		ln.Close()
+		open.Range(func(k, _ interface{}) bool { k.(net.Conn).Close(); return true })
+		conns.Wait()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			open.Store(c, nil)
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				f.serve(c)
+			}()
+		}
+	}()
+	return f
+}
+
+func (f *retryFake) serve(c net.Conn) {
+	f.mu.Lock()
+	f.dials++
+	f.mu.Unlock()
+	r := bufio.NewReader(c)
+	send := func(v interface{}) {
+		b, _ := json.Marshal(v)
+		_, _ = c.Write(append(b, '\n'))
+	}
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var req struct {
+			ID     *int64 `json:"id"`
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(line, &req) != nil || req.ID == nil {
+			continue // a notification ($/cancelRequest): nothing to answer
+		}
+		answer := func(result interface{}) {
+			send(map[string]interface{}{"jsonrpc": "2.0", "id": *req.ID, "result": result})
+		}
+		switch req.Method {
+		case "initialize":
+			answer(map[string]interface{}{
+				"serverInfo": map[string]string{"name": "fake", "version": "0"}, "protocolVersion": "1.4.0",
+				"statePath": f.statePath, "capabilities": map[string]interface{}{"methods": []string{}, "params": map[string]interface{}{}},
+			})
+		case "watch/subscribe":
+			answer(map[string]interface{}{"subscription": "w1", "revision": 0, "epoch": "run1"})
+		case "state/get":
+			f.mu.Lock()
+			f.gets++
+			n := f.gets
+			f.mu.Unlock()
+			rev := 2 * n
+			if f.changing && n <= retryFakeGivesIn {
+				send(map[string]interface{}{"jsonrpc": "2.0", "method": "state/didChange",
+					"params": map[string]interface{}{"subscription": "w1", "revision": rev + 1, "fields": []string{"workspace"}}})
+			}
+			answer(map[string]interface{}{"state": map[string]interface{}{}, "revision": rev, "epoch": "run1"})
+		case "test/op":
+			f.mu.Lock()
+			f.ops++
+			n := f.ops
+			f.mu.Unlock()
+			if !f.op(n) {
+				return
+			}
+			answer(map[string]interface{}{})
+		default:
+			send(map[string]interface{}{"jsonrpc": "2.0", "id": *req.ID, "error": map[string]interface{}{"code": -32601, "message": "no " + req.Method}})
+		}
+	}
+}
+
+func (f *retryFake) counts() (gets, ops, dials int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets, f.ops, f.dials
+}
+
+// endsUntilItGivesIn: test/op's connection ends unanswered, up to the fake's giving in.
+func endsUntilItGivesIn(n int) bool { return n > retryFakeGivesIn }
+
+func testOp(ctx context.Context, c *stateclient.Client) error {
+	return c.Call(ctx, "test/op", struct{}{}, nil)
+}
+
+func retryCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A read whose connection keeps ending is sent maxResends times (each on a new connection),
+// then fails with the connection's end.
+func TestACallWhoseConnectionKeepsEndingIsSentABoundedNumberOfTimes(t *testing.T) {
+	f := newRetryFake(t)
+	f.op = endsUntilItGivesIn
+	cn := &connection{statePath: f.statePath, writerID: "w"}
+	defer closeConnection(cn)
+	err := cn.call(retryCtx(t), readCall, testOp)
+	_, ops, dials := f.counts()
+	if ops != maxResends || !errors.Is(err, stateclient.ErrClosed) {
+		t.Fatalf("sent %d times (want %d) on %d connections: %v", ops, maxResends, dials, err)
+	}
+	if dials != maxResends {
+		t.Fatalf("%d connections for %d sendings", dials, ops)
+	}
+}
+
+// A keyed write whose connection keeps ending is sent maxResends times, then fails with the
+// connection's end.
+func TestAKeyedWriteWhoseConnectionKeepsEndingIsSentABoundedNumberOfTimes(t *testing.T) {
+	f := newRetryFake(t)
+	f.op = endsUntilItGivesIn
+	cn := &connection{statePath: f.statePath, writerID: "w"}
+	defer closeConnection(cn)
+	ctx := retryCtx(t)
+	l, err := cn.use(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.release()
+	err = cn.callOn(ctx, l.epoch, testOp)
+	_, ops, _ := f.counts()
+	if ops != maxResends || !errors.Is(err, stateclient.ErrClosed) {
+		t.Fatalf("sent %d times (want %d): %v", ops, maxResends, err)
+	}
+}
+
+// A document that is changed again before every read of it is read maxResends times, then the
+// read fails saying so.
+func TestADocumentThatKeepsChangingIsReadABoundedNumberOfTimes(t *testing.T) {
+	f := newRetryFake(t)
+	f.changing = true
+	cn := &connection{statePath: f.statePath, writerID: "w"}
+	defer closeConnection(cn)
+	_, _, err := cn.current(retryCtx(t), 0)
+	gets, _, dials := f.counts()
+	// One read is the connect's own; then the bounded reads again, on the same connection.
+	if gets != 1+maxResends || err == nil || !strings.Contains(err.Error(), "kept changing while it was read") {
+		t.Fatalf("read %d times (want %d) on %d connections: %v", gets, 1+maxResends, dials, err)
+	}
+}
+
+// closeConnection ends cn's connection (the fake's goroutines end with it at the cleanup).
+func closeConnection(cn *connection) {
+	cn.mu.Lock()
+	c := cn.client
+	cn.client = nil
+	cn.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
