@@ -223,7 +223,7 @@ func (cn *connection) resend(ctx context.Context, kind callKind, c *stateclient.
 		cn.mu.Lock()
 		cn.forgetLocked(c)
 		cn.mu.Unlock()
-		pause(ctx, 20*time.Millisecond)
+		pause(ctx, stoppingPause)
 		return true
 	}
 	if errors.Is(err, stateclient.ErrClosed) {
@@ -232,6 +232,10 @@ func (cn *connection) resend(ctx context.Context, kind callKind, c *stateclient.
 	}
 	return false
 }
+
+// stoppingPause is how long a call the server refused as stopping waits before it goes to the
+// next server (a variable: tests of the resend bound shorten it).
+var stoppingPause = 20 * time.Millisecond
 
 // pause waits d or until ctx ends.
 func pause(ctx context.Context, d time.Duration) {

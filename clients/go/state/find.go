@@ -39,12 +39,14 @@ const maxStartExits = 3
 // lock, and the call fails at once with one error naming it. A herrscher-state server as the
 // holder (one stopping, or starting, holds the lock without a record for a moment) is waited
 // for longer, serverLockedRetries times (3 s), and then named likewise (a host's server with
-// --no-socket never lets another process in). No server is ever started for it.
+// --no-socket never lets another process in). No server is ever started for it. (lockedPause
+// is a variable: tests of the bounds shorten it.)
 const (
 	lockedRetries       = 2
 	serverLockedRetries = 60
-	lockedPause         = 50 * time.Millisecond
 )
+
+var lockedPause = 50 * time.Millisecond
 
 // holderIsServer: pid is a live `herrscher-state serve` (its command line has the argument
 // "serve"), as /proc tells; false where /proc cannot tell.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,14 +32,40 @@ type retryFake struct {
 	changing bool
 	// op answers test/op's n-th call (from 1): false ends the connection without an answer.
 	op func(n int) bool
+	// refuse, when set, answers the n-th call (from 1) of any other method (and of initialize)
+	// with an error: nil lets the fake answer as a server does ({} for a method of its own).
+	refuse func(method string, n int) *rpcError
+	// doc is what state/get gives.
+	doc map[string]interface{}
 
 	mu    sync.Mutex
+	calls map[string]int
 	gets  int
 	ops   int
 	dials int
 }
 
-const retryFakeGivesIn = maxResends + 10
+type rpcError struct {
+	Code    int         `json:"code"`
+	Message string      `json:"message"`
+	Data    interface{} `json:"data,omitempty"`
+}
+
+// called counts a call of method and gives its number (from 1).
+func (f *retryFake) called(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[method]++
+	return f.calls[method]
+}
+
+func (f *retryFake) count(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+const retryFakeGivesIn = serverLockedRetries + 20 // more rounds than any bound here
 
 func newRetryFake(t *testing.T) *retryFake {
 	t.Helper()
@@ -57,7 +84,7 @@ func newRetryFake(t *testing.T) *retryFake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &retryFake{statePath: filepath.Join(dir, "state.json")}
+	f := &retryFake{statePath: filepath.Join(dir, "state.json"), doc: map[string]interface{}{}, calls: map[string]int{}}
 	var conns sync.WaitGroup
 	var open sync.Map
 	t.Cleanup(func() {
@@ -107,6 +134,13 @@ func (f *retryFake) serve(c net.Conn) {
 		answer := func(result interface{}) {
 			send(map[string]interface{}{"jsonrpc": "2.0", "id": *req.ID, "result": result})
 		}
+		n := f.called(req.Method)
+		if f.refuse != nil && req.Method != "test/op" {
+			if e := f.refuse(req.Method, n); e != nil {
+				send(map[string]interface{}{"jsonrpc": "2.0", "id": *req.ID, "error": e})
+				continue
+			}
+		}
 		switch req.Method {
 		case "initialize":
 			answer(map[string]interface{}{
@@ -125,7 +159,7 @@ func (f *retryFake) serve(c net.Conn) {
 				send(map[string]interface{}{"jsonrpc": "2.0", "method": "state/didChange",
 					"params": map[string]interface{}{"subscription": "w1", "revision": rev + 1, "fields": []string{"workspace"}}})
 			}
-			answer(map[string]interface{}{"state": map[string]interface{}{}, "revision": rev, "epoch": "run1"})
+			answer(map[string]interface{}{"state": f.doc, "revision": rev, "epoch": "run1"})
 		case "test/op":
 			f.mu.Lock()
 			f.ops++
@@ -136,7 +170,7 @@ func (f *retryFake) serve(c net.Conn) {
 			}
 			answer(map[string]interface{}{})
 		default:
-			send(map[string]interface{}{"jsonrpc": "2.0", "id": *req.ID, "error": map[string]interface{}{"code": -32601, "message": "no " + req.Method}})
+			answer(map[string]interface{}{})
 		}
 	}
 }
@@ -220,5 +254,103 @@ func closeConnection(cn *connection) {
 	cn.mu.Unlock()
 	if c != nil {
 		_ = c.Close()
+	}
+}
+
+// shortPauses makes the pauses before a retry (a stopping server's, a locked state's) short,
+// so a test of a bound of 50 or 60 rounds takes milliseconds.
+func shortPauses(t *testing.T) {
+	saved := [2]time.Duration{stoppingPause, lockedPause}
+	stoppingPause, lockedPause = time.Microsecond, time.Microsecond
+	t.Cleanup(func() { stoppingPause, lockedPause = saved[0], saved[1] })
+}
+
+// untilItGivesIn refuses method with code (and data) up to the fake's giving in.
+func untilItGivesIn(method string, code int, data interface{}) func(string, int) *rpcError {
+	return func(m string, n int) *rpcError {
+		if m != method || n > retryFakeGivesIn {
+			return nil
+		}
+		return &rpcError{Code: code, Message: "refused by the test", Data: data}
+	}
+}
+
+// loadFrom is a State of the fake's state file, loaded (one connection, one read), its
+// connection ended at the test's end.
+func loadFrom(t *testing.T, f *retryFake) *State {
+	t.Helper()
+	s, err := LoadState(f.statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWhere(func(p string) bool { return p == f.statePath }) })
+	return s
+}
+
+const (
+	shuttingDownCode = -32030
+	conflictCode     = -32050
+	stateLockedCode  = -32060
+)
+
+// A save that keeps meeting another writer's commit (Conflict) is built again and sent
+// maxSaveAttempts times, then fails saying so.
+func TestASaveThatKeepsConflictingIsSentABoundedNumberOfTimes(t *testing.T) {
+	f := newRetryFake(t)
+	s := loadFrom(t, f)
+	f.refuse = untilItGivesIn("state/save", conflictCode, nil)
+	err := s.RemoveSession("a")
+	if saves := f.count("state/save"); saves != maxSaveAttempts || err == nil || !strings.Contains(err.Error(), "other writers kept changing it") {
+		t.Fatalf("saved %d times (want %d): %v", saves, maxSaveAttempts, err)
+	}
+}
+
+// AddSession and a row setter refused by a server that keeps stopping (ShuttingDown: nothing
+// taken) go to the next connection, maxSaveAttempts times, then fail saying so.
+func TestRowWritesToAServerThatKeepsStoppingAreSentABoundedNumberOfTimes(t *testing.T) {
+	shortPauses(t)
+	for method, write := range map[string]func(s *State) error{
+		"session/add":            func(s *State) error { return s.AddSession(Session{Name: "b"}) },
+		"session/setResumeToken": func(s *State) error { return s.SetResumeToken("a", "tok") },
+	} {
+		t.Run(method, func(t *testing.T) {
+			f := newRetryFake(t)
+			f.doc = map[string]interface{}{"sessions": []interface{}{map[string]interface{}{"name": "a", "id": "s_a", "incarnation": "i1"}}}
+			s := loadFrom(t, f)
+			f.refuse = untilItGivesIn(method, shuttingDownCode, nil)
+			err := write(s)
+			if sent := f.count(method); sent != maxSaveAttempts || err == nil || !strings.Contains(err.Error(), "the connection to its server kept changing") {
+				t.Fatalf("sent %d times (want %d): %v", sent, maxSaveAttempts, err)
+			}
+		})
+	}
+}
+
+// A state locked by a process that serves it on no socket is asked for lockedRetries+1
+// times when the holder is no server, serverLockedRetries+1 times when it is one (a server
+// stopping or starting lets go soon), then the look fails naming the holder.
+func TestALockedStateIsAskedForABoundedNumberOfTimes(t *testing.T) {
+	shortPauses(t)
+	// A live process whose command line has the argument "serve", as a server's has.
+	holder := exec.Command("sh", "-c", "read x", "serve")
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = holder.Wait() })
+	for _, c := range []struct {
+		pid   int
+		asked int
+	}{{0, lockedRetries + 1}, {holder.Process.Pid, serverLockedRetries + 1}} {
+		f := newRetryFake(t)
+		f.refuse = untilItGivesIn("initialize", stateLockedCode, map[string]int{"pid": c.pid})
+		_, err := findOrStart(retryCtx(t), f.statePath)
+		var locked *lockedError
+		if asked := f.count("initialize"); asked != c.asked || !errors.As(err, &locked) || locked.server != (c.pid != 0) {
+			t.Fatalf("holder %d: asked %d times (want %d): %v", c.pid, asked, c.asked, err)
+		}
 	}
 }
