@@ -27,6 +27,16 @@ test('calls and errors per method, in name order, each a copy', () => {
   assert.equal(m.snapshot().calls['session/list']?.calls, 3, 'a snapshot is not the live count');
 });
 
+test('the name order holds whatever order the methods were first called in', () => {
+  const names = ['m/e', 'm/b', 'm/h', 'm/a', 'm/g', 'm/c', 'm/j', 'm/f', 'm/d', 'm/i'];
+  const sorted = [...names].sort();
+  for (const order of [names, [...names].reverse(), sorted, [...sorted].reverse()]) {
+    const m = new CallMetrics();
+    for (const n of order) m.answered(n, 1, false, false);
+    assert.deepEqual(Object.keys(m.snapshot().calls), sorted, order.join(' '));
+  }
+});
+
 test('no write yet: no percentile; reads never count toward them', () => {
   const m = new CallMetrics();
   assert.deepEqual(m.snapshot().writeLatencyMs, { p50: null, p99: null, samples: 0 });
