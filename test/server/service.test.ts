@@ -211,3 +211,12 @@ test('discard of a service that never listened, with no idle watch and no dir wa
   await again.close();
   assert.deepEqual(await s.service.stop(0, 'later'), { code: 1, why: 'start failed' });
 });
+
+test('the state dir is watched unless told otherwise: a write in it is followed by a look that finds it in place', async (t) => {
+  const looked = signal();
+  const s = await open(t, { stateDirStillThere: () => looked.resolve() });
+  await s.service.listen(path.join(s.dir, 's.sock')); // the watch's timers are unref'd: the socket keeps the test alive
+  await s.service.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
+  await looked.promise;
+  assert.equal(s.service.isStopping, false);
+});
