@@ -86,3 +86,13 @@ test('answer counts each request once: by method (an unknown one under one key),
   assert.equal(snap.writeLatencyMs.samples, 2, 'the two session/add, not the read');
   assert.ok((snap.writeLatencyMs.p99 ?? -1) >= 0);
 });
+
+test('answer times a write within the span the caller saw it take (never more)', async () => {
+  const m = new CallMetrics();
+  const h = answer(pino({ level: 'silent' }), async () => 'ok', m);
+  const before = process.hrtime.bigint();
+  await h('session/add', {}, CancellationToken.None);
+  const spanMs = Number(process.hrtime.bigint() - before) / 1e6;
+  const p99 = m.snapshot().writeLatencyMs.p99;
+  assert.ok(p99 !== null && p99 >= 0 && p99 <= spanMs + 0.001, `${p99} ms within ${spanMs} ms`);
+});
