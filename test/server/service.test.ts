@@ -220,3 +220,12 @@ test('the state dir is watched unless told otherwise: a write in it is followed 
   await looked.promise;
   assert.equal(s.service.isStopping, false);
 });
+
+test('ready() without --exit-when-idle: nothing to start, the service serves on', async (t) => {
+  const s = await open(t);
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  s.service.ready();
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  assert.equal(s.service.isStopping, false);
+});

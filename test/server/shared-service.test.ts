@@ -160,3 +160,14 @@ test('the options given reach each state: its store\'s options, the feed\'s obse
   await gone;
   assert.equal(dropped[0]?.state, state);
 });
+
+test('ready() without --exit-when-idle: nothing to start, the service serves on', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const { service } = make(t, root);
+  const at = await service.listen(path.join(root, 's.sock'));
+  service.ready();
+  const c = await connectRaw(at, 'ndjson', t);
+  await c.call('initialize', { state: statePathIn(path.join(root, 'a')) });
+  assert.ok(await c.call('session/list', {}));
+  assert.equal(service.isStopping, false);
+});
