@@ -27,6 +27,16 @@ test('calls and errors per method, in name order, each a copy', () => {
   assert.equal(m.snapshot().calls['session/list']?.calls, 3, 'a snapshot is not the live count');
 });
 
+test('the name order holds whatever order the methods were first called in', () => {
+  const names = ['m/e', 'm/b', 'm/h', 'm/a', 'm/g', 'm/c', 'm/j', 'm/f', 'm/d', 'm/i'];
+  const sorted = [...names].sort();
+  for (const order of [names, [...names].reverse(), sorted, [...sorted].reverse()]) {
+    const m = new CallMetrics();
+    for (const n of order) m.answered(n, 1, false, false);
+    assert.deepEqual(Object.keys(m.snapshot().calls), sorted, order.join(' '));
+  }
+});
+
 test('no write yet: no percentile; reads never count toward them', () => {
   const m = new CallMetrics();
   assert.deepEqual(m.snapshot().writeLatencyMs, { p50: null, p99: null, samples: 0 });
@@ -75,4 +85,14 @@ test('answer counts each request once: by method (an unknown one under one key),
   });
   assert.equal(snap.writeLatencyMs.samples, 2, 'the two session/add, not the read');
   assert.ok((snap.writeLatencyMs.p99 ?? -1) >= 0);
+});
+
+test('answer times a write within the span the caller saw it take (never more)', async () => {
+  const m = new CallMetrics();
+  const h = answer(pino({ level: 'silent' }), async () => 'ok', m);
+  const before = process.hrtime.bigint();
+  await h('session/add', {}, CancellationToken.None);
+  const spanMs = Number(process.hrtime.bigint() - before) / 1e6;
+  const p99 = m.snapshot().writeLatencyMs.p99;
+  assert.ok(p99 !== null && p99 >= 0 && p99 <= spanMs + 0.001, `${p99} ms within ${spanMs} ms`);
 });

@@ -146,3 +146,22 @@ test('restoreProtoKeys stops 64 levels down', () => {
   restoreProtoKeys(past.raw, past.parsed);
   assert.equal(Object.getOwnPropertyDescriptor(past.bottom(), '__proto__'), undefined, '65 levels below: left');
 });
+
+test('restoreProtoKeys counts arrays as levels too: stops 64 levels down through arrays', () => {
+  const depth = (levels: number): { raw: unknown; parsed: unknown; bottom: object } => {
+    let raw: unknown = JSON.parse('{"__proto__":1}');
+    const bottom = {};
+    let parsed: unknown = bottom;
+    for (let i = 0; i < levels; i++) {
+      raw = [raw];
+      parsed = [parsed];
+    }
+    return { raw, parsed, bottom };
+  };
+  const within = depth(64);
+  restoreProtoKeys(within.raw, within.parsed);
+  assert.equal(Object.getOwnPropertyDescriptor(within.bottom, '__proto__')?.value, 1, '64 arrays below: restored');
+  const past = depth(65);
+  restoreProtoKeys(past.raw, past.parsed);
+  assert.equal(Object.getOwnPropertyDescriptor(past.bottom, '__proto__'), undefined, '65 arrays below: left');
+});

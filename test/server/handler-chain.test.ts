@@ -171,10 +171,27 @@ test('answer: an unknown method names the nearest methods, in its message and in
   const typo = await refusal('sesion/add');
   assert.equal(typo.data?.suggestions[0], 'session/add');
   assert.match(typo.message, /^unknown method "sesion\/add"; did you mean "session\/add"/);
-  assert.ok((await refusal('session/lst')).data?.suggestions.includes('session/list'));
+  const several = await refusal('session/lst');
+  assert.ok(several.data?.suggestions.includes('session/list'));
+  assert.ok((several.data?.suggestions.length ?? 0) > 1);
+  assert.ok(several.message.includes(several.data?.suggestions.map((s) => JSON.stringify(s)).join(', ') ?? '-'), 'the message lists them all, comma-separated');
   assert.deepEqual((await refusal('Transcript/Read')).data?.suggestions, ['transcript/read']);
   const none = await refusal('zzzzzzzzzzzz');
   assert.deepEqual(none.data?.suggestions, []);
   assert.match(none.message, /rpc\.discover lists every method/);
   assert.deepEqual((await refusal('x'.repeat(100_000))).data?.suggestions, [], 'a long name is not compared');
+});
+
+test('answer: suggestions name requests only (never a notification), and a name is compared up to 80 characters', async () => {
+  const h = answer(pino({ level: 'silent' }), async () => undefined);
+  const suggested = (m: string): Promise<string[] | undefined> =>
+    h(m, {}, CancellationToken.None).then(
+      () => assert.fail(`${m} was answered`),
+      (e: unknown) => (e as ResponseError<{ suggestions: string[] }>).data?.suggestions,
+    );
+  assert.deepEqual(await suggested('exitt'), [], '"exit" is a notification: one edit away, never suggested');
+  const at80 = `session/${'x'.repeat(72)}`;
+  assert.equal(at80.length, 80);
+  assert.ok(((await suggested(at80)) ?? []).every((s) => s.startsWith('session/')) && ((await suggested(at80)) ?? []).length > 0, '80 characters: compared');
+  assert.deepEqual(await suggested(`${at80}x`), [], '81 characters: not compared, though its "session/" would match');
 });

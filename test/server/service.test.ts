@@ -191,3 +191,41 @@ test('the store options given are the store\'s', async (t) => {
   const s = await open(t, { store: { durability: 'write' } });
   assert.equal(s.service.server.status().durability, 'write');
 });
+
+test('the feed bounds given are the feed\'s: a returning subscriber\'s catch-up tells the observer given', async (t) => {
+  const ended = signal();
+  const s = await open(t, { feed: { observer: { ended: () => ended.resolve() } } });
+  await s.service.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
+  await s.service.store.appendTranscript('a', entry('one'));
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const client = await connectRaw(at, 'ndjson', t);
+  await client.call('watch/subscribe', { transcripts: ['a'], since: { epoch: s.service.store.epoch, revision: s.service.store.revision, transcripts: { a: -1 } } });
+  await client.waitFor((m) => m.method === 'transcript/didAppend');
+  await ended.promise;
+});
+
+test('discard of a service that never listened, with no idle watch and no dir watch: the store is released', async (t) => {
+  const s = await open(t, { watchStateDir: false });
+  await s.service.discard();
+  const again = await Store.open(s.state);
+  await again.close();
+  assert.deepEqual(await s.service.stop(0, 'later'), { code: 1, why: 'start failed' });
+});
+
+test('the state dir is watched unless told otherwise: a write in it is followed by a look that finds it in place', async (t) => {
+  const looked = signal();
+  const s = await open(t, { stateDirStillThere: () => looked.resolve() });
+  await s.service.listen(path.join(s.dir, 's.sock')); // the watch's timers are unref'd: the socket keeps the test alive
+  await s.service.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
+  await looked.promise;
+  assert.equal(s.service.isStopping, false);
+});
+
+test('ready() without --exit-when-idle: nothing to start, the service serves on', async (t) => {
+  const s = await open(t);
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  s.service.ready();
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  assert.equal(s.service.isStopping, false);
+});

@@ -128,3 +128,46 @@ test('the stop ends the connections still open, and the framing given is used wi
   await service.stop(0, 'done');
   await idle.ended;
 });
+
+test('the options given reach each state: its store\'s options, the feed\'s observer, the socket in status, the idle drop told', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const dropped: { state: string; why: string }[] = [];
+  let goneResolve!: () => void;
+  const gone = new Promise<void>((r) => (goneResolve = r));
+  let endedResolve!: () => void;
+  const ended = new Promise<void>((r) => (endedResolve = r));
+  const { service } = make(t, root, {
+    store: { durability: 'write' },
+    feed: { observer: { ended: () => endedResolve() } },
+    stateIdleMs: 1,
+    dropped: (state, why) => {
+      dropped.push({ state, why });
+      goneResolve();
+    },
+  });
+  const at = await service.listen(path.join(root, 's.sock'));
+  const state = statePathIn(path.join(root, 'a'));
+  const c = await connectRaw(at, 'ndjson', t);
+  await c.call('initialize', { state });
+  await c.call('session/add', { session: { name: 'a' } });
+  await c.call('transcript/append', { name: 'a', entry: { ts: '2025-01-01T00:00:00Z', role: 'user', text: 'one' } });
+  const status = (await c.call('status', {})) as { durability: string; socket: string | null; revision: number; epoch: string };
+  assert.equal(status.durability, 'write', 'the store options given');
+  assert.equal(status.socket, at);
+  await c.call('watch/subscribe', { transcripts: ['a'], since: { epoch: status.epoch, revision: status.revision, transcripts: { a: -1 } } });
+  await ended;
+  c.socket.end();
+  await gone;
+  assert.equal(dropped[0]?.state, state);
+});
+
+test('ready() without --exit-when-idle: nothing to start, the service serves on', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const { service } = make(t, root);
+  const at = await service.listen(path.join(root, 's.sock'));
+  service.ready();
+  const c = await connectRaw(at, 'ndjson', t);
+  await c.call('initialize', { state: statePathIn(path.join(root, 'a')) });
+  assert.ok(await c.call('session/list', {}));
+  assert.equal(service.isStopping, false);
+});

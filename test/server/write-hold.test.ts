@@ -67,7 +67,14 @@ test('quiet gives up when the writes in flight outlast its bound, and writes flo
   let ran = false;
   await assert.rejects(hold.quiet(async () => {
     ran = true;
-  }), (err: unknown) => err instanceof StoreError && err.code === 'ETIMEDOUT' && /1 write\(s\) in flight did not finish within 1 ms/.test(err.message));
+  }), (err: unknown) => {
+    assert.ok(err instanceof StoreError);
+    assert.equal(err.code, 'ETIMEDOUT');
+    assert.equal(err.kind, 'io');
+    assert.deepEqual(err.data, { code: 'ETIMEDOUT' }, 'the client is told the code in the error\'s data');
+    assert.match(err.message, /1 write\(s\) in flight did not finish within 1 ms; nothing was copied/);
+    return true;
+  });
   assert.equal(ran, false, 'nothing is fixed while a write is in flight');
   const after = h(write(2));
   assert.deepEqual(events, ['write 1', 'write 2'], 'a write after the failed hold is not held');
