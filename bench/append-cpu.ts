@@ -12,9 +12,9 @@
 // "CPU per durable append").
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CLI, ENTRY, RATE } from './harness/config.js';
-import type { Call } from './harness/load.js';
-import { eachAwaiting, prime } from './harness/load.js';
+import { CLI, RATE } from './harness/config.js';
+import type { AppendSample } from './harness/append-rounds.js';
+import { alternatingRounds } from './harness/append-rounds.js';
 import type { Rpc } from './harness/rpc.js';
 import { connectClient, connectRpc } from './harness/rpc.js';
 import type { SocketProc } from './harness/servers.js';
@@ -48,32 +48,7 @@ for (const [i, cli] of clis.entries()) {
   sides.push({ name: cli, proc, conns });
 }
 
-interface Sample {
-  rate: number;
-  cpuUs: number;
-  mainUs: number;
-}
-
-async function round(s: Side): Promise<Sample> {
-  const calls: Call[] = s.conns.map((rpc, c) => () => rpc.request('transcript/append', { name: `c${c}`, entry: ENTRY }));
-  await prime(calls);
-  const pid = s.proc.pid;
-  const cpu0 = s.proc.cpuSeconds();
-  const main0 = cpuSecondsOf(`/proc/${pid}/task/${pid}/stat`);
-  const r = await eachAwaiting(calls, RATE);
-  return {
-    rate: r.rate,
-    cpuUs: ((s.proc.cpuSeconds() - cpu0) * 1e6) / r.count,
-    mainUs: ((cpuSecondsOf(`/proc/${pid}/task/${pid}/stat`) - main0) * 1e6) / r.count,
-  };
-}
-
-for (const s of sides) await round(s);
-const samples = new Map<Side, Sample[]>(sides.map((s) => [s, []]));
-for (let r = 0; r < rounds; r++) {
-  for (const s of r % 2 === 0 ? sides : [...sides].reverse()) (samples.get(s) as Sample[]).push(await round(s));
-  process.stderr.write(`[append-cpu] round ${r + 1}/${rounds}\n`);
-}
+const samples = await alternatingRounds(sides, rounds, 'append-cpu');
 if (process.env.BENCH_THREADS === '1') {
   for (const s of sides) {
     for (const tid of readdirSync(`/proc/${s.proc.pid}/task`)) {
@@ -95,7 +70,7 @@ const lines = [
   '---|---|---|---',
 ];
 for (const s of sides) {
-  const mine = samples.get(s) as Sample[];
+  const mine = samples.get(s) as AppendSample[];
   lines.push(`${s.name} | ${range(mine.map((m) => m.rate / 1000))} | ${range(mine.map((m) => m.cpuUs))} | ${range(mine.map((m) => m.mainUs))}`);
 }
 process.stdout.write(`${lines.join('\n')}\n`);

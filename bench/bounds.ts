@@ -9,13 +9,13 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { boundBundle, BOUND_BUILDS, bundleOf, writeBoundCopy } from './harness/bound-builds.js';
-import { CLI, ENTRY, RATE, REPO } from './harness/config.js';
-import type { Call } from './harness/load.js';
-import { eachAwaiting, prime } from './harness/load.js';
+import { CLI, RATE, REPO } from './harness/config.js';
+import type { AppendSample } from './harness/append-rounds.js';
+import { alternatingRounds } from './harness/append-rounds.js';
 import type { Rpc } from './harness/rpc.js';
 import { connectClient, connectRpc } from './harness/rpc.js';
 import type { SocketProc } from './harness/servers.js';
-import { cpuSecondsOf, startEcho, startServer } from './harness/servers.js';
+import { startEcho, startServer } from './harness/servers.js';
 import { median } from './harness/stats.js';
 import { tempDir } from './harness/temp-dir.js';
 
@@ -52,39 +52,13 @@ const echo = await startEcho('echo', path.join(dir, 'echo.sock'));
 sides.push({ name: 'bare echo', leavesOut: '(the ceiling: answers {})', proc: echo, conns: [] });
 for (const s of sides) s.conns = await Promise.all(Array.from({ length: CONNECTIONS }, () => connectRpc(s.proc.socket)));
 
-interface Sample {
-  rate: number;
-  cpuUs: number;
-  mainUs: number;
-}
-
-async function round(s: Side): Promise<Sample> {
-  const calls: Call[] = s.conns.map((rpc, c) => () => rpc.request('transcript/append', { name: `c${c}`, entry: ENTRY }));
-  await prime(calls);
-  const pid = s.proc.pid;
-  const cpu0 = s.proc.cpuSeconds();
-  const main0 = cpuSecondsOf(`/proc/${pid}/task/${pid}/stat`);
-  const r = await eachAwaiting(calls, RATE);
-  return {
-    rate: r.rate,
-    cpuUs: ((s.proc.cpuSeconds() - cpu0) * 1e6) / r.count,
-    mainUs: ((cpuSecondsOf(`/proc/${pid}/task/${pid}/stat`) - main0) * 1e6) / r.count,
-  };
-}
-
-// One discarded round first: JIT warm-up and the files' first opens land in no sample.
-for (const s of sides) await round(s);
-const samples = new Map<Side, Sample[]>(sides.map((s) => [s, []]));
-for (let r = 0; r < rounds; r++) {
-  for (const s of r % 2 === 0 ? sides : [...sides].reverse()) (samples.get(s) as Sample[]).push(await round(s));
-  process.stderr.write(`[bounds] round ${r + 1}/${rounds}\n`);
-}
+const samples = await alternatingRounds(sides, rounds, 'bounds');
 for (const s of sides) {
   await Promise.all(s.conns.map((c) => c.close()));
   await s.proc.stop();
 }
 
-const echoSamples = samples.get(sides[sides.length - 1] as Side) as Sample[];
+const echoSamples = samples.get(sides[sides.length - 1] as Side) as AppendSample[];
 const fmt = (n: number, digits: number): string => n.toFixed(digits);
 const lines = [
   `${CONNECTIONS} connections each awaiting its own transcript/append (write), ${rounds} rounds of up to ${RATE.maxCount} calls or ${RATE.maxMs} ms per build, order alternating; medians.`,
@@ -92,8 +66,8 @@ const lines = [
   '---|---|---|---|---|---',
 ];
 for (const s of sides) {
-  const mine = samples.get(s) as Sample[];
-  const ratios = mine.map((m, i) => m.rate / (echoSamples[i] as Sample).rate);
+  const mine = samples.get(s) as AppendSample[];
+  const ratios = mine.map((m, i) => m.rate / (echoSamples[i] as AppendSample).rate);
   lines.push(
     `${s.name} | ${s.leavesOut} | ${fmt(median(mine.map((m) => m.rate)) / 1000, 1)}k/s | ${fmt(median(ratios), 2)} × (${fmt(Math.min(...ratios), 2)}–${fmt(Math.max(...ratios), 2)}) | ` +
       `${fmt(median(mine.map((m) => m.cpuUs)), 1)} µs | ${fmt(median(mine.map((m) => m.mainUs)), 1)} µs`,
