@@ -11,30 +11,17 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import { pino } from 'pino';
-import type { DataCallback, Disposable, Message, MessageWriter } from 'vscode-jsonrpc/node';
-import { AbstractMessageReader, Emitter } from 'vscode-jsonrpc/node';
+import type { Message, MessageWriter } from 'vscode-jsonrpc/node';
+import { Emitter } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../../src/protocol/errors.js';
 import type { DirWatchIo } from '../../src/server/state-dir-watch.js';
 import { StateUnit } from '../../src/server/state-unit.js';
 import { Store } from '../../src/store/store.js';
 import type { FramedTransport } from '../../src/transport/framing.js';
+import { StubReader } from '../helpers/stub-transport.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'state-unit-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-class StubReader extends AbstractMessageReader {
-  private callback: DataCallback | undefined;
-  listen(callback: DataCallback): Disposable {
-    this.callback = callback;
-    return { dispose: () => (this.callback = undefined) };
-  }
-  send(m: Message): void {
-    this.callback?.(m);
-  }
-  close(): void {
-    this.fireClose();
-  }
-}
 
 /**
  * A transport whose answers and closes go to `events`; `closed` settles on its first close. An
