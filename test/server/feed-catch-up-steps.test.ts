@@ -7,9 +7,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Session, StateDocument, TranscriptEntry } from '../../src/protocol/model.js';
-import type { FeedPage, FeedSource, NotificationSink } from '../../src/server/feed-limits.js';
+import type { FeedSource, NotificationSink } from '../../src/server/feed-limits.js';
 import { CATCH_UP_DRAINED_BYTES, CATCH_UP_PAGE_ENTRIES } from '../../src/server/feed-limits.js';
 import { Subscriptions } from '../../src/server/subscriptions.js';
+import { scriptedSource } from '../helpers/scripted-feed-source.js';
 
 const entry = (i: number): TranscriptEntry => ({ ts: 't', role: 'user', text: `e${i}` });
 const row = (name: string): Session => ({ name, channelID: '', type: '', cmd: '' });
@@ -44,24 +45,7 @@ function conn(unsent = 0, waits = false) {
 }
 
 /** A source whose reads the test answers one by one; what it was told of failures in `errors`. */
-function source(revision = 0) {
-  const reads: { name: string; from: number; answer(p: FeedPage): void; fail(e: Error): void }[] = [];
-  let readSeen: (() => void) | undefined;
-  const errors: string[] = [];
-  const src: FeedSource & { revision: number } = {
-    revision,
-    epoch: 'E',
-    document: () => doc([]),
-    entriesFrom: (name, from) =>
-      new Promise<FeedPage>((resolve, reject) => {
-        reads.push({ name, from, answer: resolve, fail: reject });
-        readSeen?.();
-      }),
-    error: (message) => void errors.push(message),
-  };
-  const nextRead = (): Promise<void> => new Promise((resolve) => (readSeen = resolve));
-  return { src, reads, errors, nextRead };
-}
+const source = (revision = 0) => scriptedSource(() => doc([]), revision);
 
 /** A feed whose catch-ups' ends and waits for the connection can be awaited. */
 function feedOn(src: FeedSource, limits: { pendingBytes?: number; pendingNotifications?: number } = {}) {

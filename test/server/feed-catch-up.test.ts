@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StateDocument, TranscriptEntry } from '../../src/protocol/model.js';
-import type { FeedPage, FeedSource, NotificationSink } from '../../src/server/feed-limits.js';
+import type { FeedSource, NotificationSink } from '../../src/server/feed-limits.js';
 import { Subscriptions } from '../../src/server/subscriptions.js';
+import { scriptedSource } from '../helpers/scripted-feed-source.js';
 
 const entry = (i: number): TranscriptEntry => ({ ts: 't', role: 'user', text: `e${i}` });
 
@@ -23,24 +24,7 @@ function sink(): NotificationSink & { sent: { method: string; params: Record<str
 }
 
 /** A source whose entriesFrom the test answers (or fails) read by read; `errors` what it was told. */
-function source() {
-  const reads: { name: string; from: number; answer(p: FeedPage): void; fail(e: Error): void }[] = [];
-  let readSeen: (() => void) | undefined;
-  const errors: string[] = [];
-  const src: FeedSource = {
-    revision: 0,
-    epoch: 'E',
-    document: () => ({ home: { id: 'h', type: 'category' }, sessions: [] }) as unknown as StateDocument,
-    entriesFrom: (name, from) =>
-      new Promise<FeedPage>((resolve, reject) => {
-        reads.push({ name, from, answer: resolve, fail: reject });
-        readSeen?.();
-      }),
-    error: (message) => void errors.push(message),
-  };
-  const nextRead = (): Promise<void> => new Promise((resolve) => (readSeen = resolve));
-  return { src, reads, errors, nextRead };
-}
+const source = () => scriptedSource(() => ({ home: { id: 'h', type: 'category' }, sessions: [] }) as unknown as StateDocument);
 
 /** A feed whose catch-ups' ends can be awaited. */
 function feedOn(src: FeedSource) {
