@@ -19,6 +19,7 @@ import { ensureSocketFolder } from '../transport/socket-folder.js';
 import type { ServerConnection } from './connection.js';
 import type { ServerOptions } from './server.js';
 import { StateServer } from './server.js';
+import type { IdleTimers } from './idle-watch.js';
 import { IdleWatch } from './idle-watch.js';
 import type { StateDirWatch } from './state-dir-watch.js';
 import { watchStateDir } from './state-dir-watch.js';
@@ -51,6 +52,8 @@ export interface ServiceOptions {
   stopGraceMs?: number;
   /** Stop with 0 once no connection has been open and no request in flight for this many ms (`--exit-when-idle`). */
   exitWhenIdleMs?: number;
+  /** The timers of the exitWhenIdleMs watch (default: the real ones; a test drives its own). */
+  idleTimers?: IdleTimers;
   /** Told of connections coming and going (default: the exitWhenIdleMs watch, if any). */
   presence?: ServerOptions['presence'];
   /** Stop when the state dir is removed (default true). */
@@ -102,7 +105,7 @@ export class Service {
     this.gone = gone;
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     const idleMs = o.exitWhenIdleMs;
-    this.idleWatch = idleMs === undefined ? undefined : new IdleWatch(idleMs, () => void this.stop(0, `unused for ${idleMs} ms (--exit-when-idle)`));
+    this.idleWatch = idleMs === undefined ? undefined : new IdleWatch(idleMs, () => void this.stop(0, `unused for ${idleMs} ms (--exit-when-idle)`), o.idleTimers);
     const presence = o.presence ?? this.idleWatch;
     this.server = new StateServer(store, log, {
       version: o.version,

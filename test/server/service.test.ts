@@ -5,25 +5,29 @@
 // default socket following the instance id.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import type { ServiceOptions } from '../../src/server/service.js';
 import { Service } from '../../src/server/service.js';
+import { withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
 import { serveSocket } from '../../src/transport/discovery.js';
+import { MAX_CONNECTIONS } from '../../src/transport/limits.js';
 import type { ProtocolErrorInfo } from '../../src/transport/framing.js';
 import { serverRecordPath } from '../../src/transport/server-record.js';
 import type { LogLine } from '../helpers/server.js';
 import { signal } from '../helpers/state-server-rig.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw } from '../helpers/wire.js';
+import { errno } from '../helpers/store.js';
+import { drivenTimers } from '../helpers/idle-timers.js';
 
 const entry = (text: string) => ({ ts: '2025-01-01T00:00:00Z', role: 'user', text });
 
 /** A Service on a fresh temp dir (not listening yet) whose log lines are kept; stopped when the test ends. */
-async function open(t: { after(fn: () => unknown): void }, options: Partial<ServiceOptions> = {}) {
-  const dir = tempDir('hs-service-');
+async function open(t: { after(fn: () => unknown): void }, options: Partial<ServiceOptions> = {}, dir = tempDir('hs-service-')) {
   const state = statePathIn(dir);
   const logs: LogLine[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
@@ -228,4 +232,86 @@ test('ready() without --exit-when-idle: nothing to start, the service serves on'
   const client = await connectRaw(at, 'ndjson', t);
   assert.ok(await client.call('session/list', {}));
   assert.equal(s.service.isStopping, false);
+});
+
+// The log lines below are the ones docs/operations.md ("What the log says") promises operators:
+// their level and fields, never their words.
+
+test('the store\'s warnings reach the log at warn (an instance id that cannot name a socket)', async (t) => {
+  const dir = tempDir('hs-service-');
+  writeFileSync(statePathIn(dir), `${JSON.stringify({ instanceID: 'not a socket name!' })}\n`);
+  const s = await open(t, {}, dir);
+  assert.equal(s.logs.filter((l) => l.level === 40).length, 1, JSON.stringify(s.logs));
+});
+
+test('the store\'s errors reach the log at error with the error (a temp file the start cannot sweep)', async (t) => {
+  const dir = tempDir('hs-service-');
+  writeFileSync(statePathIn(dir), '{}\n');
+  writeFileSync(`${statePathIn(dir)}.tmp`, 'left by a crash');
+  const s = await open(t, { store: { io: withIo({ unlink: () => Promise.reject(errno('EIO', 'unlink')) }) } }, dir);
+  const errors = s.logs.filter((l) => l.level === 50);
+  assert.equal(errors.length, 1, JSON.stringify(s.logs));
+  assert.ok(errors[0]?.err, 'the error is carried as err');
+});
+
+test('a server record that cannot be written: the service serves all the same, an error line with the error at the start and at the stop', async (t) => {
+  const s = await open(t);
+  // A folder where the record goes: neither its write nor its removal can succeed.
+  mkdirSync(path.join(serverRecordPath(s.state), 'x'), { recursive: true });
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const errors = () => s.logs.filter((l) => l.level === 50);
+  assert.equal(errors().length, 1, JSON.stringify(s.logs));
+  assert.ok(errors()[0]?.err, 'the error is carried as err');
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  await s.service.stop(0, 'done');
+  assert.equal(errors().length, 2, JSON.stringify(s.logs));
+  assert.ok(errors()[1]?.err, 'the error is carried as err');
+});
+
+test('the most connections at once: one more is closed on arrival, warned with the socket and the bound', async (t) => {
+  let served = 0;
+  const all = signal();
+  const s = await open(t, { onConnection: () => ++served === MAX_CONNECTIONS && all.resolve() });
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const sockets: net.Socket[] = [];
+  t.after(() => {
+    for (const socket of sockets) socket.destroy();
+  });
+  for (let i = 0; i < MAX_CONNECTIONS; i++) sockets.push(net.connect(at));
+  await all.promise;
+  const extra = net.connect(at);
+  sockets.push(extra);
+  await new Promise((resolve) => extra.once('close', resolve));
+  const warned = s.logs.filter((l) => l.level === 40);
+  assert.equal(warned.length, 1, JSON.stringify(warned));
+  assert.deepEqual([warned[0]?.socket, warned[0]?.max], [at, MAX_CONNECTIONS]);
+});
+
+test('without --exit-when-idle the service never stops by itself, however long it stays unused', async (t) => {
+  const clock = drivenTimers();
+  const s = await open(t, { idleTimers: clock.timers });
+  await s.service.listen(path.join(s.dir, 's.sock'));
+  s.service.ready();
+  clock.fireAll();
+  assert.equal(s.service.isStopping, false);
+});
+
+test('--exit-when-idle: an open connection keeps the service up, however long it stays quiet; once it leaves, the wait begins again', async (t) => {
+  const clock = drivenTimers();
+  const closed = signal();
+  const s = await open(t, { exitWhenIdleMs: 1000, idleTimers: clock.timers, onConnection: (conn) => conn.onClose(closed.resolve) });
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  s.service.ready();
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  clock.fireAll();
+  assert.equal(s.service.isStopping, false, 'a connection is open');
+  client.socket.end();
+  await closed.promise;
+  await client.ended;
+  // The watch is told once the closed connection answered everything: it arms its wait again.
+  while (clock.pending() === 0) await new Promise((resolve) => setImmediate(resolve));
+  clock.fireAll();
+  assert.deepEqual(await s.service.stopped, { code: 0, why: 'unused for 1000 ms (--exit-when-idle)' });
 });

@@ -16,6 +16,7 @@ import { DEFAULT_MAX_MESSAGE_BYTES } from '../../src/transport/limits.js';
 import type { LogLine } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw } from '../helpers/wire.js';
+import { drivenTimers } from '../helpers/idle-timers.js';
 
 /** A SharedService (not listening yet) whose log lines are kept; stopped when the test ends. */
 function make(t: { after(fn: () => unknown): void }, root: string, o: Partial<SharedServiceOptions> = {}) {
@@ -169,5 +170,15 @@ test('ready() without --exit-when-idle: nothing to start, the service serves on'
   const c = await connectRaw(at, 'ndjson', t);
   await c.call('initialize', { state: statePathIn(path.join(root, 'a')) });
   assert.ok(await c.call('session/list', {}));
+  assert.equal(service.isStopping, false);
+});
+
+test('without --exit-when-idle the shared server never stops by itself, however long it stays unused', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const clock = drivenTimers();
+  const { service } = make(t, root, { idleTimers: clock.timers });
+  await service.listen(path.join(root, 's.sock'));
+  service.ready();
+  clock.fireAll();
   assert.equal(service.isStopping, false);
 });
