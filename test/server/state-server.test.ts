@@ -84,6 +84,8 @@ test('with the host on stdio as owner: the host may end the server, a socket cli
   const status = (await bridge.call('status')) as { stopping: boolean };
   assert.equal(status.stopping, false, 'the refused shutdown changed nothing');
   assert.deepEqual(r.exits, [], 'the exit of a socket client is ignored');
+  // Not silently: a warn line names the transport it came on (docs/operations.md).
+  assert.deepEqual(r.logs.filter((l) => l.level === 40).map((l) => l.transport), ['socket']);
   const host = r.connect('stdio');
   assert.equal(await host.call('shutdown'), null);
   host.notify('exit');
@@ -289,4 +291,16 @@ test('a connection that sent shutdown closing on a server that wants no word of 
   client.end();
   await client.closed;
   assert.equal(((await r.connect().call('status')) as { connections: number }).connections, 1);
+});
+
+test('each request is logged at debug with its method, its duration and its connection (README: Logs)', async (t) => {
+  const r = await stateServerRig(t);
+  const a = r.connect('socket');
+  const b = r.connect('stdio');
+  await a.call('status');
+  await b.call('session/list', {});
+  const requests = r.logs.filter((l) => l.level === 20 && typeof l.us === 'number');
+  assert.deepEqual(requests.map((l) => [l.method, l.transport]), [['status', 'socket'], ['session/list', 'stdio']]);
+  assert.equal(typeof requests[0]?.conn, 'number');
+  assert.notEqual(requests[0]?.conn, requests[1]?.conn, 'two connections, two ids');
 });
