@@ -21,7 +21,7 @@ import type { ServerOptions } from './server.js';
 import { StateServer } from './server.js';
 import type { IdleTimers } from './idle-watch.js';
 import { IdleWatch } from './idle-watch.js';
-import type { StateDirWatch } from './state-dir-watch.js';
+import type { DirWatchIo, StateDirWatch } from './state-dir-watch.js';
 import { watchStateDir } from './state-dir-watch.js';
 
 /** How long a stop waits for requests in flight before it ends the connections anyway. */
@@ -60,6 +60,8 @@ export interface ServiceOptions {
   watchStateDir?: boolean;
   /** Told after each look of that watch that found the dir in place (a test waits on it). */
   stateDirStillThere?: () => void;
+  /** The file system calls and timers of that watch (default: the real ones; a test passes its own). */
+  stateDirIo?: Partial<DirWatchIo>;
   /** Told of every connection, after the server's own listeners are on it. */
   onConnection?: (conn: ServerConnection, kind: ConnectionKind) => void;
 }
@@ -126,6 +128,8 @@ export class Service {
         },
         (err) => log.warn({ err, dir: store.dir }, 'the state dir cannot be watched: its removal is noticed by polling only'),
         o.stateDirStillThere,
+        undefined,
+        o.stateDirIo,
       );
     }
   }

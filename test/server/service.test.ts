@@ -10,6 +10,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import type { ServiceOptions } from '../../src/server/service.js';
+import type { DirWatchIo } from '../../src/server/state-dir-watch.js';
 import { Service } from '../../src/server/service.js';
 import { withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
@@ -337,4 +338,41 @@ test('a message the transport refuses is answered, and logged at debug with the 
   client.writeBytes('{"jsonrpc":"2.0","id":1,"method":\n');
   assert.equal((await client.waitFor((m) => m.error !== undefined)).error?.code, -32700);
   assert.deepEqual(s.logs.filter((l) => l.level === 20 && l.code !== undefined).map((l) => l.code), [-32700]);
+});
+
+/** State-dir watch calls that record what the watch asked for and never look at a real dir. */
+function recordingDirIo(o: { watchFails?: Error } = {}) {
+  const asked: string[] = [];
+  const timer = { unref: () => timer };
+  const io: Partial<DirWatchIo> = {
+    statSync: () => (asked.push('statSync'), { dev: 1, ino: 1 }),
+    stat: () => void asked.push('stat'),
+    watch: () => {
+      asked.push('watch');
+      if (o.watchFails) throw o.watchFails;
+      return { on: () => undefined, close: () => undefined };
+    },
+    setTimeout: () => (asked.push('setTimeout'), timer),
+    clearTimeout: () => undefined,
+    setInterval: () => (asked.push('setInterval'), timer),
+    clearInterval: () => undefined,
+  };
+  return { io, asked };
+}
+
+test('watchStateDir: false: the state dir is neither watched nor looked at', async (t) => {
+  const dir = recordingDirIo();
+  const s = await open(t, { watchStateDir: false, stateDirIo: dir.io });
+  await s.service.listen(path.join(s.dir, 's.sock'));
+  await s.service.stop(0, 'done');
+  assert.deepEqual(dir.asked, []);
+});
+
+test('a state dir that cannot be watched: warned with the error and the dir; the service serves on (its removal is polled for)', async (t) => {
+  const dir = recordingDirIo({ watchFails: errno('ENOSPC', 'watch') });
+  const s = await open(t, { stateDirIo: dir.io });
+  assert.ok(dir.asked.includes('watch') && dir.asked.includes('setInterval'), 'polled for instead');
+  const warned = s.logs.filter((l) => l.level === 40);
+  assert.deepEqual(warned.map((l) => [l.err?.code, l.dir]), [['ENOSPC', s.service.store.dir]]);
+  assert.equal(s.service.isStopping, false);
 });
