@@ -162,6 +162,16 @@ test('a response from the client is not a request: nothing is owed for it', asyn
   await client.conn.idle();
 });
 
+test('what vscode-jsonrpc drops (a response with no id) is logged at debug, never answered', async (t) => {
+  const r = await stateServerRig(t);
+  const client = r.connect();
+  client.sendBody(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: 1, message: 'nothing' } }));
+  assert.ok(await client.call('status'));
+  await client.conn.idle();
+  assert.deepEqual(r.logs.filter((l) => l.rpc !== undefined).map((l) => [l.level, l.rpc]), [[20, 'error']]);
+  assert.equal(client.received.filter((m) => m.id === null).length, 0);
+});
+
 test('dispose stops reading the input and lets go of the output (the stop disposes every connection)', async (t) => {
   const r = await stateServerRig(t);
   const toServer = new PassThrough();
