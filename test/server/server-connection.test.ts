@@ -189,3 +189,17 @@ test('dispose stops reading the input and lets go of the output (the stop dispos
   // A disposed connection is not kept alive by an output stream that lives on.
   assert.deepEqual(['drain', 'finish', 'close'].map((e) => fromServer.listenerCount(e)), [0, 0, 0]);
 });
+
+test('a connection whose output fails is closed, and the failure logged at debug with the error', async (t) => {
+  const r = await stateServerRig(t);
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  t.after(() => void toServer.end());
+  const framed = createFramedTransport(toServer, fromServer, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
+  const conn = r.server.connect(framed.reader, framed.writer, 'socket');
+  const closed = new Promise<void>((resolve) => conn.onClose(resolve));
+  // The client left mid-reply: the write end fails as a socket's does.
+  fromServer.destroy(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  await closed;
+  assert.deepEqual(r.logs.filter((l) => l.level === 20 && l.err !== undefined).map((l) => l.err?.code), ['EPIPE']);
+});
