@@ -4,7 +4,7 @@
 // close tells (the feed, presence, the shutdown client gone), status' fields, backups one after
 // another, and the store's commits passed on to the change feed.
 import assert from 'node:assert/strict';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import * as z from 'zod';
@@ -303,4 +303,21 @@ test('each request is logged at debug with its method, its duration and its conn
   assert.deepEqual(requests.map((l) => [l.method, l.transport]), [['status', 'socket'], ['session/list', 'stdio']]);
   assert.equal(typeof requests[0]?.conn, 'number');
   assert.notEqual(requests[0]?.conn, requests[1]?.conn, 'two connections, two ids');
+});
+
+test('a returning subscriber whose missed entries cannot be read: its subscription ends with watch/overflow, the read error logged at error with err', async (t) => {
+  const r = await stateServerRig(t);
+  await r.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
+  await r.store.appendTranscript('a', entry('one'));
+  // A folder where the transcript's file was: its pages cannot be read.
+  const file = path.join(r.dir, 'transcripts', 'a.jsonl');
+  rmSync(file);
+  mkdirSync(file);
+  const client = r.connect();
+  const got = (await client.call('watch/subscribe', { transcripts: ['a'], since: { epoch: r.store.epoch, revision: r.store.revision, transcripts: { a: -1 } } })) as { subscription: string };
+  const overflow = await client.waitFor((m) => m.method === 'watch/overflow');
+  assert.equal((overflow.params as { subscription: string }).subscription, got.subscription);
+  const errors = r.logs.filter((l) => l.level === 50);
+  assert.equal(errors.length, 1, JSON.stringify(r.logs));
+  assert.ok(errors[0]?.err, 'the error is carried as err');
 });
