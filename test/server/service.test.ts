@@ -167,6 +167,8 @@ test('the default socket: its folder made private; it follows the instance id: l
   assert.equal((JSON.parse(readFileSync(serverRecordPath(s.state), 'utf8')) as { socket: string }).socket, moved.path);
   const client = await connectRaw(moved.path, 'ndjson', t);
   assert.equal(((await client.call('status')) as { socket: string }).socket, moved.path);
+  // Said at info, with the socket now and the one before (docs/operations.md).
+  assert.deepEqual(s.logs.filter((l) => l.was !== undefined).map((l) => [l.level, l.socket, l.was]), [[30, moved.path, first]]);
 });
 
 test('an explicit socket in a folder that does not exist is refused (only the default one\'s folder is made)', async (t) => {
@@ -375,4 +377,23 @@ test('a state dir that cannot be watched: warned with the error and the dir; the
   const warned = s.logs.filter((l) => l.level === 40);
   assert.deepEqual(warned.map((l) => [l.err?.code, l.dir]), [['ENOSPC', s.service.store.dir]]);
   assert.equal(s.service.isStopping, false);
+});
+
+test('an explicit socket never moves: an instance id set later leaves the service where it listens', async (t) => {
+  const s = await open(t);
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const id = `t${process.pid}z${Date.now().toString(36)}`;
+  await s.service.store.setInstanceID(id);
+  // The stop waits for a move under way, were there one.
+  await s.service.stop(0, 'done');
+  assert.equal(s.service.socket, at);
+  assert.equal(existsSync(serveSocket({ instanceId: id }).path), false);
+});
+
+test('a socket client\'s requests are logged with the transport `socket`', async (t) => {
+  const s = await open(t);
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  assert.deepEqual(s.logs.filter((l) => l.method === 'session/list').map((l) => l.transport), ['socket']);
 });
