@@ -7,7 +7,7 @@ import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
 import { isErrno } from '../common/errno.js';
-import { removeStaleStaging } from './backup.js';
+import { removeStaleStaging } from './backup-fix.js';
 import { StorageHealth } from './health.js';
 import { countingSyncs, StoreCounters } from './store-counters.js';
 import type { HighWater } from './high-water.js';
