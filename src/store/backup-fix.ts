@@ -8,7 +8,7 @@ import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
-import { encodeAppendKeys } from './append-keys.js';
+import { encodeAppendKeys } from './append-keys-log.js';
 import type { BackupSource } from './backup.js';
 import type { Numbering } from './backup-manifest.js';
 import { KEY_FILES } from './backup-manifest.js';

@@ -30,7 +30,8 @@ import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
 import { WriteAheadLog } from './wal.js';
 import { walRelIn } from './wal-record.js';
-import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
+import { AppendKeys } from './append-keys.js';
+import { APPEND_KEYS_FILE } from './append-keys-log.js';
 
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */

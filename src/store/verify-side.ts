@@ -4,7 +4,7 @@ import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
-import { decodeKeyLine } from './append-keys.js';
+import { decodeKeyLine } from './append-keys-log.js';
 import { HighWater, highWaterRelIn } from './high-water.js';
 import { nodeIo } from './io.js';
 import { NewerFormatError } from './sealed-line.js';

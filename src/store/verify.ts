@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import type { BackupManifest } from './backup-manifest.js';
-import { APPEND_KEYS_FILE } from './append-keys.js';
+import { APPEND_KEYS_FILE } from './append-keys-log.js';
 import { isBackupFile, KEY_FILES, MANIFEST_NAME, parseManifest, UNFINISHED_NAME } from './backup-manifest.js';
 import { hashFile } from './file-copy.js';
 import { DecodeError, decodeStateText } from './go-decode.js';
