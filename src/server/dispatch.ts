@@ -32,7 +32,7 @@ export async function dispatch(method: MethodName, rawParams: unknown, ctx: Serv
   // Params it accepts are strict objects of non-object values, as deep as their schema, with no
   // key but the schema's: the depth bound and the "__proto__" repair below have nothing to do.
   const fast = derivedCheckOf(method)?.(rawParams) ?? UNDECIDED;
-  if (fast !== UNDECIDED) return handler(fast as never, ctx);
+  if (fast !== UNDECIDED) return await handler(fast as never, ctx);
   const deep = tooDeep(rawParams);
   if (deep !== undefined) {
     const where = deep.length > 0 ? `${deep.join('.')}…` : 'params';
