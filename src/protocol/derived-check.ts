@@ -5,8 +5,9 @@
 // declared twice. It answers only what it can vouch for: params it accepts get the output zod
 // would give (the same keys in the same order, defaults filled in, transforms applied); anything
 // else, valid or not, is UNDECIDED and goes to zod, which then accepts or words the error. A
-// schema with any kind it does not know derives no check at all. test/protocol/derived-check
-// .test.ts checks it against zod over generated valid and hostile params.
+// schema with any kind it does not know derives no check at all. It reads zod 4's internals
+// (`_zod.def`), so a zod upgrade that changes them is caught by the test that holds every derived
+// check equal to zod over generated valid and hostile params (test/protocol/derived-check.test.ts).
 import type * as z from 'zod';
 
 /** The answer for params the derived check cannot vouch for: zod decides them. */
