@@ -21,10 +21,12 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -72,6 +74,77 @@ func (s *fuzzServer) stop(t *testing.T) {
 func (s *fuzzServer) fail(t *testing.T, format string, args ...interface{}) {
 	t.Helper()
 	t.Fatalf("%s\nserver log:\n%s", fmt.Sprintf(format, args...), s.stderr.String())
+}
+
+// sharedFuzzServer is one `serve --shared` on a socket of the test's own, with its log kept;
+// on(t, state) is a connection to it bound to one state file.
+type sharedFuzzServer struct {
+	socket string
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	exited chan struct{}
+}
+
+func startSharedFuzzServer(t *testing.T) *sharedFuzzServer {
+	t.Helper()
+	cli, err := serverCLI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir(): a socket path must stay short.
+	runtime, err := os.MkdirTemp("", "hs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(runtime) })
+	s := &sharedFuzzServer{socket: filepath.Join(runtime, "s.sock"), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command("node", append([]string{cli, "serve", "--shared", "--socket", s.socket}, serveArgs...)...)
+	s.cmd.Stderr = s.stderr
+	s.cmd.Env = envWithRuntime(runtime)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	})
+	return s
+}
+
+// on dials the server (waiting until it listens) and binds the connection to state; the
+// connection is closed when t ends.
+func (s *sharedFuzzServer) on(t *testing.T, state string) *fuzzServer {
+	t.Helper()
+	ctx := fuzzCtx(t)
+	c, err := Dial(ctx, DialOptions{Socket: s.socket, Wait: true})
+	if err != nil {
+		t.Fatalf("dial the shared server: %v\n%s", err, s.stderr.String())
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Initialize(ctx, InitializeOptions{State: state}); err != nil {
+		t.Fatalf("initialize %s: %v\n%s", state, err, s.stderr.String())
+	}
+	return &fuzzServer{c: c, stderr: s.stderr}
+}
+
+// stop ends the server in order (SIGTERM; its connections are closed by then): it must exit 0
+// having logged no error.
+func (s *sharedFuzzServer) stop(t *testing.T) {
+	t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	<-s.exited
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("the shared server exited %d:\n%s", code, s.stderr.String())
+	}
+	for _, line := range strings.Split(s.stderr.String(), "\n") {
+		if strings.Contains(line, `"level":50`) || strings.Contains(line, `"level":60`) {
+			t.Fatalf("the shared server logged an error: %s", line)
+		}
+	}
 }
 
 func fuzzCtx(t *testing.T) context.Context {
@@ -508,7 +581,7 @@ func FuzzSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, strs string, archived, owned bool, consolidateEvery int, costCap float64, tokenCap uint64, cohortCostCap float64, cohortTokenCap uint64, unknownKey string, shape uint8, top string) {
 		in := sessionInput{strs, archived, owned, consolidateEvery, costCap, tokenCap, cohortCostCap, cohortTokenCap, unknownKey, shape, top}
 		if !fuzzing() && isSeed(in, sessionSeeds) {
-			t.Skip("a seed: TestSessionSeedsThroughFewServersAndARestartEach checks it")
+			t.Skip("a seed: TestSessionSeedsThroughOneServerAndARestart checks it")
 		}
 		t.Parallel()
 		if math.IsNaN(costCap) || math.IsInf(costCap, 0) || math.IsNaN(cohortCostCap) || math.IsInf(cohortCostCap, 0) {
@@ -519,19 +592,38 @@ func FuzzSession(f *testing.F) {
 	})
 }
 
-func TestSessionSeedsThroughFewServersAndARestartEach(t *testing.T) {
+// The seeds' state files (sessionRounds) through one shared server, each file on a connection of
+// its own bound to it; Go reads each file once that server has stopped; a second shared server
+// reads each again: checkSessions' checks, with two server starts for all the files instead of
+// two per file.
+func TestSessionSeedsThroughOneServerAndARestart(t *testing.T) {
 	t.Parallel()
 	cases := make([]*sessionCase, len(sessionSeeds))
 	for i, in := range sessionSeeds {
 		cases[i] = newSessionCase(t, i, in)
 	}
-	for k, r := range sessionRounds(cases) {
-		r := r
-		t.Run(fmt.Sprint(k), func(t *testing.T) {
-			t.Parallel()
-			checkSessions(t, r.cases, r.top)
-		})
+	var files []*sessionFile
+	for _, r := range sessionRounds(cases) {
+		files = append(files, newSessionFile(t, r.cases, r.top))
 	}
+	ok := make([]bool, len(files))
+	srv := startSharedFuzzServer(t)
+	for k, f := range files {
+		f := f
+		ok[k] = t.Run(fmt.Sprint("first-run-", k), func(t *testing.T) { f.write(t, srv.on(t, f.state)) })
+	}
+	srv.stop(t)
+	for k, f := range files {
+		ok[k] = ok[k] && t.Run(fmt.Sprint("go-reads-", k), f.checkGoReads)
+	}
+	srv = startSharedFuzzServer(t)
+	for k, f := range files {
+		f := f
+		if ok[k] {
+			t.Run(fmt.Sprint("after-a-restart-", k), func(t *testing.T) { f.check(t, srv.on(t, f.state), "after a restart") })
+		}
+	}
+	srv.stop(t)
 }
 
 // sessionCase is input i in a state file shared with others: Go's package saves row g<i>, the
@@ -648,23 +740,52 @@ func sessionRounds(cases []*sessionCase) []sessionRound {
 }
 
 func checkSessions(t *testing.T, cases []*sessionCase, top *sessionCase) {
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state.json")
+	f := newSessionFile(t, cases, top)
+	srv := startFuzzServer(t, f.state)
+	f.write(t, srv)
+	srv.stop(t)
+	f.checkGoReads(t)
+	srv = startFuzzServer(t, f.state)
+	f.check(t, srv, "after a restart")
+	srv.stop(t)
+}
+
+// sessionFile is a state file of the test's own that Go's package saved with the rows of cases,
+// and what reading it must give once the server has added the same rows (as s<i>) and set
+// top's top-level fields.
+type sessionFile struct {
+	cases    []*sessionCase
+	top      *sessionCase
+	state    string
+	want     goState
+	unknowns map[string]*sessionCase
+}
+
+func newSessionFile(t *testing.T, cases []*sessionCase, top *sessionCase) *sessionFile {
+	f := &sessionFile{cases: cases, top: top, state: filepath.Join(t.TempDir(), "state.json")}
 	var gs []goSession
 	for _, c := range cases {
 		gs = append(gs, c.g)
 	}
-	if err := goSave(state, &goState{Sessions: gs}); err != nil {
+	if err := goSave(f.state, &goState{Sessions: gs}); err != nil {
 		t.Fatal(err)
 	}
 	var rows []goSession
 	for _, c := range cases {
 		rows = append(rows, throughJSON(t, c.g))
 	}
+	f.want = goState{
+		Home: throughJSON(t, top.home), Workspace: throughJSON(t, top.workspace), Source: throughJSON(t, top.source),
+		StatusMessageID: throughJSON(t, top.statusMessageID), Sessions: rows,
+	}
+	return f
+}
 
-	srv := startFuzzServer(t, state)
+// write sends each case's row with session/add (its unknown field included) and top's
+// top-level fields to srv, then checks what srv reads back.
+func (f *sessionFile) write(t *testing.T, srv *fuzzServer) {
 	ctx := fuzzCtx(t)
-	for _, c := range cases {
+	for _, c := range f.cases {
 		var added struct {
 			Session json.RawMessage `json:"session"`
 		}
@@ -686,86 +807,84 @@ func checkSessions(t *testing.T, cases []*sessionCase, top *sessionCase) {
 			c.wantS.Incarnation = got.Incarnation
 		}
 	}
-	for _, c := range cases {
+	for _, c := range f.cases {
 		if c.addedS {
-			rows = append(rows, c.wantS)
+			f.want.Sessions = append(f.want.Sessions, c.wantS)
 		}
 	}
-	if _, err := srv.c.SetHome(ctx, HomeRef(top.home)); err != nil {
-		srv.fail(t, "state/setHome %#v: %v", top.home, err)
+	if _, err := srv.c.SetHome(ctx, HomeRef(f.top.home)); err != nil {
+		srv.fail(t, "state/setHome %#v: %v", f.top.home, err)
 	}
-	if _, err := srv.c.SetWorkspace(ctx, top.workspace); err != nil {
-		srv.fail(t, "state/setWorkspace %q: %v", top.workspace, err)
+	if _, err := srv.c.SetWorkspace(ctx, f.top.workspace); err != nil {
+		srv.fail(t, "state/setWorkspace %q: %v", f.top.workspace, err)
 	}
-	if _, err := srv.c.SetSource(ctx, top.source); err != nil {
-		srv.fail(t, "state/setSource %q: %v", top.source, err)
+	if _, err := srv.c.SetSource(ctx, f.top.source); err != nil {
+		srv.fail(t, "state/setSource %q: %v", f.top.source, err)
 	}
-	if _, err := srv.c.SetStatusMessageID(ctx, top.statusMessageID); err != nil {
-		srv.fail(t, "state/setStatusMessageID %q: %v", top.statusMessageID, err)
+	if _, err := srv.c.SetStatusMessageID(ctx, f.top.statusMessageID); err != nil {
+		srv.fail(t, "state/setStatusMessageID %q: %v", f.top.statusMessageID, err)
 	}
-	want := goState{
-		Home: throughJSON(t, top.home), Workspace: throughJSON(t, top.workspace), Source: throughJSON(t, top.source),
-		StatusMessageID: throughJSON(t, top.statusMessageID), Sessions: rows,
-	}
-	unknowns := map[string]*sessionCase{}
-	for _, c := range cases {
+	f.unknowns = map[string]*sessionCase{}
+	for _, c := range f.cases {
 		if c.addedS && c.unknown != nil {
-			unknowns[c.wantS.Name] = c
+			f.unknowns[c.wantS.Name] = c
 		}
 	}
+	f.check(t, srv, "first run")
+}
 
-	check := func(srv *fuzzServer, when string) {
-		t.Helper()
-		var raw struct {
-			State json.RawMessage `json:"state"`
+// check reads the state and each row back from srv: each as f.want has it, each unknown field
+// as sent.
+func (f *sessionFile) check(t *testing.T, srv *fuzzServer, when string) {
+	t.Helper()
+	ctx := fuzzCtx(t)
+	var raw struct {
+		State json.RawMessage `json:"state"`
+	}
+	if err := srv.c.Call(ctx, "state/get", struct{}{}, &raw); err != nil {
+		srv.fail(t, "%s: state/get: %v", when, err)
+	}
+	var got goState
+	if err := json.Unmarshal(raw.State, &got); err != nil || !reflect.DeepEqual(got, f.want) {
+		srv.fail(t, "%s: state/get = %s (%v);\nGo reads it as %#v\nwant %#v", when, raw.State, err, got, f.want)
+	}
+	for _, r := range f.want.Sessions {
+		var found struct {
+			Session json.RawMessage `json:"session"`
 		}
-		if err := srv.c.Call(ctx, "state/get", struct{}{}, &raw); err != nil {
-			srv.fail(t, "%s: state/get: %v", when, err)
+		if err := srv.c.Call(ctx, "session/find", map[string]string{"name": r.Name}, &found); err != nil {
+			srv.fail(t, "%s: session/find %s: %v", when, r.Name, err)
 		}
-		var got goState
-		if err := json.Unmarshal(raw.State, &got); err != nil || !reflect.DeepEqual(got, want) {
-			srv.fail(t, "%s: state/get = %s (%v);\nGo reads it as %#v\nwant %#v", when, raw.State, err, got, want)
+		var got goSession
+		if err := json.Unmarshal(found.Session, &got); err != nil || !reflect.DeepEqual(got, r) {
+			srv.fail(t, "%s: session/find %s = %s; want %#v", when, r.Name, found.Session, r)
 		}
-		for _, r := range rows {
-			var found struct {
-				Session json.RawMessage `json:"session"`
-			}
-			if err := srv.c.Call(ctx, "session/find", map[string]string{"name": r.Name}, &found); err != nil {
-				srv.fail(t, "%s: session/find %s: %v", when, r.Name, err)
-			}
-			var got goSession
-			if err := json.Unmarshal(found.Session, &got); err != nil || !reflect.DeepEqual(got, r) {
-				srv.fail(t, "%s: session/find %s = %s; want %#v", when, r.Name, found.Session, r)
-			}
-			if c := unknowns[r.Name]; c != nil {
-				var fields map[string]json.RawMessage
-				_ = json.Unmarshal(found.Session, &fields)
-				if v, ok := fields[c.key]; !ok || !sameJSON(v, c.unknown) {
-					srv.fail(t, "%s: the unknown field %q of %s came back as %s; sent %s", when, c.key, r.Name, v, c.unknown)
-				}
+		if c := f.unknowns[r.Name]; c != nil {
+			var fields map[string]json.RawMessage
+			_ = json.Unmarshal(found.Session, &fields)
+			if v, ok := fields[c.key]; !ok || !sameJSON(v, c.unknown) {
+				srv.fail(t, "%s: the unknown field %q of %s came back as %s; sent %s", when, c.key, r.Name, v, c.unknown)
 			}
 		}
 	}
-	check(srv, "first run")
-	srv.stop(t)
+}
 
+// checkGoReads: Go loads the file the server wrote as f.want, and with no unknown field kept
+// the file is what Go's MarshalIndent writes, byte for byte.
+func (f *sessionFile) checkGoReads(t *testing.T) {
 	// Go loads the file the server wrote.
-	loaded, err := goLoad(state)
+	loaded, err := goLoad(f.state)
 	if err != nil {
 		t.Fatalf("Go cannot load the state.json the server wrote: %v", err)
 	}
-	if !reflect.DeepEqual(*loaded, want) {
-		t.Fatalf("Go reads state.json as %#v\nwant %#v", *loaded, want)
+	if !reflect.DeepEqual(*loaded, f.want) {
+		t.Fatalf("Go reads state.json as %#v\nwant %#v", *loaded, f.want)
 	}
-	if len(unknowns) == 0 {
-		file, _ := os.ReadFile(state)
+	if len(f.unknowns) == 0 {
+		file, _ := os.ReadFile(f.state)
 		goBytes, _ := json.MarshalIndent(loaded, "", "  ")
 		if goBytes = asServerEscapes(goBytes); !bytes.Equal(file, goBytes) {
 			t.Fatalf("state.json differs from Go's MarshalIndent of the same state:\nserver %q\ngo     %q", file, goBytes)
 		}
 	}
-
-	srv = startFuzzServer(t, state)
-	check(srv, "after a restart")
-	srv.stop(t)
 }

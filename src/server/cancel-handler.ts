@@ -29,13 +29,13 @@ export function cancellable(p: Promise<void>, token: CancellationToken): Promise
   });
 }
 
-/** A read cancelled before or while it ran is answered -32800 instead of its result. */
+/** A read cancelled before or while it ran is answered -32800 instead of its result; a write passes straight on. */
 export function cancelHandler(next: CallHandler): CallHandler {
-  return async (call) => {
-    if (call.write) return next(call);
+  const read: CallHandler = async (call) => {
     if (call.token.isCancellationRequested) throw cancelled();
     const result = await next(call);
     if (call.token.isCancellationRequested) throw cancelled();
     return result;
   };
+  return (call) => (call.write ? next(call) : read(call));
 }

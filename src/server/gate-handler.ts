@@ -4,9 +4,9 @@ import { cancellable } from './cancel-handler.js';
 import type { CallHandler } from './handler.js';
 import type { ReadGate } from './read-gate.js';
 
+/** A write passes straight on (no promise of this link's own); a read waits for the gate. */
 export function gateHandler(gate: ReadGate, next: CallHandler): CallHandler {
-  return async (call) => {
-    if (call.write) return next(call);
+  const gated: CallHandler = async (call) => {
     const entry = gate.enter();
     try {
       await cancellable(entry, call.token);
@@ -21,4 +21,5 @@ export function gateHandler(gate: ReadGate, next: CallHandler): CallHandler {
       gate.leave();
     }
   };
+  return (call) => (call.write ? next(call) : gated(call));
 }

@@ -57,7 +57,9 @@ export type RequestHandler = (method: string, params: unknown, token: Cancellati
  */
 export function answer(log: Logger, next: CallHandler, metrics?: CallMetrics): RequestHandler {
   return async (method, params, token) => {
-    const started = process.hrtime.bigint();
+    // Seconds as a double, from the clock hrtime reads: hrtime.bigint() allocated a BigInt twice
+    // per request, and performance.now() would load perf_hooks before the first reply.
+    const started = process.uptime();
     const known = isMethodName(method) && !methods[method].notification;
     const write = known && methods[method].mutates === true;
     let failed = false;
@@ -70,7 +72,7 @@ export function answer(log: Logger, next: CallHandler, metrics?: CallMetrics): R
       if (unexpected) log.error({ err, method }, 'handler failed');
       throw error;
     } finally {
-      const us = Number(process.hrtime.bigint() - started) / 1000;
+      const us = (process.uptime() - started) * 1e6;
       metrics?.answered(known ? method : UNKNOWN_METHOD, us, failed, write);
       if (log.isLevelEnabled('debug')) log.debug({ method, us }, 'request');
     }

@@ -38,7 +38,7 @@ export function orderHandler(next: CallHandler): CallHandler {
       return await next(call);
     } finally {
       mine.delete(op);
-      for (const w of op.waiters ?? []) w();
+      if (op.waiters) for (const w of op.waiters) w();
     }
   };
 }

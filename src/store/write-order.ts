@@ -25,6 +25,15 @@ export interface AppendOptions extends Guard {
   requireSession?: boolean;
 }
 
+/** Whether the document lets an append to `name` through: the guard's row, and a row at all unless not required. */
+function checkAppend(d: Doc, name: string, opts: AppendOptions): void {
+  // A guard speaks of a lifetime: its row being gone is a conflict (data.incarnation null).
+  docs.checkIncarnation(d, name, opts.incarnation);
+  if (opts.requireSession !== false && !docs.findSession(d, name)) {
+    throw new StoreError('unknown-session', `no session named ${JSON.stringify(name)}`);
+  }
+}
+
 export class WriteOrder {
   /** Set by shutdown and by close: writes are refused from then on. */
   private refused = false;
@@ -109,18 +118,11 @@ export class WriteOrder {
    * use the name caches directly.
    */
   forAppend<T>(name: string, opts: AppendOptions, enqueue: () => Promise<T>): Promise<T> {
-    const check = (d: Doc): void => {
-      // A guard speaks of a lifetime: its row being gone is a conflict (data.incarnation null).
-      docs.checkIncarnation(d, name, opts.incarnation);
-      if (opts.requireSession !== false && !docs.findSession(d, name)) {
-        throw new StoreError('unknown-session', `no session named ${JSON.stringify(name)}`);
-      }
-    };
     const decidedNow = !this.rowChanges.has(name) && this.savesInFlight === 0;
     try {
       this.assertOpen();
       assertPathComponent(name);
-      if (decidedNow) check(this.state.pendingDocument);
+      if (decidedNow) checkAppend(this.state.pendingDocument, name, opts);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -128,7 +130,7 @@ export class WriteOrder {
     // Changes nothing, so it writes nothing; it is applied again wherever the mutations before
     // it are (after a failed commit, onto an outside edit), and settles with their commit.
     const placed = this.state.mutate((d) => {
-      check(d);
+      checkAppend(d, name, opts);
       return { doc: d, result: undefined };
     });
     return this.inTurn(name, enqueue, () => placed);

@@ -111,11 +111,14 @@ export class FrameSink {
     if (typeof out.cork !== 'function' || typeof out.uncork !== 'function') return;
     this.gathering = true;
     out.cork();
-    process.nextTick(() => {
-      this.gathering = false;
-      out.uncork?.();
-    });
+    process.nextTick(this.turnOver);
   }
+
+  /** The end of a turn's gathering (one function for every turn, not a closure per reply). */
+  private readonly turnOver = (): void => {
+    this.gathering = false;
+    (this.output as NodeJS.WritableStream & { uncork?(): void }).uncork?.();
+  };
 
   /** Ends the output after every frame written so far; later writes are refused. */
   end(): void {

@@ -22,14 +22,29 @@ export function encodeLspFrame(message: unknown): { frame: string; bytes: number
   return { frame: header + body, bytes: header.length + bodyBytes };
 }
 
+const CONTENT_LENGTH = 'Content-Length: ';
+
+/**
+ * The value of a block that is just `Content-Length: <digits>` (what vscode-jsonrpc and our
+ * clients write), read without splitting it into lines: the general reading below gives the same.
+ */
+function onlyContentLength(block: string): string | undefined {
+  if (block.length === CONTENT_LENGTH.length || !block.startsWith(CONTENT_LENGTH)) return undefined;
+  for (let i = CONTENT_LENGTH.length; i < block.length; i++) {
+    const c = block.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return undefined;
+  }
+  return block.slice(CONTENT_LENGTH.length);
+}
+
 /**
  * Reads the header block (text between frames, without its `\r\n\r\n`) into the body length,
  * or the reason the stream can no longer be trusted: unlike vscode-jsonrpc, which logs and then
  * desyncs, a bad header ends the connection with an answer.
  */
 export function parseHeaderBlock(block: string, maxMessageBytes: number): number | FramingError {
-  let length: string | undefined;
-  for (const line of block.split('\r\n')) {
+  let length = onlyContentLength(block);
+  if (length === undefined) for (const line of block.split('\r\n')) {
     const colon = line.indexOf(':');
     if (colon === -1) return tooLarge(`invalid header: a header line must be "Name: value". Got ${quote(line)}`);
     const name = line.slice(0, colon).trim().toLowerCase();

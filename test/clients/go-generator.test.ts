@@ -12,6 +12,7 @@ import { openRpcDocument } from '../../src/protocol/openrpc.js';
 import { generateGo } from '../../scripts/go-client-gen.js';
 import { goName } from '../../scripts/contract-names.js';
 import { REPO } from '../helpers/cli.js';
+import { keptByContent } from '../helpers/derived-cache.js';
 
 const generated = () => generateGo({ doc: openRpcDocument('0.0.0'), errorCodes: ErrorCodes, errorDescriptions: ErrorDescriptions });
 
@@ -26,17 +27,20 @@ test('Go names follow Go initialisms', () => {
 });
 
 test('a method edited in a copy of the contract changes the generated Go method', { timeout: 60_000 }, async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'go-gen-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  cpSync(path.join(REPO, 'src/protocol'), path.join(dir, 'protocol'), { recursive: true });
-  symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'));
-  const sessionTs = path.join(dir, 'protocol/session.ts');
-  const before = 'params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation, writer: Writer }),';
-  const source = readFileSync(sessionTs, 'utf8');
-  assert.ok(source.includes(before), 'session/setArchived params as this test expects them');
-  writeFileSync(sessionTs, source.replace(before, 'params: () => z.strictObject({ name: Name, archived: z.boolean(), note: z.string(), incarnation: Incarnation, writer: Writer }),'));
-
-  const out = path.join(dir, 'go');
+  // The edited copy is kept between runs by its content (tsx's transform cache keys a file by its
+  // path too: a fresh folder each run compiled every file of it again); the output is the run's own.
+  const dir = keptByContent('go-gen-contract', (copy) => {
+    cpSync(path.join(REPO, 'src/protocol'), path.join(copy, 'protocol'), { recursive: true });
+    symlinkSync(path.join(REPO, 'node_modules'), path.join(copy, 'node_modules'));
+    const sessionTs = path.join(copy, 'protocol/session.ts');
+    const before = 'params: () => z.strictObject({ name: Name, archived: z.boolean(), incarnation: Incarnation, writer: Writer }),';
+    const source = readFileSync(sessionTs, 'utf8');
+    assert.ok(source.includes(before), 'session/setArchived params as this test expects them');
+    writeFileSync(sessionTs, source.replace(before, 'params: () => z.strictObject({ name: Name, archived: z.boolean(), note: z.string(), incarnation: Incarnation, writer: Writer }),'));
+  });
+  const outDir = mkdtempSync(path.join(os.tmpdir(), 'go-gen-'));
+  t.after(() => rmSync(outDir, { recursive: true, force: true }));
+  const out = path.join(outDir, 'go');
   // A child process: the copy's `.meta({ id })` would clash with ours in zod's global registry.
   const r = await new Promise<{ err: Error | null; stderr: string }>((resolve) => {
     execFile(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/go-client-gen.ts'), path.join(dir, 'protocol'), out], { cwd: REPO, encoding: 'utf8' }, (err, _o, stderr) =>

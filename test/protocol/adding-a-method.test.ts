@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { functionName } from '../../src/protocol/define.js';
 import { REPO } from '../helpers/cli.js';
-import { CLIENT_TYPES_CACHE } from '../helpers/derived-cache.js';
+import { CLIENT_TYPES_CACHE, keptByContent } from '../helpers/derived-cache.js';
 
 const DUMMY = `import * as z from 'zod';
 import { defineMethod } from './define.js';
@@ -40,25 +40,29 @@ const hasGo = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
 test('a method added to the contract reaches every derived file, and nothing else changes', { timeout: 120_000 }, async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'add-method-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  cpSync(path.join(REPO, 'src/protocol'), path.join(dir, 'src/protocol'), { recursive: true });
   for (const rel of COPIED) {
     mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
     cpSync(path.join(REPO, rel), path.join(dir, rel), { recursive: true });
   }
-  symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'));
 
-  // The two edits docs/adding-a-method.md's contract step makes.
-  writeFileSync(path.join(dir, 'src/protocol/dummy.ts'), DUMMY);
-  const tablePath = path.join(dir, 'src/protocol/table.ts');
-  const table = readFileSync(tablePath, 'utf8');
-  const lastDef = '  watch.watchSubscribe, watch.watchUnsubscribe,\n';
-  assert.ok(table.includes(lastDef), 'table.ts lists its methods as this test expects');
-  writeFileSync(tablePath, table.replace("import * as watch from './watch.js';\n", "import * as watch from './watch.js';\nimport * as dummy from './dummy.js';\n").replace(lastDef, `${lastDef}  dummy.dummyPing,\n`));
+  // The contract's copy with the two edits docs/adding-a-method.md's contract step makes, kept
+  // between runs by its content (tsx's transform cache keys a file by its path too: a fresh folder
+  // each run compiled every file of it again); what it derives goes to the run's own `dir`.
+  const contract = keptByContent('add-method-contract', (copy) => {
+    cpSync(path.join(REPO, 'src/protocol'), path.join(copy, 'src/protocol'), { recursive: true });
+    symlinkSync(path.join(REPO, 'node_modules'), path.join(copy, 'node_modules'));
+    writeFileSync(path.join(copy, 'src/protocol/dummy.ts'), DUMMY);
+    const tablePath = path.join(copy, 'src/protocol/table.ts');
+    const table = readFileSync(tablePath, 'utf8');
+    const lastDef = '  watch.watchSubscribe, watch.watchUnsubscribe,\n';
+    assert.ok(table.includes(lastDef), 'table.ts lists its methods as this test expects');
+    writeFileSync(tablePath, table.replace("import * as watch from './watch.js';\n", "import * as watch from './watch.js';\nimport * as dummy from './dummy.js';\n").replace(lastDef, `${lastDef}  dummy.dummyPing,\n`));
+  });
 
   // A child process: the copy's `.meta({ id })` would clash with ours in zod's global registry.
   // The typed client's types from the cache when this copy's contract was derived before with the
   // same generator, compiler and zod (scripts/client-types-cache.ts).
-  const gen = await run(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/write-schema.ts'), path.join(dir, 'src/protocol'), dir], REPO, { ...process.env, HERRSCHER_CLIENT_TYPES_CACHE: CLIENT_TYPES_CACHE });
+  const gen = await run(process.execPath, ['--import', 'tsx', path.join(REPO, 'scripts/write-schema.ts'), path.join(contract, 'src/protocol'), dir], REPO, { ...process.env, HERRSCHER_CLIENT_TYPES_CACHE: CLIENT_TYPES_CACHE });
   assert.equal(gen.err, null, gen.out);
   const derived = (rel: string): string => readFileSync(path.join(dir, rel), 'utf8');
 

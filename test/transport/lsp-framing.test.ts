@@ -88,6 +88,20 @@ test('parseHeaderBlock states the rule and the value seen', bounded, () => {
   assert.equal(parseHeaderBlock('Content-Length: 12 ', 1000), 12);
 });
 
+test('a block of just "Content-Length: <digits>" reads as the same header written any other way does', bounded, () => {
+  const digits = ['0', '7', '007', '999', '1000', '1001', '0001000', '9'.repeat(30), ''];
+  for (const d of digits) {
+    const got = parseHeaderBlock(`Content-Length: ${d}`, 1000);
+    for (const other of [`content-length: ${d}`, `Content-Length:  ${d} `, `Content-Type: x\r\nContent-Length: ${d}`]) {
+      const same = parseHeaderBlock(other, 1000);
+      if (typeof got === 'number') assert.equal(same, got, `${JSON.stringify(other)} against ${d}`);
+      else assert.equal(same instanceof FramingError ? same.message : same, got.message, `${JSON.stringify(other)} against ${d}`);
+    }
+  }
+  assert.equal(parseHeaderBlock('Content-Length: 1000', 1000), 1000);
+  assert.ok(parseHeaderBlock('Content-Length: 1001', 1000) instanceof FramingError);
+});
+
 test('a header line ended by a bare "\\n" is refused at once, whatever the chunks (an NDJSON line taken for LSP never waits)', bounded, () => {
   const input = Buffer.from('c\n{"jsonrpc":"2.0","id":1,"method":"session/list"}\n');
   for (const size of [input.length, 1, 2, 5]) {
