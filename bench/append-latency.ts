@@ -4,15 +4,17 @@
 // bare echo round trip, then a raw write + fdatasync in this process). Each build's server runs at
 // once; after one discarded round, rounds of LATENCY's calls alternate the builds' order (and the
 // reference's place), so every build sees the same moment's load. Prints per build the median and
-// range over the rounds of each round's p50, and of its ratio to the reference's p50 in the same
-// round. BENCH_DURABILITY=write measures `--durability write` against the bare echo alone;
+// range over the rounds of each round's p50, of its ratio to the reference's p50 in the same round,
+// and of its ratio to the first build's. BENCH_INTERLEAVE=1 (two builds) alternates their calls
+// within each round instead (a shared disk's fdatasync varies more between rounds than builds
+// differ). BENCH_DURABILITY=write measures `--durability write` against the bare echo alone;
 // TMPDIR=/dev/shm puts the state dirs on tmpfs. Not part of `npm run bench`: it diagnoses
 // (docs/performance.md, "The lone durable append's latency").
 import path from 'node:path';
 import { CLI, ENTRY, LATENCY } from './harness/config.js';
 import { fdatasyncLatency } from './harness/disk.js';
 import type { Call } from './harness/load.js';
-import { awaitEach, prime } from './harness/load.js';
+import { awaitEach, awaitEachAlternating, prime } from './harness/load.js';
 import type { Rpc } from './harness/rpc.js';
 import { connectClient, connectRpc } from './harness/rpc.js';
 import type { SocketProc } from './harness/servers.js';
@@ -84,10 +86,36 @@ for (const s of all) {
 timed = true;
 const p50s = new Map<Side, number[]>(all.map((s) => [s, []]));
 const ratios = new Map<Side, number[]>(sides.map((s) => [s, []]));
+/**
+ * With two builds and BENCH_INTERLEAVE=1, their calls alternate within each round (ABBA), so
+ * both see the same moment's disk: a shared disk's fdatasync varies more between rounds than
+ * the builds differ.
+ */
+const interleave = process.env.BENCH_INTERLEAVE === '1' && sides.length === 2;
+const measureRound = async (order: Side[]): Promise<Map<Side, number>> => {
+  const got = new Map<Side, number>();
+  if (!interleave) {
+    for (const s of order) got.set(s, await measure(s));
+    return got;
+  }
+  const [a, b] = sides as [Side, Side];
+  got.set(reference, await measure(reference));
+  const cpu0 = [a, b].map((s) => s.proc?.cpuSeconds() ?? 0);
+  const [la, lb] = await awaitEachAlternating(a.call, b.call, LATENCY);
+  for (const [i, [s, l]] of ([[a, la], [b, lb]] as const).entries()) {
+    const c = cpu.get(s) as { seconds: number; calls: number };
+    c.seconds += (s.proc?.cpuSeconds() ?? 0) - (cpu0[i] as number);
+    c.calls += l.count;
+  }
+  got.set(a, la.p50).set(b, lb.p50);
+  return got;
+};
+/** Per build, its p50 over the first build's in the same round. */
+const overFirst = new Map<Side, number[]>(sides.map((s) => [s, []]));
 for (let r = 0; r < rounds; r++) {
   const order = r % 2 === 0 ? all : [...all].reverse();
-  const got = new Map<Side, number>();
-  for (const s of order) got.set(s, await measure(s));
+  const got = await measureRound(order);
+  for (const s of sides) (overFirst.get(s) as number[]).push((got.get(s) as number) / (got.get(sides[0] as Side) as number));
   for (const s of all) (p50s.get(s) as number[]).push(got.get(s) as number);
   for (const s of sides) (ratios.get(s) as number[]).push((got.get(s) as number) / (got.get(reference) as number));
   process.stderr.write(`[append-latency] round ${r + 1}/${rounds}\n`);
@@ -99,13 +127,14 @@ await Promise.all([...procs, echo].map((p) => p.stop()));
 const range = (xs: number[], digits: number): string =>
   `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 const lines = [
-  `1 connection awaiting each transcript/append (${durability}), ${rounds} rounds of up to ${LATENCY.maxCount} calls or ${LATENCY.maxMs} ms per side, order alternating; median (range) of the rounds' p50.`,
-  'side | p50 µs | × reference | server CPU/append µs',
-  '---|---|---|---',
+  `1 connection awaiting each transcript/append (${durability}), ${rounds} rounds of up to ${LATENCY.maxCount} calls or ${LATENCY.maxMs} ms per side, `
+  + `${interleave ? 'the two builds\' calls alternating within each round' : 'order alternating'}; median (range) of the rounds' p50.`,
+  'side | p50 µs | × reference | × first build | server CPU/append µs',
+  '---|---|---|---|---',
 ];
 for (const s of sides) {
   const c = cpu.get(s) as { seconds: number; calls: number };
-  lines.push(`${s.name} | ${range(p50s.get(s) as number[], 0)} | ${range(ratios.get(s) as number[], 2)} | ${((c.seconds * 1e6) / c.calls).toFixed(0)}`);
+  lines.push(`${s.name} | ${range(p50s.get(s) as number[], 0)} | ${range(ratios.get(s) as number[], 2)} | ${range(overFirst.get(s) as number[], 2)} | ${((c.seconds * 1e6) / c.calls).toFixed(0)}`);
 }
-lines.push(`${reference.name} | ${range(p50s.get(reference) as number[], 0)} | 1 | —`);
+lines.push(`${reference.name} | ${range(p50s.get(reference) as number[], 0)} | 1 | — | —`);
 process.stdout.write(`${lines.join('\n')}\n`);
