@@ -11,7 +11,8 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { errnoOf } from '../common/errno.js';
 import type { GroupWrite } from './writer-thread.js';
-import { BATCH_JOBS, BATCHED_WRITE_MAX, GuardFailed, LineNotWritten, WriterThread } from './writer-thread.js';
+import { loggedOutcome } from './logged-outcome.js';
+import { BATCH_JOBS, BATCHED_WRITE_MAX, LineNotWritten, WriterThread } from './writer-thread.js';
 import type { FileStamp } from './writer-worker.js';
 
 export type { FileStamp } from './writer-worker.js';
@@ -234,23 +235,7 @@ async function writeLoggedAtOnce(log: fs.FileHandle, entries: readonly LoggedLin
   if (bytes > LOGGED_AT_ONCE_MAX || writes.length + entries.length >= BATCH_JOBS) return writeLoggedOf(nodeIo)(log, entries);
   const recordAt = entries.map((e, i) => writes.push({ fd: log.fd, buf: e.record, after: lineAt[i] }) - 1);
   writes.push({ fd: log.fd, buf: Buffer.alloc(0), datasync: true });
-  const got = await writer.writeGroup(writes);
-  const out: (LineNotWritten | undefined)[] = [];
-  for (const [i, at] of recordAt.entries()) {
-    const line = lineAt[i];
-    const lineErr = line === undefined ? undefined : got[line];
-    if (lineErr) {
-      out.push(new LineNotWritten(lineErr));
-      continue;
-    }
-    const recordErr = got[at];
-    if (recordErr && !(recordErr instanceof GuardFailed)) throw recordErr;
-    out.push(undefined);
-  }
-  // The sync matters only for the records written; with none, the log is as it was.
-  const syncErr = got[writes.length - 1];
-  if (syncErr && out.some((e) => !e)) throw syncErr;
-  return out;
+  return loggedOutcome(await writer.writeGroup(writes), lineAt, recordAt, writes.length - 1);
 }
 
 /**
