@@ -18,6 +18,10 @@
 // bytes land in the order they were asked for. A handle is never closed while its write is out:
 // its owner closes it only after its queue has settled.
 //
+// A group (`writeGroup`) is one batch posted at once whose writes may depend on each other: the
+// write-ahead log's batch with the lines its records are about, each record left out when its
+// line failed (a guard per job in the shared plan), then the log's sync.
+//
 // Whole-file replaces (state.json, metas, marks) go to the same worker, one message each
 // (`replace`, writer-worker.ts's replaceFile): through the thread pool a replace was a dozen
 // hand-offs in turn; a keyed commit's line in state-keys.log travels in its replace's message,
@@ -202,6 +206,7 @@ export class WriterThread {
     if (!this.idle || writes.length > BATCH_JOBS || bytes > BATCH_BYTES) {
       return Promise.reject(new Error('a group is written only by an idle writer thread, and only one that fits a batch'));
     }
+    if (writes.length === 0) return Promise.resolve([]);
     return new Promise((resolve) => {
       const out: (Error | undefined)[] = new Array<Error | undefined>(writes.length).fill(undefined);
       let left = writes.length;

@@ -179,6 +179,7 @@ test('a group is one batch: a write after a failed one it depends on is left out
     const pending = writer.write(ok.fd, Buffer.from('c\n'));
     await assert.rejects(writer.writeGroup([{ fd: log.fd, buf: Buffer.from('never\n') }]), /idle writer thread/);
     await pending;
+    assert.deepEqual(await writer.writeGroup([]), [], 'an empty group is answered at once');
     assert.equal(await fs.readFile(path.join(dir, 'log'), 'utf8'), 'record a\n');
     assert.equal(await fs.readFile(path.join(dir, 'ok'), 'utf8'), 'a\nc\n');
   } finally {
