@@ -49,6 +49,18 @@ export default tseslint.config(
     },
   },
   {
+    // Small files with one job and names that say it: a source file past 300 lines is split by
+    // job, not let grow. The generated contract types are one table and exempt.
+    files: ['src/**/*.ts'],
+    ignores: ['src/client/contract-types.ts'],
+    rules: { 'max-lines': ['error', { max: 300 }] },
+  },
+  {
+    // Over the bound and still to be split: held at most at this size meanwhile.
+    files: ['src/store/transcript.ts', 'src/store/writer-thread.ts', 'src/store/append-file.ts'],
+    rules: { 'max-lines': ['error', { max: 420 }] },
+  },
+  {
     files: ['test/**', 'bench/**', 'scripts/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },

@@ -1,29 +1,17 @@
 // What a StateClient is underneath: a Link (one guarded connection) and, when asked for, the
 // reconnection that replaces it. Reconnecting waits with backoff, dials again, and re-subscribes
-// every open subscription with `since` (the epoch, the last revision and the last seq per
-// transcript it saw), so the notification handlers keep receiving, each change once, under the
-// subscription id the caller was first given.
+// every open subscription with `since` (tracked-subscriptions.ts), so the notification handlers
+// keep receiving, each change once, under the subscription id the caller was first given.
 import type { ConnectionState, ReconnectOptions } from './reconnect-options.js';
 import { backoffDelay, reconnectDefaults } from './reconnect-options.js';
 import { CallTimeoutError, closedError, ConnectionClosedError } from './client-errors.js';
 import type { Link } from './link.js';
 import type { CallOptions } from './call-options.js';
-import { SESSION_NAME_PATTERN } from '../protocol/session-name.js';
+import { left, TrackedSubscriptions } from './tracked-subscriptions.js';
 
 type Params = Record<string, unknown>;
 type NotificationHandler = (params: unknown) => void;
 
-
-/** A subscription as the caller knows it, and what it has seen (for `since`). */
-interface Tracked {
-  readonly userId: string;
-  currentId: string;
-  /** The subscribe params without `since`. */
-  readonly filter: Params;
-  epoch: string | undefined;
-  revision: number | undefined;
-  readonly seqs: Map<string, number>;
-}
 
 export interface CoreOptions {
   /** Opens a new connection (a reconnect runs the discovery rule again). */
@@ -46,13 +34,15 @@ export class ClientCore {
   private reason: Error | undefined;
   private readonly handlers = new Map<string, Set<NotificationHandler>>();
   private readonly stateListeners = new Set<(s: ConnectionState) => void>();
-  private readonly tracked = new Map<string, Tracked>();
-  private readonly byCurrent = new Map<string, Tracked>();
-  /** Notifications for a subscription id not known yet (its subscribe reply is being handled). */
-  private held: [string, Params][] | undefined;
-  private subscribing = 0;
+  private readonly subscriptions = new TrackedSubscriptions(
+    () => Boolean(this.options.reconnect),
+    (method, params) => {
+      for (const h of this.handlers.get(method) ?? []) h(params);
+    },
+  );
   /** Ends the wait before the next attempt early (close() during a backoff). */
   private wakeUp: (() => void) | undefined;
+
 
   constructor(first: Link, private readonly options: CoreOptions) {
     this.link = first;
@@ -157,7 +147,7 @@ export class ClientCore {
         link = await this.options.dial();
         this.adopt(link);
         this.link = link;
-        await this.resubscribe(link);
+        await this.subscriptions.resubscribe(link);
         if (link.closed) throw link.closed;
         this.reconnecting = undefined;
         this.emit({ state: 'restored', attempt });
@@ -187,126 +177,18 @@ export class ClientCore {
     });
   }
 
-  /** Subscribes every tracked subscription again on `link`, with what it saw. */
-  private async resubscribe(link: Link): Promise<void> {
-    for (const t of this.tracked.values()) {
-      const since: Params = {};
-      if (t.epoch !== undefined) since.epoch = t.epoch;
-      if (t.filter.sessions === true && t.revision !== undefined) since.revision = t.revision;
-      const seqs = new Map(t.seqs);
-      // "*": a session the subscriber saw nothing of was made after it subscribed (the seq of
-      // every one there then was read, below), so all its entries are new to it: -1. Without
-      // this, what was appended to it while the subscriber was away would never be sent.
-      // A legacy row's name outside session/add's rule may not name a file the server reads, and
-      // one such name in `since` would end the subscription (watch/overflow): left out.
-      if (t.filter.transcripts === '*') {
-        for (const name of await sessionNames(link)) if (!seqs.has(name) && SESSION_NAME_PATTERN.test(name)) seqs.set(name, -1);
-      }
-      if (seqs.size > 0) since.transcripts = Object.fromEntries(seqs);
-      const r = (await this.subscribeOn(link, { ...t.filter, since }, undefined, (id) => {
-        this.byCurrent.delete(t.currentId);
-        t.currentId = id;
-        this.byCurrent.set(id, t);
-      })) as { subscription: string; revision: number; epoch: string };
-      // What is replayed (or resynced) carries revisions up to this one.
-      t.epoch = r.epoch;
-      t.revision = r.revision;
-    }
-  }
-
-  /**
-   * watch/subscribe on `link`; `known` maps the new id before any notification for it is routed
-   * (they are held until the reply has been handled).
-   */
-  private async subscribeOn(link: Link, params: Params, deadline: number | undefined, known: (id: string) => void): Promise<unknown> {
-    this.subscribing++;
-    this.held ??= [];
-    try {
-      const r = (await link.request('watch/subscribe', params, left(deadline))) as { subscription: string };
-      known(r.subscription);
-      return r;
-    } finally {
-      if (--this.subscribing === 0) {
-        const held = this.held ?? [];
-        this.held = undefined;
-        for (const [method, p] of held) this.route(method, p);
-      }
-    }
-  }
-
   private async subscribe(params: Params, deadline: number | undefined): Promise<unknown> {
     const link = await this.current('watch/subscribe', deadline);
-    const { since, ...filter } = params as Params & { since?: { epoch?: string; revision?: number; transcripts?: Record<string, number> } };
-    let t: Tracked | undefined;
-    const r = (await this.subscribeOn(link, params, deadline, (id) => {
-      if (!this.options.reconnect) return;
-      t = { userId: id, currentId: id, filter, epoch: undefined, revision: undefined, seqs: new Map(Object.entries(since?.transcripts ?? {})) };
-      this.tracked.set(id, t);
-      this.byCurrent.set(id, t);
-    })) as { subscription: string; revision: number; epoch: string };
-    if (!t) return r;
-    t.epoch = r.epoch;
-    t.revision = Math.max(r.revision, t.revision ?? -1);
-    // Where each listed transcript (with "*", each session's) stands now, so a reconnect asks for
-    // what follows it (an entry appended meanwhile is notified, and the seq only moves forward).
-    const names = Array.isArray(filter.transcripts) ? (filter.transcripts as string[])
-      : filter.transcripts === '*' ? (await sessionNames(link, left(deadline)).catch(() => [])).filter((n) => SESSION_NAME_PATTERN.test(n)) : [];
-    const listed = names.filter((n) => !t!.seqs.has(n));
-    await Promise.all(listed.map(async (name) => {
-      try {
-        const page = (await link.request('transcript/read', { name, limit: 1 }, left(deadline))) as { firstSeq: number; entries: unknown[] };
-        const seq = page.firstSeq + page.entries.length - 1;
-        if (!t!.seqs.has(name) || t!.seqs.get(name)! < seq) t!.seqs.set(name, seq);
-      } catch {
-        // No such session yet: its entries will all be new; the first notified sets the seq.
-      }
-    }));
-    return r;
+    return this.subscriptions.subscribe(link, params, deadline);
   }
 
   private async unsubscribe(params: Params, deadline: number | undefined): Promise<unknown> {
     const link = await this.current('watch/unsubscribe', deadline);
-    const t = typeof params.subscription === 'string' ? this.tracked.get(params.subscription) : undefined;
-    if (!t) return link.request('watch/unsubscribe', params, left(deadline));
-    this.tracked.delete(t.userId);
-    this.byCurrent.delete(t.currentId);
-    return link.request('watch/unsubscribe', { ...params, subscription: t.currentId }, left(deadline));
+    return this.subscriptions.unsubscribe(link, params, deadline);
   }
 
-  /** Updates what a tracked subscription saw, then hands the notification to the handlers. */
+  /** Hands a notification to the tracked subscriptions, then to the handlers. */
   private route(method: string, raw: unknown): void {
-    let params = raw as Params;
-    const id = typeof params?.subscription === 'string' ? params.subscription : undefined;
-    if (id !== undefined && this.held && !this.byCurrent.has(id) && this.tracked.size + this.subscribing > 0) {
-      this.held.push([method, params]);
-      return;
-    }
-    const t = id === undefined ? undefined : this.byCurrent.get(id);
-    if (t) {
-      params = { ...params, subscription: t.userId };
-      const rev = typeof params.revision === 'number' ? params.revision : undefined;
-      if (method === 'transcript/didAppend' && typeof params.name === 'string' && typeof params.seq === 'number') t.seqs.set(params.name, params.seq);
-      else if (method === 'state/resync') {
-        t.revision = rev;
-        if (typeof params.epoch === 'string') t.epoch = params.epoch;
-      } else if (rev !== undefined) t.revision = Math.max(rev, t.revision ?? -1);
-      else if (method === 'watch/overflow') {
-        // The server dropped it: nothing more comes under this id until the caller subscribes again.
-        this.tracked.delete(t.userId);
-        this.byCurrent.delete(t.currentId);
-      }
-    }
-    for (const h of this.handlers.get(method) ?? []) h(params);
+    this.subscriptions.route(method, raw);
   }
-}
-
-/** The names of the session rows on `link` (session/list). */
-async function sessionNames(link: Link, timeoutMs?: number): Promise<string[]> {
-  const r = (await link.request('session/list', {}, timeoutMs)) as { sessions?: { name?: unknown }[] | null };
-  return (r.sessions ?? []).map((s) => s.name).filter((n): n is string => typeof n === 'string');
-}
-
-/** Milliseconds left until `deadline` (undefined: no deadline). */
-function left(deadline: number | undefined): number | undefined {
-  return deadline === undefined ? undefined : Math.max(0, deadline - Date.now());
 }

@@ -42,7 +42,7 @@ export interface ServerOptions {
    * then stops, as it would at `exit`, instead of running on while refusing every write.
    */
   readonly onShutdownClientGone?: () => void;
-  /** Bounds of the change feed (defaults in subscriptions.ts; tests go lower). */
+  /** Bounds of the change feed (defaults in feed-limits.ts; tests go lower). */
   readonly feed?: SubscriptionLimits;
   /** Told when a connection opens, and when one has closed and answered all it received. */
   readonly presence?: { enter(): void; leave(): void };

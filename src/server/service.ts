@@ -2,10 +2,10 @@
 // the connections and the listener attached to it, the record that lets clients find it, and the
 // one ordered stop every way of stopping ends in. `serve` adds argv, signals and process.exit;
 // the tests, the bench and the crash test run this same object, so they stop as production does.
+// Its options and results are declared in service-options.ts.
 import type net from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { StoreOptions } from '../store/store.js';
 import { Store } from '../store/store.js';
 import type { FoundSocket } from '../transport/discovery.js';
 import { serveSocket } from '../transport/discovery.js';
@@ -17,60 +17,15 @@ import type { UnixSocketListener } from '../transport/socket.js';
 import { listenUnixSocket } from '../transport/socket.js';
 import { ensureSocketFolder } from '../transport/socket-folder.js';
 import type { ServerConnection } from './connection.js';
-import type { ServerOptions } from './server.js';
 import { StateServer } from './server.js';
 import { IdleWatch } from './idle-watch.js';
+import type { ConnectionKind, ListenOptions, ServiceOptions, Stopped } from './service-options.js';
+import { STOP_GRACE_MS } from './service-options.js';
 import type { StateDirWatch } from './state-dir-watch.js';
 import { watchStateDir } from './state-dir-watch.js';
 
-/** How long a stop waits for requests in flight before it ends the connections anyway. */
-export const STOP_GRACE_MS = 5000;
-
-/** How a connection reaches the server: the host on stdio (its end stops the server) or a socket client. */
-export type ConnectionKind = 'stdio' | 'socket';
-
-export interface ServiceOptions {
-  /** The state file to own (its folder is the state dir). */
-  state: string;
-  log: Logger;
-  version: string;
-  /** Options of Store.open; `warn` and `error` default to the log. */
-  store?: StoreOptions;
-  /** Framing of every connection; protocol errors are logged at debug unless told otherwise. */
-  framing: FramedTransportOptions;
-  /** Who may send shutdown and exit (`serve --stdio`: only the host). */
-  lifecycleOwner?: ServerOptions['lifecycleOwner'];
-  /**
-   * Stop with 0 when a connection that sent `shutdown` closes without `exit` (`serve` without a
-   * host: that client owned the stop, and a server refusing every write is of no use to anyone).
-   */
-  stopWhenShutdownClientLeaves?: boolean;
-  /** Bounds of the change feed (tests go lower). */
-  feed?: ServerOptions['feed'];
-  /** How long a stop waits for answers still owed (default STOP_GRACE_MS). */
-  stopGraceMs?: number;
-  /** Stop with 0 once no connection has been open and no request in flight for this many ms (`--exit-when-idle`). */
-  exitWhenIdleMs?: number;
-  /** Told of connections coming and going (default: the exitWhenIdleMs watch, if any). */
-  presence?: ServerOptions['presence'];
-  /** Stop when the state dir is removed (default true). */
-  watchStateDir?: boolean;
-  /** Told after each look of that watch that found the dir in place (a test waits on it). */
-  stateDirStillThere?: () => void;
-  /** Told of every connection, after the server's own listeners are on it. */
-  onConnection?: (conn: ServerConnection, kind: ConnectionKind) => void;
-}
-
-/** Why and with which exit code a service stopped. */
-export interface Stopped {
-  code: number;
-  why: string;
-}
-
-export interface ListenOptions {
-  /** Write the server record so clients that know the state file find the socket (default true). */
-  record?: boolean;
-}
+export { STOP_GRACE_MS } from './service-options.js';
+export type { ConnectionKind, ListenOptions, ServiceOptions, Stopped } from './service-options.js';
 
 const noop = (): void => undefined;
 

@@ -3,105 +3,32 @@
 // twice, also after kill -9 of the server.
 //
 // Durable with the write: before a batch's bytes are written, one line per keyed append goes to
-// `<side>/append-keys.log` saying where its bytes go (file, inode, offset, length, crc32). A crash
-// between that line and the write leaves a line whose bytes are not in the file: the next start
-// checks each line against the file (after the write-ahead log's replay) and keeps only the keys
-// whose bytes are there, then writes the log again with those alone. The line is written with
-// write(2) and not synced: a kill -9 keeps it (the page cache), as it keeps the append itself. In
-// `sync` mode the key is also in the append's write-ahead record (wal-record.ts, `k`), whose fdatasync
-// makes the append durable: a replay hands the keys of the records it kept to keepReplayedKeys,
-// which writes them down (synced) before the log is emptied, and a checkpoint syncs this log
-// before it empties the write-ahead log. So no append costs a second fdatasync for its key.
+// `<side>/append-keys.log` (append-keys-log.ts) saying where its bytes go (file, inode, offset,
+// length, crc32). A crash between that line and the write leaves a line whose bytes are not in the
+// file: the next start checks each line against the file (after the write-ahead log's replay) and
+// keeps only the keys whose bytes are there, then writes the log again with those alone. The line
+// is written with write(2) and not synced: a kill -9 keeps it (the page cache), as it keeps the
+// append itself. In `sync` mode the key is also in the append's write-ahead record (wal-record.ts,
+// `k`), whose fdatasync makes the append durable: a replay hands the keys of the records it kept
+// to keepReplayedKeys, which writes them down (synced) before the log is emptied, and a checkpoint
+// syncs this log before it empties the write-ahead log. So no append costs a second fdatasync for
+// its key.
 //
 // A compaction replaces the file the places name: before its rename, the keys whose bytes are in
 // the old file are written again without a place (carry), so the next start still finds them.
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
 import { isErrno } from '../common/errno.js';
-import { NewerFormatError, sealLine, unsealLine } from './sealed-line.js';
+import type { AppendPlace, Line } from './append-keys-log.js';
+import { decodeKeyLine, encodeAppendKeys, encodeLines, landed, nameOf, openLog } from './append-keys-log.js';
+import { NewerFormatError } from './sealed-line.js';
 import type { Io } from './io.js';
 import { ioError } from './store-error.js';
-import type { ReplayedKey } from './wal-record.js';
-import type { KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
+import type { KeyedAnswer, WriterKey } from './writer-sequences.js';
 import { KeyTable } from './writer-sequences.js';
-
-/** The log's file in the state's side folder. */
-export const APPEND_KEYS_FILE = 'append-keys.log';
 
 /** Past this size the log is written again with the keys kept alone. */
 const REWRITE_BYTES = 1 << 20;
-
-/** Where a keyed append's bytes go, to check at the next start that they got there. */
-export interface AppendPlace {
-  /** The file, relative to the state dir. */
-  readonly f: string;
-  readonly i: number;
-  readonly o: number;
-  readonly n: number;
-  /** crc32 of the bytes. */
-  readonly c: number;
-}
-
-/** One line (a sealed line, sealed-line.ts): a key, its answer, and (until checked) where its bytes go. */
-interface Line {
-  w: string;
-  q: number;
-  a: { seq: number };
-  p?: AppendPlace;
-}
-
-/** One line of the log, read: a key, a line of a newer format than this build reads, or a damaged line. */
-export function decodeKeyLine(raw: string): { line: Line } | { newer: number } | { damaged: string } {
-  const got = unsealLine(raw);
-  if ('newer' in got) return { newer: got.newer };
-  if ('damaged' in got) return { damaged: 'its checksum does not match (a torn last line is one)' };
-  const line = got.value as Line;
-  if (typeof line?.w !== 'string' || typeof line.q !== 'number') return { damaged: 'not a key (no writer id and seq)' };
-  return { line };
-}
-
-const encodeLines = (lines: readonly Line[]): string => lines.map((l) => sealLine(JSON.stringify(l))).join('');
-
-/**
- * The log for the keys `table` (answers `{seq}`), a line each and no place: what a backup holds
- * and a restore puts in the new side folder (their bytes are in the files copied with them).
- */
-export const encodeAppendKeys = (table: KeyEntries): string =>
-  encodeLines(table.flatMap(([w, answers]) => answers.map(([q, a]): Line => ({ w, q, a: a as { seq: number } }))));
-
-const nameOf = (l: Line): string => `${l.w}\u0000${l.q}`;
-
-/**
- * Writes down (appended and synced, before the write-ahead log is emptied) the keys of the
- * records a replay kept: lines without a place, so the start's check keeps them whatever the
- * key's own line said or whether it survived.
- */
-export async function keepReplayedKeys(io: Io, file: string, keys: readonly ReplayedKey[]): Promise<void> {
-  if (keys.length === 0) return;
-  const text = encodeLines(keys.map(([w, q, seq]): Line => ({ w, q, a: { seq } })));
-  try {
-    const { fh, created } = await openLog(io, file);
-    try {
-      await io.writeSynced(fh, Buffer.from(text));
-      if (created) await io.syncDir(path.dirname(file));
-    } finally {
-      await fh.close().catch(() => undefined); // written and synced already
-    }
-  } catch (err) {
-    throw ioError('write', path.basename(file), err);
-  }
-}
-
-/** The log opened for appending, and whether this open made it (its name is then not durable yet). */
-async function openLog(io: Io, file: string): Promise<{ fh: FileHandle; created: boolean }> {
-  try {
-    return { fh: await io.open(file, 'ax', 0o600), created: true };
-  } catch (err) {
-    if (!isErrno(err, 'EEXIST')) throw err;
-    return { fh: await io.open(file, 'a', 0o600), created: false };
-  }
-}
 
 export class AppendKeys {
   readonly keys = new KeyTable();
@@ -143,7 +70,7 @@ export class AppendKeys {
       if ('newer' in got) throw new NewerFormatError(path.basename(file), got.newer);
       if ('damaged' in got) continue; // a torn last line: its append was never written either
       const { line } = got;
-      if (line.p === undefined || (await k.landed(line.p))) kept.push({ key: { id: line.w, seq: line.q }, answer: line.a });
+      if (line.p === undefined || (await landed(io, dir, line.p))) kept.push({ key: { id: line.w, seq: line.q }, answer: line.a });
     }
     k.keys.remember(kept);
     if (text !== '') await k.rewrite();
@@ -263,26 +190,6 @@ export class AppendKeys {
     this.fh = undefined;
   }
 
-  /**
-   * Whether the bytes of `place` are in its file (the same inode, at its offset). A file that is
-   * gone holds none; any other failure to look fails the start: taking it for "not there" would
-   * drop the key, and the write's retry would be applied twice.
-   */
-  private async landed(place: AppendPlace): Promise<boolean> {
-    let fh: FileHandle | undefined;
-    try {
-      fh = await this.io.open(path.join(this.dir, place.f), 'r', 0o600);
-      if ((await fh.stat()).ino !== place.i) return false;
-      const buf = Buffer.alloc(place.n);
-      const { bytesRead } = await fh.read(buf, 0, place.n, place.o);
-      return bytesRead === place.n && crc32(buf) === place.c;
-    } catch (err) {
-      if (isErrno(err, 'ENOENT')) return false;
-      throw ioError('read', place.f, err);
-    } finally {
-      await fh?.close().catch(() => undefined); // opened to read: its close loses nothing
-    }
-  }
 
   /** Writes the log again with the keys kept (checked already), atomically (and synced in `sync` mode). */
   private async rewrite(): Promise<void> {

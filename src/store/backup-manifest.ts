@@ -3,7 +3,7 @@
 // files that name files by inode are not copied: a restore writes them anew for its own files),
 // and the size and SHA-256 of every file. Written last, after every file is synced: a backup
 // folder without it is incomplete. Read by verify and restore (one definition of the format).
-import { APPEND_KEYS_FILE } from './append-keys.js';
+import { APPEND_KEYS_FILE } from './append-keys-log.js';
 import { isPathComponent, sideOf } from './paths.js';
 import { STATE_KEYS_FILE } from './state-keys.js';
 import { WRITERS_FILE } from './writer-sequences.js';

@@ -7,7 +7,7 @@ import type { Io } from './io.js';
 import { adoptSharedSideFiles } from './side-files.js';
 import type { StoreLog } from './store-log.js';
 import path from 'node:path';
-import { APPEND_KEYS_FILE, keepReplayedKeys } from './append-keys.js';
+import { APPEND_KEYS_FILE, keepReplayedKeys } from './append-keys-log.js';
 import { walRelIn } from './wal-record.js';
 import { replayWal } from './wal-replay.js';
 

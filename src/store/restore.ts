@@ -13,7 +13,7 @@ import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
-import { realpathOfNearest } from './backup.js';
+import { realpathOfNearest } from './backup-dest.js';
 import type { BackupManifest } from './backup-manifest.js';
 import { BACKUP_SIDE } from './backup-manifest.js';
 import { copyPrefix, syncFolder } from './file-copy.js';

@@ -1,15 +1,17 @@
 // state.json on disk, for the store that owns it (state-store.ts): its stamp (what tells one
-// version from another without reading it), a read as Go's LoadState reads it, and its text as
-// Go's MarshalIndent writes it.
+// version from another without reading it), a read as Go's LoadState reads it, its text as Go's
+// MarshalIndent writes it, and its atomic replace.
 import path from 'node:path';
 import { isErrno } from '../common/errno.js';
 import { DecodeError, decodeStateText } from './go-decode.js';
 import type { RowCache } from './row-cache.js';
 import { encodeStateDocumentParts, UnsupportedValueError } from './go-json.js';
 import { goDecodeUtf8 } from './go-text.js';
-import type { Io } from './io.js';
+import type { Io, LineToAppend } from './io.js';
+import { LineNotWritten } from './io.js';
 import type { Doc } from './state-document.js';
 import { emptyDocument, fromDecoded } from './state-document.js';
+import type { StateKeys } from './state-keys.js';
 import { ioError, StoreError } from './store-error.js';
 import type { FileStamp } from './writer-sequences.js';
 import { sameStamp } from './writer-sequences.js';
@@ -75,5 +77,29 @@ export function encodeDocument(doc: Doc, rows: RowCache): Buffer[] {
   } catch (err) {
     if (err instanceof UnsupportedValueError) throw new StoreError('invalid-input', err.message);
     throw err;
+  }
+}
+
+/**
+ * Replaces state.json with `doc` (synced with its folder when `sync`); with `first`, after
+ * appending its keys' line (a line that fails replaces nothing). Resolves with the stamp of what
+ * it wrote, to tell the store's own file from someone else's later: the stamp the replace took
+ * right after its rename, else a stat now. (A writer that replaces the file in between is taken
+ * for the store: the documented window.)
+ */
+export async function writeDocument(
+  io: Io, file: string, doc: Doc, rows: RowCache, sync: boolean, first?: { line: LineToAppend; keys: StateKeys },
+): Promise<FileStamp> {
+  const text = encodeDocument(doc, rows);
+  const dir = path.dirname(file);
+  try {
+    // A state dir removed under us is not made again (the store's caller learns it is gone).
+    const opts = { mode: 0o600, sync };
+    const written = first ? await io.appendThenReplace(first.line, file, text, opts) : await io.writeAtomic(file, text, opts);
+    if (sync) await io.syncDir(dir);
+    return written ?? stampOf(io, file);
+  } catch (err) {
+    if (first && err instanceof LineNotWritten) throw await first.keys.lineFailed(err.cause);
+    throw ioError('write', path.basename(file), err);
   }
 }

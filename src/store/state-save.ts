@@ -2,7 +2,7 @@
 // caller names the revision (and the run: the epoch) it read; the save is taken only if the state
 // is still there, else it is a conflict carrying the current revision.
 import type { Doc } from './state-document.js';
-import * as docs from './state-document.js';
+import { replaceDocument } from './state-replace.js';
 import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
 import type { StateStore } from './state-store.js';
 import { StoreError } from './store-error.js';
@@ -16,7 +16,7 @@ export interface RevisionNow {
 }
 
 /**
- * Saves `doc` (docs.replaceDocument) if the state is still at `revision` (of `epoch`, when
+ * Saves `doc` (replaceDocument) if the state is still at `revision` (of `epoch`, when
  * given). Compared once no other state mutation is in flight: one accepted but not yet
  * committed would give the state a revision the caller has not seen. Resolves with the save's
  * own revision (unchanged when nothing changed). When there is no file, it is written even if
@@ -55,7 +55,7 @@ export async function saveDocument(
       throw new StoreError('invalid-input', `instanceID ${JSON.stringify(id.slice(0, 40))} must be 1-32 letters, digits, "_", "." or "-", `
         + 'starting with a letter or digit: it names the default socket of every later start');
     }
-    return docs.replaceDocument(d, doc);
+    return replaceDocument(d, doc);
     // As Go's Save, a save writes the file even when nothing changed if there is none (NewState + Save).
   }, { writeIfMissing: true, key: writer }));
   return { revision: now().revision, changed };

@@ -2,19 +2,21 @@
 // persisted copy-on-write in group commits (mutations that arrive while a write runs share the next
 // one). A reply waits for its commit; a failed write rejects its batch and leaves memory and disk
 // as they were. Readers see only committed documents. A file changed by someone else (an edit by
-// hand) is noticed by its size, mtime or inode before the next commit and on `refresh`, and loaded
-// first: it is never overwritten unseen (docs/go-compatibility.md says what a racing writer gets).
+// hand) is noticed by its size, mtime or inode before the next commit and on `refresh`
+// (state-outside.ts), and loaded first: it is never overwritten unseen (docs/go-compatibility.md
+// says what a racing writer gets).
 import path from 'node:path';
 import { RowCache } from './row-cache.js';
 import { CommitQueue } from './commit-queue.js';
 import type { Io, LineToAppend } from './io.js';
-import { LineNotWritten } from './io.js';
 import type { Pending } from './state-batch.js';
 import { applyAll, gatherMs } from './state-batch.js';
 import type { Doc, Outcome } from './state-document.js';
-import { backfill, emptyDocument } from './state-document.js';
-import { describeStamp, encodeDocument, readDocument, stampOf } from './state-file.js';
-import { ioError, StoreError } from './store-error.js';
+import { backfill } from './session-ids.js';
+import { emptyDocument } from './state-document.js';
+import { describeStamp, readDocument, stampOf, writeDocument } from './state-file.js';
+import { OutsideEdits } from './state-outside.js';
+import { StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import { StateKeys } from './state-keys.js';
 import type { FileStamp, KeyedAnswer, KeyEntries, WriterKey } from './writer-sequences.js';
@@ -38,8 +40,8 @@ export class StateStore {
 
   /** The file as this store last read or wrote it. */
   private stamp: Stamp;
-  /** The stamp of an outside file that could not be loaded: said once, and writes are refused. */
-  private unreadable: { stamp: Stamp; error: StoreError } | undefined;
+  /** Edits by another process, and the one that could not be loaded (writes are refused meanwhile). */
+  private readonly outside: OutsideEdits;
   private refreshing: Promise<void> | undefined;
 
   private readonly io: Io;
@@ -62,6 +64,7 @@ export class StateStore {
     this.committed = doc;
     this.head = doc;
     this.stamp = stamp;
+    this.outside = new OutsideEdits(io, file, log);
   }
 
   /**
@@ -105,7 +108,7 @@ export class StateStore {
     try {
       const now = stampOf(this.io, this.file);
       if (now === null || sameStamp(now, this.stamp)) {
-        this.setUnreadable(undefined); // an unloadable file removed since: the next commit writes ours
+        this.outside.clear(); // an unloadable file removed since: the next commit writes ours
         return;
       }
     } catch {
@@ -119,7 +122,7 @@ export class StateStore {
           if (!(err instanceof StoreError)) throw err;
           // An unloadable file was logged when it was found; anything else (the incarnations it
           // lacked could not be written) is said here, and tried again at the next look.
-          if (err !== this.unreadable?.error) this.log?.error(`loading ${path.basename(this.file)}, changed by another process, failed`, err);
+          if (err !== this.outside.failure) this.log?.error(`loading ${path.basename(this.file)}, changed by another process, failed`, err);
         }
       })
       .finally(() => (this.refreshing = undefined));
@@ -136,7 +139,7 @@ export class StateStore {
    * refused with), or undefined: the committed document is then what the file holds.
    */
   get loadFailure(): StoreError | undefined {
-    return this.unreadable?.error;
+    return this.outside.failure;
   }
 
   /** The document with every accepted mutation applied, committed or not (for existence checks). */
@@ -204,12 +207,6 @@ export class StateStore {
     return this.queue.settled();
   }
 
-  /** The outside file that cannot be loaded (writes refused until it is fixed), reported to the health. */
-  private setUnreadable(u: { stamp: Stamp; error: StoreError } | undefined): void {
-    if ((u === undefined) !== (this.unreadable === undefined)) this.log?.stateUnreadable(u !== undefined);
-    this.unreadable = u;
-  }
-
   /** Whether there is no file at the name now (a stat that fails counts as a file: the commit's look reports it). */
   private missing(): boolean {
     try {
@@ -269,22 +266,7 @@ export class StateStore {
 
   /** Writes `doc`; with `first`, after appending its keys' line (a line that fails replaces nothing). */
   private async persist(doc: Doc, first?: { line: LineToAppend; keys: StateKeys }): Promise<void> {
-    const text = encodeDocument(doc, this.rows);
-    const sync = this.durability === 'sync';
-    const dir = path.dirname(this.file);
-    try {
-      // A state dir removed under us is not made again (the store's caller learns it is gone).
-      const opts = { mode: 0o600, sync };
-      const written = first ? await this.io.appendThenReplace(first.line, this.file, text, opts) : await this.io.writeAtomic(this.file, text, opts);
-      if (sync) await this.io.syncDir(dir);
-      // What we wrote, to tell our own file from someone else's later: the stamp the replace
-      // took right after its rename, else a stat now. (A writer that replaces the file in between
-      // is taken for us: the documented window.)
-      this.stamp = written ?? stampOf(this.io, this.file);
-    } catch (err) {
-      if (first && err instanceof LineNotWritten) throw await first.keys.lineFailed(err.cause);
-      throw ioError('write', path.basename(this.file), err);
-    }
+    this.stamp = await writeDocument(this.io, this.file, doc, this.rows, this.durability === 'sync', first);
   }
 
   /**
@@ -295,34 +277,8 @@ export class StateStore {
    * cannot be read or is not a valid state: nothing is changed, and it is logged once per version.
    */
   private async noticeOutside(): Promise<boolean> {
-    const base = path.basename(this.file);
-    let now: Stamp;
-    try {
-      now = stampOf(this.io, this.file);
-    } catch (err) {
-      throw ioError('stat', base, err);
-    }
-    // A removed file (or state dir) is not an edit to load: the next commit writes the document
-    // back, as the Go daemon's next save would (Go's MkdirAll); nobody's words are lost.
-    // Stryker disable next-line BooleanLiteral: "changed" with nothing changed re-applies the same pure mutations onto the same document: the same results, the same file
-    if (now === null || sameStamp(now, this.stamp)) {
-      // The unloadable file is gone (the next commit writes ours back) or replaced by ours.
-      this.setUnreadable(undefined);
-      return false;
-    }
-    if (this.unreadable && sameStamp(now, this.unreadable.stamp)) throw this.unreadable.error;
-    let read: { doc: Doc; stamp: Stamp };
-    try {
-      read = await readDocument(this.io, this.file);
-    } catch (err) {
-      const why = err instanceof Error ? err.message : String(err);
-      const error = new StoreError('io', `${base} was changed by another process and cannot be loaded (${why}); `
-        + `it is left as it is and no write replaces it until it is fixed`, { code: 'EINVAL' }, 'EINVAL');
-      this.setUnreadable({ stamp: now, error });
-      this.log?.error(error.message);
-      throw error;
-    }
-    this.setUnreadable(undefined);
+    const read = await this.outside.read(this.stamp);
+    if (!read) return false;
     const filled = backfill(read.doc);
     const before = this.committed;
     const was = this.stamp;
@@ -332,7 +288,7 @@ export class StateStore {
     else this.stamp = read.stamp;
     this.committed = filled.doc;
     this.head = filled.doc;
-    this.log?.warn(`${base} was changed by another process (now ${describeStamp(read.stamp)}; was ${describeStamp(was)}); `
+    this.log?.warn(`${path.basename(this.file)} was changed by another process (now ${describeStamp(read.stamp)}; was ${describeStamp(was)}); `
       + 'loaded it: later reads and writes start from it');
     for (const l of this.listeners) l(before, filled.doc);
     return true;

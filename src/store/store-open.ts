@@ -7,7 +7,7 @@ import { rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { INSTANCE_ID_PATTERN } from '../protocol/model.js';
 import { isErrno } from '../common/errno.js';
-import { removeStaleStaging } from './backup.js';
+import { removeStaleStaging } from './backup-fix.js';
 import { StorageHealth } from './health.js';
 import { countingSyncs, StoreCounters } from './store-counters.js';
 import type { HighWater } from './high-water.js';
@@ -30,7 +30,8 @@ import { storeLog } from './store-log.js';
 import { sweepTempFiles } from './sweep.js';
 import { WriteAheadLog } from './wal.js';
 import { walRelIn } from './wal-record.js';
-import { APPEND_KEYS_FILE, AppendKeys } from './append-keys.js';
+import { AppendKeys } from './append-keys.js';
+import { APPEND_KEYS_FILE } from './append-keys-log.js';
 
 export interface StoreOptions {
   /** `sync` (default): a write resolves once it is on disk. `write`: once write(2) returned, as Go. */

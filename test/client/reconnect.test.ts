@@ -54,9 +54,12 @@ test('a writer and a subscriber ride over a server restart: every acknowledged a
   const seen: number[] = [];
   const ids = new Set<string>();
   const sessionsSeen: string[] = [];
+  /** Called after each notification: the wait for the last acknowledged seq below. */
+  let afterNotification = (): void => undefined;
   subscriber.onNotification('transcript/didAppend', (n) => {
     seen.push(n.seq);
     ids.add(n.subscription);
+    afterNotification();
   });
   subscriber.onNotification('state/resync', (n) => sessionsSeen.push(...(n.state.sessions ?? []).map((s) => s.name)));
   const sub = await subscriber.watchSubscribe({ transcripts: ['a'], sessions: true });
@@ -85,8 +88,8 @@ test('a writer and a subscriber ride over a server restart: every acknowledged a
   for (let i = 0; i < 40; i++) await append(`after${i}`);
   const last = acked[acked.length - 1]!;
   await new Promise<void>((resolve) => {
-    const check = (): void => void (seen.includes(last) ? resolve() : setTimeout(check, 20));
-    check();
+    afterNotification = () => void (seen.includes(last) && resolve());
+    afterNotification();
   });
 
   assert.ok(acked.length >= 90, `acknowledged ${acked.length}, lost ${lost}`);
@@ -106,11 +109,9 @@ test('without reconnect, a lost connection closes the client: calls fail at once
   const states: ConnectionState['state'][] = [];
   client.onConnectionState((s) => states.push(s.state));
   await client.sessionList();
+  const closed = told(client, 'closed');
   await server.stop();
-  await new Promise<void>((resolve) => {
-    const check = (): void => void (client.closed ? resolve() : setTimeout(check, 10));
-    check();
-  });
+  await closed;
   await assert.rejects(client.sessionList(), ConnectionClosedError);
   assert.deepEqual(states, ['closed']);
 });
