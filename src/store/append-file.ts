@@ -9,11 +9,13 @@ import { CommitQueue } from './commit-queue.js';
 import { isErrno } from '../common/errno.js';
 import { HEAD_BYTES, headOf } from './file-head.js';
 import type { Io } from './io.js';
+import { LineNotWritten } from './io.js';
 import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
 import { repairTornTail } from './torn-tail.js';
 import type { WriteAheadLog } from './wal.js';
+import type { WalRecord } from './wal-record.js';
 
 interface AppendJob<T> {
   readonly buf: Buffer;
@@ -196,21 +198,25 @@ export class AppendFile<T = undefined> {
     this.createdNow = false;
     try {
       const wal = this.durability === 'sync' ? this.options.wal : undefined;
-      // A file's first bytes are made durable in the file itself (one fdatasync per new or
-      // emptied file): a log record names its file by them, and a record at offset 0 would have
-      // none to name it by (an inode number is reused by the next new file).
-      if (this.durability === 'sync' && (!wal || before === 0)) await this.io.writeSynced(fh, buf);
-      else await this.io.write(fh, buf);
-      if (wal) {
-        const tags = jobs.map((j) => j.tag);
-        const s = this.options.nextSeq?.(tags);
-        const k = this.options.walKeys?.(tags);
-        const carried = { ...(s === undefined ? {} : { s }), ...(k === undefined ? {} : { k }) };
-        if (before > 0) {
-          // Named by inode and by its durable first bytes (an inode number is reused by the next new file).
-          const h = this.durableHead ?? headOf(this.prefix);
-          await wal.record({ f: this.rel, i: this.ino, h, o: before, d: buf.toString('utf8'), ...carried });
-        } else if (s !== undefined || k !== undefined) {
+      const tags = wal && jobs.map((j) => j.tag);
+      const s = tags && this.options.nextSeq?.(tags);
+      const k = tags && this.options.walKeys?.(tags);
+      const carried = { ...(s === undefined ? {} : { s }), ...(k === undefined ? {} : { k }) };
+      // Named by inode and by its durable first bytes (an inode number is reused by the next new file).
+      const record = (): WalRecord => ({ f: this.rel, i: this.ino, h: this.durableHead ?? headOf(this.prefix), o: before, d: buf.toString('utf8'), ...carried });
+      if (wal && before > 0 && wal.idle) {
+        // Nothing else is being logged: the bytes, their record and the log's sync in one
+        // hand-off (the record is written only once the bytes are). A busy log keeps its batch
+        // for the records that come meanwhile, so the bytes are written at once, below.
+        await wal.record(record(), { fh, buf });
+      } else {
+        // A file's first bytes are made durable in the file itself (one fdatasync per new or
+        // emptied file): a log record names its file by them, and a record at offset 0 would have
+        // none to name it by (an inode number is reused by the next new file).
+        if (this.durability === 'sync' && (!wal || before === 0)) await this.io.writeSynced(fh, buf);
+        else await this.io.write(fh, buf);
+        if (wal && before > 0) await wal.record(record());
+        else if (wal && (s !== undefined || k !== undefined)) {
           // The bytes are durable in the file already: the record carries only the seq after them
           // and their keys, and names the file by those first bytes (replay checks it is still the
           // file that holds them, puts nothing back, and keeps the keys and the seq).
@@ -221,6 +227,7 @@ export class AppendFile<T = undefined> {
     } catch (err) {
       await this.undoAppend(fh, before, createdNow);
       // The log's own error names the log; the caller asked about this file, so name both.
+      if (err instanceof LineNotWritten) throw ioError('append to', this.rel, err.cause);
       throw err instanceof StoreError
         ? new StoreError('io', `append to ${this.rel}: ${err.code ?? 'EIO'}: its write-ahead record failed (${err.message})`, err.data, err.code)
         : ioError('append to', this.rel, err);

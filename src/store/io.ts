@@ -10,7 +10,9 @@ import { constants as C, lstatSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { errnoOf } from '../common/errno.js';
-import { BATCHED_WRITE_MAX, LineNotWritten, WriterThread } from './writer-thread.js';
+import type { GroupWrite } from './writer-thread.js';
+import { loggedOutcome } from './logged-outcome.js';
+import { BATCH_JOBS, BATCHED_WRITE_MAX, LineNotWritten, WriterThread } from './writer-thread.js';
 import type { FileStamp } from './writer-worker.js';
 
 export type { FileStamp } from './writer-worker.js';
@@ -24,6 +26,12 @@ export interface LineToAppend {
   readonly fh: fs.FileHandle;
   readonly buf: Buffer;
   readonly sync: boolean;
+}
+
+/** A write-ahead record and the line it records (Io.writeLogged); a record without a line records bytes already written. */
+export interface LoggedLine {
+  readonly line?: { readonly fh: fs.FileHandle; readonly buf: Buffer } | undefined;
+  readonly record: Buffer;
 }
 
 export interface Io {
@@ -52,6 +60,16 @@ export interface Io {
    * (its write and fdatasync there) instead of that plus a thread-pool hop for the sync.
    */
   writeSynced(fh: fs.FileHandle, buf: Buffer): Promise<number>;
+  /**
+   * The write-ahead log's batch with the lines its records are about: each entry's line appended
+   * to its file, then to `log` the records of the entries whose line was written (in order), then
+   * `log` fdatasync'ed. A lone durable append is one hand-off to the writer thread when it is
+   * idle (its line, its record and the sync) instead of two. Resolves with, per entry, its line's
+   * failure (a LineNotWritten, whose record was left out) or undefined; rejects when a record's
+   * write or the sync failed (what the log then holds past its old size is unknown: the caller
+   * cuts it back). With every line failed, the log is as it was (whether its sync was tried or not).
+   */
+  writeLogged(log: fs.FileHandle, entries: readonly LoggedLine[]): Promise<(LineNotWritten | undefined)[]>;
   truncate(fh: fs.FileHandle, len: number): Promise<void>;
   readFile(file: string): Promise<Buffer>;
   read(fh: fs.FileHandle, buf: Buffer, position: number): Promise<number>;
@@ -160,6 +178,7 @@ export const nodeIo: Io = {
     await fh.datasync();
     return n;
   },
+  writeLogged: (log, entries) => (writer.idle ? writeLoggedAtOnce(log, entries) : writeLoggedOf(nodeIo)(log, entries)),
   truncate: (fh, len) => fh.truncate(len),
   async readFile(file) {
     // O_NONBLOCK: a FIFO planted where a file belongs must not hold a thread (and every later
@@ -197,6 +216,49 @@ async function writeAll(fh: fs.FileHandle, buf: Buffer): Promise<number> {
   return off;
 }
 
+/** Past this many bytes (lines and records), a logged batch goes as its calls one after the other, as a big write does (BATCHED_WRITE_MAX). */
+const LOGGED_AT_ONCE_MAX = BATCHED_WRITE_MAX;
+
+/**
+ * `writeLogged` as one group of the idle writer thread (WriterThread.writeGroup): the lines, each
+ * record guarded by its line, and the log's sync (a write of no bytes) after them.
+ */
+async function writeLoggedAtOnce(log: fs.FileHandle, entries: readonly LoggedLine[]): Promise<(LineNotWritten | undefined)[]> {
+  const writes: GroupWrite[] = [];
+  const lineAt: (number | undefined)[] = [];
+  let bytes = 0;
+  for (const e of entries) {
+    lineAt.push(e.line ? writes.push({ fd: e.line.fh.fd, buf: e.line.buf }) - 1 : undefined);
+    bytes += (e.line?.buf.length ?? 0) + e.record.length;
+  }
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: either road writes the same bytes in the same order; only the hand-offs differ
+  if (bytes > LOGGED_AT_ONCE_MAX || writes.length + entries.length >= BATCH_JOBS) return writeLoggedOf(nodeIo)(log, entries);
+  const recordAt = entries.map((e, i) => writes.push({ fd: log.fd, buf: e.record, after: lineAt[i] }) - 1);
+  writes.push({ fd: log.fd, buf: Buffer.alloc(0), datasync: true });
+  return loggedOutcome(await writer.writeGroup(writes), lineAt, recordAt, writes.length - 1);
+}
+
+/**
+ * `writeLogged` made of `io`'s own calls: each line's `write`, then one `writeSynced` of the
+ * records of the lines written.
+ */
+export function writeLoggedOf(io: Io): Io['writeLogged'] {
+  return async (log, entries) => {
+    const out = await Promise.all(entries.map(async (e) => {
+      if (!e.line) return undefined;
+      try {
+        await io.write(e.line.fh, e.line.buf);
+        return undefined;
+      } catch (err) {
+        return new LineNotWritten(err as Error);
+      }
+    }));
+    const records = entries.filter((_, i) => !out[i]).map((e) => e.record);
+    if (records.length > 0) await io.writeSynced(log, records.length === 1 ? (records[0] as Buffer) : Buffer.concat(records));
+    return out;
+  };
+}
+
 /**
  * `appendThenReplace` made of `io`'s own calls, one after the other: its `write` (or
  * `writeSynced`), then its `writeAtomic`.
@@ -216,6 +278,7 @@ export function appendThenReplaceOf(io: Io): Io['appendThenReplace'] {
  * Copies an Io with some calls replaced: the seam tests use. A copy that replaces `write` or
  * `datasync` but not `writeSynced` makes its `writeSynced` of the two, so a test that injects a
  * failed write or sync (or counts them) sees every durable write too; one that replaces any of
+ * them but not `writeLogged` makes that of its `write` and `writeSynced`; one that replaces any of
  * them or `writeAtomic` but not `appendThenReplace` makes that of its own calls, so it sees (and
  * can fail) a commit's key line and its replace too.
  */
@@ -228,6 +291,7 @@ export function withIo(overrides: Partial<Io>): Io {
       return n;
     };
   }
+  if (!overrides.writeLogged && (overrides.write || overrides.datasync || overrides.writeSynced)) io.writeLogged = writeLoggedOf(io);
   if (!overrides.appendThenReplace && (overrides.write || overrides.datasync || overrides.writeSynced || overrides.writeAtomic)) {
     io.appendThenReplace = appendThenReplaceOf(io);
   }

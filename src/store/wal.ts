@@ -25,6 +25,8 @@ const CHECKPOINT_BYTES = 16 * 1024 * 1024;
 interface Pending {
   readonly bytes: Buffer;
   readonly file: string;
+  /** The bytes the record is about, not yet written to their file: written first, in the same hand-off (`record`'s `line`). */
+  readonly line: { readonly fh: FileHandle; readonly buf: Buffer } | undefined;
 }
 
 /**
@@ -60,6 +62,11 @@ export class WriteAheadLog {
   /** After a failed checkpoint, the size at which an append tries the next one, and the backoff after that. */
   private retryAtSize = 0;
   private retryBytes: number;
+
+  /** Nothing queued or being written: a record pushed now is written at once, alone. */
+  get idle(): boolean {
+    return this.queue.idle;
+  }
 
   /** Bytes in the log not yet checkpointed (`status` reports them). */
   get bytes(): number {
@@ -109,11 +116,16 @@ export class WriteAheadLog {
    * costs a sync attempt per so many bytes, not per append, and no timer writes later. A log that
    * could not be cut back after a failed write takes no record until a checkpoint empties it: the
    * next record tries that first.
+   *
+   * With `line`, the bytes the record is about are not written yet: they are appended to their
+   * file first, in the same hand-off as the record and its sync (Io.writeLogged), and the record
+   * goes to the log only once they are there. A line that fails rejects with LineNotWritten (its
+   * record left out); the other records of its batch are kept.
    */
-  async record(r: WalRecord): Promise<void> {
+  async record(r: WalRecord, line?: { fh: FileHandle; buf: Buffer }): Promise<void> {
     const bytes = encodeRecord(r);
     if (this.poisoned) await this.checkpoint().catch(() => undefined); // failure logged by checkpoint; the push below then refuses
-    await this.queue.push({ bytes, file: r.f });
+    await this.queue.push({ bytes, file: r.f, line });
     if (this.size > this.checkpointBytes && this.size >= this.retryAtSize) {
       await this.checkpoint().catch((err: unknown) => {
         this.retryAtSize = this.size + this.retryBytes;
@@ -189,13 +201,18 @@ export class WriteAheadLog {
     }
   }
 
-  private async commit(batch: Pending[]): Promise<void> {
+  private async commit(batch: Pending[]): Promise<readonly (Error | undefined)[] | void> {
     if (this.poisoned) throw this.poisoned;
     const before = this.size;
+    let lines: readonly (Error | undefined)[] | undefined;
     try {
-      // Stryker disable next-line ConditionalExpression: a concat of one buffer holds the same bytes (the single case only saves the copy)
-      await this.io.writeSynced(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
-      this.size = before + batch.reduce((n, p) => n + p.bytes.length, 0);
+      if (batch.some((p) => p.line)) {
+        lines = await this.io.writeLogged(this.fh, batch.map((p) => ({ line: p.line, record: p.bytes })));
+      } else {
+        // Stryker disable next-line ConditionalExpression: a concat of one buffer holds the same bytes (the single case only saves the copy)
+        await this.io.writeSynced(this.fh, batch.length === 1 ? (batch[0] as Pending).bytes : Buffer.concat(batch.map((p) => p.bytes)));
+      }
+      this.size = before + batch.reduce((n, p, i) => (lines?.[i] ? n : n + p.bytes.length), 0);
     } catch (err) {
       const e = ioError('append to', this.rel, err);
       // Records of a failed batch must never be replayed: their appends were refused and cut back.
@@ -207,6 +224,7 @@ export class WriteAheadLog {
       }
       throw e;
     }
-    for (const p of batch) this.dirty.add(p.file);
+    for (const [i, p] of batch.entries()) if (!lines?.[i]) this.dirty.add(p.file);
+    return lines;
   }
 }

@@ -18,6 +18,10 @@
 // bytes land in the order they were asked for. A handle is never closed while its write is out:
 // its owner closes it only after its queue has settled.
 //
+// A group (`writeGroup`) is one batch posted at once whose writes may depend on each other: the
+// write-ahead log's batch with the lines its records are about, each record left out when its
+// line failed (a guard per job in the shared plan), then the log's sync.
+//
 // Whole-file replaces (state.json, metas, marks) go to the same worker, one message each
 // (`replace`, writer-worker.ts's replaceFile): through the thread pool a replace was a dozen
 // hand-offs in turn; a keyed commit's line in state-keys.log travels in its replace's message,
@@ -30,7 +34,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { holdV8FlagDefaults } from '../common/v8-flag-hold.js';
-import { CTL, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
+import { CTL, GUARD_FAILED, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
 import type { BatchAnswer, FileStamp, ReplaceAnswer, ReplaceJob, WriterWorkerData } from './writer-worker.js';
 
 /**
@@ -87,6 +91,19 @@ export const BATCH_BYTES = 1024 * 1024;
 /** Jobs one batch may hold (each its fd, length and flags in the shared plan). */
 export const BATCH_JOBS = 4096;
 
+/** One write of a group (writeGroup): `after`, the index in the group of a write whose failure leaves this one out. */
+export interface GroupWrite {
+  readonly fd: number;
+  readonly buf: Buffer;
+  readonly datasync?: boolean;
+  readonly after?: number;
+}
+
+/** A write of a group left out because the one it depends on failed (writeGroup). */
+export class GuardFailed extends Error {
+  readonly code = GUARD_FAILED;
+}
+
 /** A line appended to an open file (its fd) before a replace, in the same hand-off (`replace`). */
 export interface LineFirst {
   readonly fd: number;
@@ -116,6 +133,8 @@ interface Job {
   readonly fd: number;
   readonly buf: Buffer;
   readonly datasync: boolean;
+  /** 0, or 1 + the index in its batch of the job whose failure leaves this one out (writeGroup). */
+  readonly guard: number;
   resolve(n: number): void;
   reject(err: Error): void;
 }
@@ -167,7 +186,43 @@ export class WriterThread {
   write(fd: number, buf: Buffer, { datasync = false }: { datasync?: boolean } = {}): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       if (this.queued.length === 0 && !this.out) setImmediate(() => this.flush());
-      this.queued.push({ fd, buf, datasync, resolve, reject });
+      this.queued.push({ fd, buf, datasync, guard: 0, resolve, reject });
+    });
+  }
+
+  /**
+   * Writes `writes` in order in one hand-off, as `write` does each (`datasync` a sync after it; a
+   * write of no bytes is that sync alone), except that a write whose `after` failed is left out:
+   * a write-ahead record goes to the log only when the line it records went to its file, and the
+   * log's sync comes after them, all in one wake of the writer thread. Resolves with each write's
+   * error (GuardFailed when left out), or undefined when it was made. Only for a writer thread
+   * that is `idle`, and for a group that fits one batch (BATCH_JOBS, BATCH_BYTES): its writes are
+   * then the first of the next batch, so an `after` is an index in it. Otherwise it rejects
+   * with nothing written.
+   */
+  writeGroup(writes: readonly GroupWrite[]): Promise<(Error | undefined)[]> {
+    let bytes = 0;
+    for (const w of writes) bytes += w.buf.length;
+    if (!this.idle || writes.length > BATCH_JOBS || bytes > BATCH_BYTES) {
+      return Promise.reject(new Error('a group is written only by an idle writer thread, and only one that fits a batch'));
+    }
+    if (writes.length === 0) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const out: (Error | undefined)[] = new Array<Error | undefined>(writes.length).fill(undefined);
+      let left = writes.length;
+      const settled = (i: number, err: Error | undefined): void => {
+        out[i] = err;
+        if (--left === 0) resolve(out);
+      };
+      for (const [i, w] of writes.entries()) {
+        // Stryker disable next-line ConditionalExpression: an `after` at or past the write itself names no earlier write
+        const guard = w.after !== undefined && w.after < i ? w.after + 1 : 0;
+        this.queued.push({ fd: w.fd, buf: w.buf, datasync: w.datasync ?? false, guard, resolve: () => settled(i, undefined), reject: (err) => settled(i, err) });
+      }
+      // Posted at once, not after the turn as `write`'s are: a group is the write-ahead log's
+      // batch, which already gathers what came with it, and it holds a sync that writes posted
+      // later in the turn would only wait behind.
+      this.flush();
     });
   }
 
@@ -231,6 +286,7 @@ export class WriterThread {
       thread.plan[PLAN_INTS * take] = j.fd;
       thread.plan[PLAN_INTS * take + 1] = j.buf.length;
       thread.plan[PLAN_INTS * take + 2] = j.datasync ? PLAN_DATASYNC : 0;
+      thread.plan[PLAN_INTS * take + 3] = j.guard;
       take++;
     }
     // The batch keeps the first `take` jobs; the rest (usually none) stays queued.
@@ -308,6 +364,7 @@ export class WriterThread {
     for (const [i, j] of batch.entries()) {
       const e = failed?.[i];
       if (!e) j.resolve(j.buf.length);
+      else if (e.code === GUARD_FAILED) j.reject(new GuardFailed(e.message));
       else j.reject(Object.assign(new Error(e.message), { code: e.code, errno: e.errno, syscall: e.syscall }));
     }
   }

@@ -16,7 +16,13 @@ export const CTL = {
   LENGTH: 2,
 } as const;
 
-/** Ints per job in the shared plan: its fd, its length, its flags (PLAN_DATASYNC). */
-export const PLAN_INTS = 3;
-/** The job's file is fdatasync'ed once its bytes are written (a durable append's record). */
+/**
+ * Ints per job in the shared plan: its fd, its length, its flags (PLAN_DATASYNC), and its guard:
+ * 0, or 1 + the index in the batch of an earlier job whose failure leaves this one out (a
+ * write-ahead record is written only when the line it records was: writer-thread.ts, writeGroup).
+ */
+export const PLAN_INTS = 4;
+/** The job's file is fdatasync'ed once its bytes are written (a durable append's record); a job of no bytes is that sync alone. */
 export const PLAN_DATASYNC = 1;
+/** The code a job left out by its guard answers with: it wrote nothing. */
+export const GUARD_FAILED = 'EGUARD';

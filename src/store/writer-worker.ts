@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import writeFileAtomic from 'write-file-atomic';
-import { CTL, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
+import { CTL, GUARD_FAILED, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
 
 /** What writer-thread.ts hands the worker when it starts it. */
 export interface WriterWorkerData {
@@ -64,10 +64,14 @@ function wireError(e: unknown): WireError {
   return { message: String(err?.message), code: err?.code, errno: err?.errno, syscall: err?.syscall };
 }
 
+/** The answer of a job left out because the job it is guarded by failed. */
+const guardFailed = (): WireError => ({ message: `${GUARD_FAILED}: not written, the write it depends on failed`, code: GUARD_FAILED });
+
 /**
  * Writes the first `jobs` jobs of the plan, each in full, one after the other; a job flagged
  * PLAN_DATASYNC is then fdatasync'ed, so a durable write costs one hand-off, not a second one
- * through the thread pool for its sync. A job whose write failed is not synced.
+ * through the thread pool for its sync. A job whose write failed is not synced. A job whose guard
+ * (an earlier job of the batch) failed is left out, answering GUARD_FAILED.
  */
 export function writeBatch(bytes: Buffer, plan: Int32Array, jobs: number): BatchAnswer {
   let failed: (WireError | null)[] | undefined;
@@ -76,6 +80,12 @@ export function writeBatch(bytes: Buffer, plan: Int32Array, jobs: number): Batch
     const fd = plan[PLAN_INTS * i]!;
     const len = plan[PLAN_INTS * i + 1]!;
     const flags = plan[PLAN_INTS * i + 2]!;
+    const guard = plan[PLAN_INTS * i + 3]!;
+    if (guard > 0 && failed?.[guard - 1]) {
+      failed[i] = guardFailed();
+      at += len;
+      continue;
+    }
     let off = 0;
     try {
       while (off < len) off += writeSync(fd, bytes, at + off, len - off);

@@ -1,7 +1,8 @@
 // One append-only file on its commit queue, called directly through the fs seam: appends that wait
 // share one write and one record (or one fdatasync), a batch ends at the append that passes the
 // cut, a failed append is cut back (a file it made goes again), a torn tail is kept or dropped
-// before the next append, a new file's folders are synced, and every failure is told.
+// before the next append, a new file's folders are synced, and every failure is told; with an idle
+// log, an append's bytes go with its record (one hand-off).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -14,8 +15,9 @@ import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Durability } from '../../src/store/state-store.js';
 import { StoreError } from '../../src/store/store-error.js';
 import { storeLog } from '../../src/store/store-log.js';
-import type { WriteAheadLog } from '../../src/store/wal.js';
+import { WriteAheadLog } from '../../src/store/wal.js';
 import type { WalRecord } from '../../src/store/wal-record.js';
+import { scanWal, WAL_REL } from '../../src/store/wal-record.js';
 import { closeFailsIo, countingIo, errno, storeError } from '../helpers/store.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { headOf } from '../../src/store/file-head.js';
@@ -312,6 +314,34 @@ test('a failed log record fails the append, names the file and the record, and c
   await assert.rejects(() => m.appender.append(Buffer.from('c\n'), 'c'), (err: unknown) => err instanceof Error && err.message.startsWith(`append to ${REL}: EIO: its write-ahead record failed (no code)`));
   assert.equal(readFileSync(m.file, 'utf8'), 'a\n');
   await m.appender.close();
+});
+
+test('with the log idle, an append\'s bytes go with its record (one call); one whose bytes fail is refused naming the file, cut back, and leaves no record', async () => {
+  let fail = false;
+  const { io, calls } = countingIo({ write: (fh, buf) => (fail && buf.toString() === 'b\n' ? Promise.reject(errno('ENOSPC')) : nodeIo.write(fh, buf)) });
+  const dir = tempDir();
+  const wal = await WriteAheadLog.open(io, dir, { log: storeLog({}), syncFile: async () => undefined, beforeEmpty: async () => undefined });
+  const m = make(io, 'sync', { wal }, dir);
+  try {
+    await m.appender.append(Buffer.from('a\n'), 'a');
+    assert.deepEqual([calls.writeSynced, calls.writeLogged], [1, 0], 'a first append is synced in the file itself');
+    await m.appender.append(Buffer.from('b\n'), 'b');
+    assert.deepEqual([calls.write, calls.writeLogged], [0, 1], 'its bytes went with its record');
+    fail = true;
+    await assert.rejects(() => m.appender.append(Buffer.from('b\n'), 'c'), storeError('io', [`append to ${REL}: ENOSPC`], 'ENOSPC'));
+    fail = false;
+    // The log busy (a record of another file being written): the bytes are written at once, the record follows.
+    const other = wal.record({ f: 'transcripts/other.jsonl', i: 1, o: 0, d: 'x\n' });
+    await m.appender.append(Buffer.from('d\n'), 'd');
+    await other;
+    assert.deepEqual([calls.write, calls.writeLogged], [1, 2], 'the refused one went with its record too; the last one alone');
+    assert.equal(readFileSync(m.file, 'utf8'), 'a\nb\nd\n');
+    assert.deepEqual(scanWal(readFileSync(path.join(dir, WAL_REL))).records.map((x) => [x.f, x.o, x.d]),
+      [[REL, 2, 'b\n'], ['transcripts/other.jsonl', 0, 'x\n'], [REL, 4, 'd\n']]);
+  } finally {
+    await m.appender.close();
+    await wal.close();
+  }
 });
 
 test('when cutting back fails, it is said, and the next append repairs the tail first', async () => {

@@ -5,10 +5,12 @@
 // runs by itself and is retried when it fails, and a close that cannot empty the log says so.
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { errnoOf } from '../../src/common/errno.js';
 import type { Io } from '../../src/store/io.js';
-import { nodeIo, withIo } from '../../src/store/io.js';
+import { LineNotWritten, nodeIo, withIo } from '../../src/store/io.js';
 import { storeLog } from '../../src/store/store-log.js';
 import type { WalRecord } from '../../src/store/wal-record.js';
 import { WriteAheadLog } from '../../src/store/wal.js';
@@ -207,6 +209,35 @@ test('a failed record write is cut back from the log; when that fails too, recor
   await o.wal.checkpoint();
   await o.wal.record(r('transcripts/a.jsonl', 2, 'b\n'));
   assert.deepEqual(scanWal(readFileSync(o.file)).records.map((x) => x.d), ['b\n']);
+});
+
+test('a record with its line: the line lands before the record; one whose line fails is refused with LineNotWritten and left out, the rest of its batch kept', async (t) => {
+  for (const real of [true, false]) {
+    // Real: the one hand-off of an idle writer thread; a seam's: the calls one after the other.
+    const o = await open(real ? nodeIo : withIo({ write: (fh, buf) => nodeIo.write(fh, buf) }));
+    t.after(() => o.wal.close());
+    const a = await fs.open(path.join(o.dir, 'a'), 'a');
+    const readOnly = await fs.open(path.join(o.dir, 'a'), 'r');
+    try {
+      await o.wal.record(r('a', 0, 'one\n'), { fh: a, buf: Buffer.from('one\n') });
+      assert.equal(readFileSync(path.join(o.dir, 'a'), 'utf8'), 'one\n');
+      const first = o.wal.record(r('a', 4, 'two\n'), { fh: a, buf: Buffer.from('two\n') });
+      // These wait for the first's batch, and share the next one.
+      const failed = o.wal.record(r('b', 0, 'lost\n'), { fh: readOnly, buf: Buffer.from('lost\n') });
+      const third = o.wal.record(r('a', 8, 'three\n'), { fh: a, buf: Buffer.from('three\n') });
+      await first;
+      await assert.rejects(failed, (e) => e instanceof LineNotWritten && errnoOf(e.cause) === 'EBADF');
+      await third;
+      assert.equal(readFileSync(path.join(o.dir, 'a'), 'utf8'), 'one\ntwo\nthree\n', `real ${real}`);
+      assert.deepEqual(scanWal(readFileSync(o.file)).records.map((x) => x.d), ['one\n', 'two\n', 'three\n']);
+      assert.equal(o.wal.bytes, statSync(o.file).size, 'the left-out record is not counted');
+      await o.wal.checkpoint();
+      assert.deepEqual(o.synced, ['a'], 'only the files whose records are in the log are synced by the checkpoint');
+    } finally {
+      await a.close();
+      await readOnly.close();
+    }
+  }
 });
 
 test('a log past its bound is checkpointed inside the record that crossed it; a failure is logged and tried again by a record past the backoff', async (t) => {

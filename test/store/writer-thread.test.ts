@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { errnoOf } from '../../src/common/errno.js';
-import { WriterThread } from '../../src/store/writer-thread.js';
+import { GuardFailed, WriterThread } from '../../src/store/writer-thread.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('writes of one turn to many files each land whole, and a file keeps its order across turns', async () => {
@@ -151,5 +151,38 @@ test('a batch and a replace posted together are both answered, each with its own
     assert.equal(await fs.readFile(path.join(dir, 'state.json'), 'utf8'), '{}');
   } finally {
     await fh.close();
+  }
+});
+
+test('a group is one batch: a write after a failed one it depends on is left out, the rest land in order; a busy writer takes no group', async () => {
+  const dir = tempDir();
+  const writer = new WriterThread();
+  const ok = await fs.open(path.join(dir, 'ok'), 'a');
+  const log = await fs.open(path.join(dir, 'log'), 'a');
+  const readOnly = await fs.open(path.join(dir, 'ok'), 'r');
+  try {
+    const got = await writer.writeGroup([
+      { fd: ok.fd, buf: Buffer.from('a\n') },
+      { fd: readOnly.fd, buf: Buffer.from('b\n') },
+      { fd: log.fd, buf: Buffer.from('record a\n'), after: 0 },
+      { fd: log.fd, buf: Buffer.from('record b\n'), after: 1 },
+      { fd: log.fd, buf: Buffer.alloc(0), datasync: true },
+    ]);
+    assert.equal(got[0], undefined);
+    assert.equal(errnoOf(got[1]), 'EBADF');
+    assert.equal(got[2], undefined);
+    assert.ok(got[3] instanceof GuardFailed, String(got[3]));
+    assert.equal(got[4], undefined);
+    assert.equal(await fs.readFile(path.join(dir, 'ok'), 'utf8'), 'a\n');
+    assert.equal(await fs.readFile(path.join(dir, 'log'), 'utf8'), 'record a\n');
+    // A write out: the group is refused and writes nothing.
+    const pending = writer.write(ok.fd, Buffer.from('c\n'));
+    await assert.rejects(writer.writeGroup([{ fd: log.fd, buf: Buffer.from('never\n') }]), /idle writer thread/);
+    await pending;
+    assert.deepEqual(await writer.writeGroup([]), [], 'an empty group is answered at once');
+    assert.equal(await fs.readFile(path.join(dir, 'log'), 'utf8'), 'record a\n');
+    assert.equal(await fs.readFile(path.join(dir, 'ok'), 'utf8'), 'a\nc\n');
+  } finally {
+    await Promise.all([ok.close(), log.close(), readOnly.close()]);
   }
 });

@@ -6,15 +6,15 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CTL, PLAN_DATASYNC } from '../../src/store/writer-worker-control.js';
+import { CTL, GUARD_FAILED, PLAN_DATASYNC } from '../../src/store/writer-worker-control.js';
 import type { ReplaceJob, ReplaceOps } from '../../src/store/writer-worker.js';
 import { answerReplace, fsReplaceOps, replaceFile, serve, writeBatch } from '../../src/store/writer-worker.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
-/** The shared regions writer-thread.ts fills: the jobs' bytes back to back, then fd, length and flags per job. */
-function batch(jobs: { fd: number; text: string; sync?: boolean }[]): { bytes: Buffer; plan: Int32Array } {
+/** The shared regions writer-thread.ts fills: the jobs' bytes back to back, then fd, length, flags and guard (1 + the index of the job it depends on) per job. */
+function batch(jobs: { fd: number; text: string; sync?: boolean; guard?: number }[]): { bytes: Buffer; plan: Int32Array } {
   const bytes = Buffer.from(jobs.map((j) => j.text).join(''));
-  const plan = new Int32Array(jobs.flatMap((j) => [j.fd, Buffer.byteLength(j.text), j.sync ? PLAN_DATASYNC : 0]));
+  const plan = new Int32Array(jobs.flatMap((j) => [j.fd, Buffer.byteLength(j.text), j.sync ? PLAN_DATASYNC : 0, j.guard ?? 0]));
   return { bytes, plan };
 }
 
@@ -106,6 +106,40 @@ test('a job whose write fails is not synced: its answer is the write\'s error', 
   } finally {
     closeSync(fd);
   }
+});
+
+test('a job guarded by an earlier one is left out when that one failed and written when it was; a job of no bytes flagged to sync is the sync alone', () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'file');
+  const log = openSync(path.join(dir, 'log'), 'a');
+  const ok = openSync(file, 'a');
+  const readOnly = openSync(file, 'r');
+  // The sync of a FIFO fails (EINVAL): the answer of the no-bytes job shows it was tried.
+  const fifo = path.join(dir, 'fifo');
+  execFileSync('mkfifo', [fifo]);
+  const pipe = openSync(fifo, 'r+');
+  try {
+    const { bytes, plan } = batch([
+      { fd: ok, text: 'line a\n' },
+      { fd: readOnly, text: 'line b\n' },
+      { fd: log, text: 'record a\n', guard: 1 },
+      { fd: log, text: 'record b\n', guard: 2 },
+      { fd: log, text: 'record c\n' },
+      { fd: pipe, text: '', sync: true },
+    ]);
+    const answer = writeBatch(bytes, plan, 6);
+    assert.equal(answer?.[0], null);
+    assert.equal(answer?.[1]?.code, 'EBADF');
+    assert.equal(answer?.[2], null, 'its guard was written');
+    assert.equal(answer?.[3]?.code, GUARD_FAILED, 'its guard failed');
+    assert.equal(answer?.[4], null, 'unguarded, written whatever failed before it');
+    assert.equal(answer?.[5]?.code, 'EINVAL');
+    assert.equal(answer?.[5]?.syscall, 'fdatasync');
+  } finally {
+    for (const fd of [log, ok, readOnly, pipe]) closeSync(fd);
+  }
+  assert.equal(readFileSync(file, 'utf8'), 'line a\n');
+  assert.equal(readFileSync(path.join(dir, 'log'), 'utf8'), 'record a\nrecord c\n', 'the bytes after a left-out job are its successors\'');
 });
 
 // replaceFile and answerReplace on this thread, through the ReplaceOps seam: what the worker runs
