@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import type * as z from 'zod';
+import * as z from 'zod';
 import { deriveCheck, UNDECIDED } from '../../src/protocol/derived-check.js';
 import { methodList } from '../../src/protocol/table.js';
 
@@ -129,3 +129,65 @@ for (const { method, schema, check } of derived) {
     assert.ok(accepted > 0 && refused > 0, `both kinds were generated (${accepted} accepted, ${refused} refused)`);
   });
 }
+
+// Beyond today's contract: the promises for the kinds a schema may grow into.
+
+test('a schema with a kind or a check the derived check does not know derives none', () => {
+  const unknown: [string, z.ZodType][] = [
+    ['a coerced number', z.strictObject({ n: z.coerce.number() })],
+    ['a string length check', z.strictObject({ s: z.string().min(3) })],
+    ['a string format other than a regex (email)', z.strictObject({ s: z.string().email() })],
+    ['a conditional regex', z.strictObject({ s: z.string().regex(/^a$/, { when: () => false } as never) })],
+    ['a number check other than bounds and safeint', z.strictObject({ n: z.number().multipleOf(2) })],
+    ['a refined boolean', z.strictObject({ b: z.boolean().refine((b) => b) })],
+    ['an optional of an optional', z.strictObject({ s: z.string().optional().optional() })],
+    ['a default of an optional', z.strictObject({ s: z.string().optional().default('x') })],
+    ['a pipe into a schema, not a transform', z.strictObject({ s: z.string().pipe(z.string()) })],
+    ['a pipe from an optional', z.strictObject({ s: z.string().optional().transform((s) => s ?? '') })],
+    ['an object that strips unknown keys', z.object({ s: z.string() })],
+    ['an object that keeps unknown keys', z.looseObject({ s: z.string() })],
+    ['a key every object inherits', z.strictObject({ toString: z.string() })],
+    ['the key __proto__', z.strictObject({ ['__proto__']: z.string() })],
+    ['an array', z.strictObject({ a: z.array(z.string()) })],
+  ];
+  for (const [what, schema] of unknown) assert.equal(deriveCheck(schema), undefined, what);
+});
+
+test('a custom check decides only values that are not objects: an object or an array goes to zod (and the depth bound before it)', () => {
+  const check = deriveCheck(z.strictObject({ c: z.custom<unknown>(() => true) }));
+  assert.ok(check);
+  assert.deepEqual(check({ c: 5 }), { c: 5 });
+  for (const c of [{}, [], { a: [[1]] }]) assert.equal(check({ c }), UNDECIDED, JSON.stringify(c));
+});
+
+test('known kinds outside the contract (bounds, regexes, defaults, transforms with issues) agree with zod', () => {
+  const schema = z.strictObject({
+    s: z.string().regex(/^[0-9a]+$/).optional(),
+    n: z.number().int().gt(0).lte(10).optional(),
+    m: z.number().gte(-1).lt(1).optional(),
+    f: z.number().optional(),
+    b: z.boolean().optional(),
+    d: z.custom<unknown>(() => true).default(7),
+    t: z.string().transform((s, ctx) => {
+      if (s === 'bad') ctx.addIssue({ code: 'custom', message: 'refused' });
+      return s.length;
+    }).optional(),
+  });
+  const check = deriveCheck(schema);
+  assert.ok(check);
+  const field = fc.constantFrom<unknown>(0, 1, 5, 10, 11, -1, -0.5, 0.5, 1.5, -2, 2 ** 60, Number.NaN, Number.POSITIVE_INFINITY, '5', 'a5', 'b', '', 'bad', 'good', true, false, null, undefined);
+  let accepted = 0;
+  fc.assert(
+    fc.property(fc.dictionary(fc.constantFrom('s', 'n', 'm', 'f', 'b', 'd', 't'), field, { noNullPrototype: true }), (p) => {
+      const zod = schema.safeParse(p);
+      const fast = check(p);
+      if (!zod.success) assert.equal(fast, UNDECIDED, `zod refuses ${JSON.stringify(p)}`);
+      else if (fast !== UNDECIDED) {
+        assert.ok(sameOutput(fast, zod.data), `${JSON.stringify(fast)} vs zod's ${JSON.stringify(zod.data)}`);
+        accepted++;
+      }
+    }),
+    { numRuns: 1000 },
+  );
+  assert.ok(accepted > 0, 'some params were accepted');
+});

@@ -96,3 +96,19 @@ test('answer times a write within the span the caller saw it take (never more)',
   const p99 = m.snapshot().writeLatencyMs.p99;
   assert.ok(p99 !== null && p99 >= 0 && p99 <= spanMs + 0.001, `${p99} ms within ${spanMs} ms`);
 });
+
+test('answer times a write at least as long as its handler saw itself run (never less)', async () => {
+  const m = new CallMetrics();
+  // The handler returns only once its own clock has seen 1 ms pass: an ordering of clock reads,
+  // not a bound on how long anything takes.
+  let ranMs = 0;
+  const h = answer(pino({ level: 'silent' }), async () => {
+    const start = process.hrtime.bigint();
+    while (process.hrtime.bigint() - start < 1_000_000n);
+    ranMs = Number(process.hrtime.bigint() - start) / 1e6;
+    return 'ok';
+  }, m);
+  await h('session/add', {}, CancellationToken.None);
+  const p99 = m.snapshot().writeLatencyMs.p99;
+  assert.ok(p99 !== null && p99 >= ranMs - 0.001, `${p99} ms at least the handler's ${ranMs} ms`);
+});

@@ -4,10 +4,11 @@
 // handler runs over a stub context that records what it was given.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ResponseError } from 'vscode-jsonrpc/node';
+import { CancellationToken, ResponseError } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../../src/protocol/errors.js';
 import type { ServerContext } from '../../src/server/bind.js';
 import { dispatch, isMethodName } from '../../src/server/dispatch.js';
+import { dispatchHandler } from '../../src/server/handler.js';
 import { MAX_PARAMS_DEPTH, tooDeep } from '../../src/server/nesting.js';
 import { restoreProtoKeys } from '../../src/server/proto-keys.js';
 
@@ -45,6 +46,13 @@ test('dispatch runs the method\'s handler with the parsed params (defaults fille
   const { ctx, unsubscribed } = stubContext();
   assert.deepEqual(await dispatch('watch/unsubscribe', { subscription: 'w7' }, ctx), { unsubscribed: true });
   assert.deepEqual(unsubscribed, ['w7']);
+});
+
+test('dispatchHandler, the chain\'s last link, runs the call\'s method with its params and answers its result', async () => {
+  const { ctx, unsubscribed } = stubContext();
+  const last = dispatchHandler(ctx);
+  assert.deepEqual(await last({ method: 'watch/unsubscribe', params: { subscription: 'w9' }, token: CancellationToken.None, write: false }), { unsubscribed: true });
+  assert.deepEqual(unsubscribed, ['w9']);
 });
 
 test('dispatch: params that fail the schema are -32602 naming the field, and the handler never runs', async () => {
