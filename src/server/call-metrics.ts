@@ -34,7 +34,8 @@ export class CallMetrics {
 
   snapshot(): CallSnapshot {
     const calls: Record<string, CallCount> = {};
-    for (const [m, c] of [...this.perMethod].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) calls[m] = { ...c };
+    // A Map's keys are never equal: no comparison answers 0.
+    for (const [m, c] of [...this.perMethod].sort(([a], [b]) => (a < b ? -1 : 1))) calls[m] = { ...c };
     const n = Math.min(this.writes, LATENCY_SAMPLES);
     const sorted = this.writeUs.slice(0, n).sort();
     // Nearest rank, in ms to the µs.

@@ -2,15 +2,25 @@
 // milliseconds. A user is an open connection (socket or stdio), counted until it has answered
 // every request it received, so a request in flight keeps the server alive after its client left.
 
+/** The timers an IdleWatch uses: the real ones unless a test drives the clock itself. */
+export interface IdleTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(timer: unknown): void;
+}
+
+// clearTimeout is given back only what setTimeout made: Node's own handles.
+const realTimers: IdleTimers = { setTimeout, clearTimeout: clearTimeout as IdleTimers['clearTimeout'] };
+
 export class IdleWatch {
   private users = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private started = false;
   private stopped = false;
 
   constructor(
     readonly ms: number,
     private readonly onIdle: () => void,
+    private readonly timers: IdleTimers = realTimers,
   ) {}
 
   /** Starts the first wait (once the server listens: nobody could have used it before). */
@@ -39,14 +49,14 @@ export class IdleWatch {
 
   private arm(): void {
     if (!this.started || this.stopped || this.users > 0 || this.timer) return;
-    this.timer = setTimeout(() => {
+    this.timer = this.timers.setTimeout(() => {
       this.timer = undefined;
       if (this.users === 0 && !this.stopped) this.onIdle();
     }, this.ms);
   }
 
   private disarm(): void {
-    clearTimeout(this.timer);
+    this.timers.clearTimeout(this.timer);
     this.timer = undefined;
   }
 }

@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import type { StoreOptions } from '../store/store.js';
 import type { FramedTransportOptions } from '../transport/framing.js';
 import type { ServerConnection } from './connection.js';
+import type { IdleTimers } from './idle-watch.js';
 import type { ServerOptions } from './server.js';
+import type { DirWatchIo } from './state-dir-watch.js';
 
 /** How long a stop waits for requests in flight before it ends the connections anyway. */
 export const STOP_GRACE_MS = 5000;
@@ -34,12 +36,16 @@ export interface ServiceOptions {
   stopGraceMs?: number;
   /** Stop with 0 once no connection has been open and no request in flight for this many ms (`--exit-when-idle`). */
   exitWhenIdleMs?: number;
+  /** The timers of the exitWhenIdleMs watch (default: the real ones; a test drives its own). */
+  idleTimers?: IdleTimers;
   /** Told of connections coming and going (default: the exitWhenIdleMs watch, if any). */
   presence?: ServerOptions['presence'];
   /** Stop when the state dir is removed (default true). */
   watchStateDir?: boolean;
   /** Told after each look of that watch that found the dir in place (a test waits on it). */
   stateDirStillThere?: () => void;
+  /** The file system calls and timers of that watch (default: the real ones; a test passes its own). */
+  stateDirIo?: Partial<DirWatchIo>;
   /** Told of every connection, after the server's own listeners are on it. */
   onConnection?: (conn: ServerConnection, kind: ConnectionKind) => void;
 }

@@ -57,7 +57,7 @@ export class Service {
     this.gone = gone;
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     const idleMs = o.exitWhenIdleMs;
-    this.idleWatch = idleMs === undefined ? undefined : new IdleWatch(idleMs, () => void this.stop(0, `unused for ${idleMs} ms (--exit-when-idle)`));
+    this.idleWatch = idleMs === undefined ? undefined : new IdleWatch(idleMs, () => void this.stop(0, `unused for ${idleMs} ms (--exit-when-idle)`), o.idleTimers);
     const presence = o.presence ?? this.idleWatch;
     this.server = new StateServer(store, log, {
       version: o.version,
@@ -78,6 +78,8 @@ export class Service {
         },
         (err) => log.warn({ err, dir: store.dir }, 'the state dir cannot be watched: its removal is noticed by polling only'),
         o.stateDirStillThere,
+        undefined,
+        o.stateDirIo,
       );
     }
   }

@@ -14,6 +14,7 @@ import { MAX_SHARED_CONNECTIONS } from '../transport/limits.js';
 import type { UnixSocketListener } from '../transport/socket.js';
 import { assertFolderSafe, listenUnixSocket, SocketError } from '../transport/socket.js';
 import { ensureSocketFolder } from '../transport/socket-folder.js';
+import type { IdleTimers } from './idle-watch.js';
 import { IdleWatch } from './idle-watch.js';
 import { STOP_GRACE_MS } from './service.js';
 import type { Stopped } from './service.js';
@@ -35,6 +36,8 @@ export interface SharedServiceOptions {
   stateIdleMs?: number;
   /** Stop with 0 once no connection has been open and no request in flight for this many ms. */
   exitWhenIdleMs?: number;
+  /** The timers of the exitWhenIdleMs watch (default: the real ones; a test drives its own). */
+  idleTimers?: IdleTimers;
   /** How long a stop (or a drop) waits for answers still owed (default STOP_GRACE_MS). */
   stopGraceMs?: number;
   feed?: SubscriptionLimits;
@@ -71,7 +74,7 @@ export class SharedService {
   constructor(private readonly o: SharedServiceOptions) {
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
     const idleMs = o.exitWhenIdleMs;
-    this.idleWatch = idleMs === undefined ? undefined : new IdleWatch(idleMs, () => void this.stop(0, `unused for ${idleMs} ms (--exit-when-idle)`));
+    this.idleWatch = idleMs === undefined ? undefined : new IdleWatch(idleMs, () => void this.stop(0, `unused for ${idleMs} ms (--exit-when-idle)`), o.idleTimers);
     this.hub = new SharedHub({
       log: o.log,
       version: o.version,

@@ -91,6 +91,9 @@ test('only `exit` among notifications reaches the lifecycle; others are ignored'
   client.notify('exit');
   await client.call('status');
   assert.deepEqual(exits, [1]);
+  // Dropped, not silently: at debug, naming the method (docs/limits.md, docs/operations.md).
+  const named = r.logs.filter((l) => l.level === 20 && l.method !== undefined).map((l) => l.method);
+  assert.deepEqual(named.filter((m) => m !== 'status'), ['exit!', 'initialized'], 'the requests\' lines aside');
 });
 
 test('a closed connection: isClosed, its notifications dropped without a throw, a late onClose told at once', async (t) => {
@@ -159,7 +162,17 @@ test('a response from the client is not a request: nothing is owed for it', asyn
   await client.conn.idle();
 });
 
-test('dispose stops reading the input (the stop disposes every connection)', async (t) => {
+test('what vscode-jsonrpc drops (a response with no id) is logged at debug, never answered', async (t) => {
+  const r = await stateServerRig(t);
+  const client = r.connect();
+  client.sendBody(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: 1, message: 'nothing' } }));
+  assert.ok(await client.call('status'));
+  await client.conn.idle();
+  assert.deepEqual(r.logs.filter((l) => l.rpc !== undefined).map((l) => [l.level, l.rpc]), [[20, 'error']]);
+  assert.equal(client.received.filter((m) => m.id === null).length, 0);
+});
+
+test('dispose stops reading the input and lets go of the output (the stop disposes every connection)', async (t) => {
   const r = await stateServerRig(t);
   const toServer = new PassThrough();
   const fromServer = new PassThrough();
@@ -170,6 +183,23 @@ test('dispose stops reading the input (the stop disposes every connection)', asy
   const framed = createFramedTransport(toServer, fromServer, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
   r.server.connect(framed.reader, framed.writer, 'socket');
   assert.ok(toServer.listenerCount('data') > 0, 'read while served');
+  assert.ok(fromServer.listenerCount('close') > 0, 'its output watched while served');
   r.server.disposeAll();
   assert.equal(toServer.listenerCount('data'), 0);
+  // A disposed connection is not kept alive by an output stream that lives on.
+  assert.deepEqual(['drain', 'finish', 'close'].map((e) => fromServer.listenerCount(e)), [0, 0, 0]);
+});
+
+test('a connection whose output fails is closed, and the failure logged at debug with the error', async (t) => {
+  const r = await stateServerRig(t);
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  t.after(() => void toServer.end());
+  const framed = createFramedTransport(toServer, fromServer, { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
+  const conn = r.server.connect(framed.reader, framed.writer, 'socket');
+  const closed = new Promise<void>((resolve) => conn.onClose(resolve));
+  // The client left mid-reply: the write end fails as a socket's does.
+  fromServer.destroy(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+  await closed;
+  assert.deepEqual(r.logs.filter((l) => l.level === 20 && l.err !== undefined).map((l) => l.err?.code), ['EPIPE']);
 });

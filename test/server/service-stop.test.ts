@@ -91,6 +91,7 @@ test('the state dir removed: the server stops with 0, says why at warn, and logs
   assertOrderedStop(s.seen, 'state dir removed', 0);
   const warn = s.seen.lines.find((l) => l.level === 40 && /state dir .* was removed/.test(l.msg ?? ''));
   assert.ok(warn, `a warn line says the state dir was removed:\n${s.seen.lines.map((l) => JSON.stringify(l)).join('\n')}`);
+  assert.equal(warn.dir, s.service.store.dir, 'naming the dir (docs/operations.md)');
   await s.client.ended;
 });
 

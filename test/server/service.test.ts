@@ -5,25 +5,30 @@
 // default socket following the instance id.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import type { ServiceOptions } from '../../src/server/service.js';
+import type { DirWatchIo } from '../../src/server/state-dir-watch.js';
 import { Service } from '../../src/server/service.js';
+import { withIo } from '../../src/store/io.js';
 import { Store } from '../../src/store/store.js';
 import { serveSocket } from '../../src/transport/discovery.js';
+import { MAX_CONNECTIONS } from '../../src/transport/limits.js';
 import type { ProtocolErrorInfo } from '../../src/transport/framing.js';
 import { serverRecordPath } from '../../src/transport/server-record.js';
 import type { LogLine } from '../helpers/server.js';
 import { signal } from '../helpers/state-server-rig.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw } from '../helpers/wire.js';
+import { errno } from '../helpers/store.js';
+import { drivenTimers } from '../helpers/idle-timers.js';
 
 const entry = (text: string) => ({ ts: '2025-01-01T00:00:00Z', role: 'user', text });
 
 /** A Service on a fresh temp dir (not listening yet) whose log lines are kept; stopped when the test ends. */
-async function open(t: { after(fn: () => unknown): void }, options: Partial<ServiceOptions> = {}) {
-  const dir = tempDir('hs-service-');
+async function open(t: { after(fn: () => unknown): void }, options: Partial<ServiceOptions> = {}, dir = tempDir('hs-service-')) {
   const state = statePathIn(dir);
   const logs: LogLine[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
@@ -162,6 +167,8 @@ test('the default socket: its folder made private; it follows the instance id: l
   assert.equal((JSON.parse(readFileSync(serverRecordPath(s.state), 'utf8')) as { socket: string }).socket, moved.path);
   const client = await connectRaw(moved.path, 'ndjson', t);
   assert.equal(((await client.call('status')) as { socket: string }).socket, moved.path);
+  // Said at info, with the socket now and the one before (docs/operations.md).
+  assert.deepEqual(s.logs.filter((l) => l.was !== undefined).map((l) => [l.level, l.socket, l.was]), [[30, moved.path, first]]);
 });
 
 test('an explicit socket in a folder that does not exist is refused (only the default one\'s folder is made)', async (t) => {
@@ -228,4 +235,165 @@ test('ready() without --exit-when-idle: nothing to start, the service serves on'
   const client = await connectRaw(at, 'ndjson', t);
   assert.ok(await client.call('session/list', {}));
   assert.equal(s.service.isStopping, false);
+});
+
+// The log lines below are the ones docs/operations.md ("What the log says") promises operators:
+// their level and fields, never their words.
+
+test('the store\'s warnings reach the log at warn (an instance id that cannot name a socket)', async (t) => {
+  const dir = tempDir('hs-service-');
+  writeFileSync(statePathIn(dir), `${JSON.stringify({ instanceID: 'not a socket name!' })}\n`);
+  const s = await open(t, {}, dir);
+  assert.equal(s.logs.filter((l) => l.level === 40).length, 1, JSON.stringify(s.logs));
+});
+
+test('the store\'s errors reach the log at error with the error (a temp file the start cannot sweep)', async (t) => {
+  const dir = tempDir('hs-service-');
+  writeFileSync(statePathIn(dir), '{}\n');
+  writeFileSync(`${statePathIn(dir)}.tmp`, 'left by a crash');
+  const s = await open(t, { store: { io: withIo({ unlink: () => Promise.reject(errno('EIO', 'unlink')) }) } }, dir);
+  const errors = s.logs.filter((l) => l.level === 50);
+  assert.equal(errors.length, 1, JSON.stringify(s.logs));
+  assert.ok(errors[0]?.err, 'the error is carried as err');
+});
+
+test('a server record that cannot be written: the service serves all the same, an error line with the error at the start and at the stop', async (t) => {
+  const s = await open(t);
+  // A folder where the record goes: neither its write nor its removal can succeed.
+  mkdirSync(path.join(serverRecordPath(s.state), 'x'), { recursive: true });
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const errors = () => s.logs.filter((l) => l.level === 50);
+  assert.equal(errors().length, 1, JSON.stringify(s.logs));
+  assert.ok(errors()[0]?.err, 'the error is carried as err');
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  await s.service.stop(0, 'done');
+  assert.equal(errors().length, 2, JSON.stringify(s.logs));
+  assert.ok(errors()[1]?.err, 'the error is carried as err');
+});
+
+test('the most connections at once: one more is closed on arrival, warned with the socket and the bound', async (t) => {
+  let served = 0;
+  let target = 0;
+  let reached = signal();
+  const s = await open(t, { onConnection: () => ++served === target && reached.resolve() });
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const sockets: net.Socket[] = [];
+  t.after(() => {
+    for (const socket of sockets) socket.destroy();
+  });
+  // In batches a listen backlog takes (a unix socket's connect fails with EAGAIN past it).
+  while (served < MAX_CONNECTIONS) {
+    target = Math.min(served + 64, MAX_CONNECTIONS);
+    reached = signal();
+    for (let i = served; i < target; i++) sockets.push(net.connect(at));
+    await reached.promise;
+  }
+  const extra = net.connect(at);
+  sockets.push(extra);
+  await new Promise((resolve) => extra.once('close', resolve));
+  const warned = s.logs.filter((l) => l.level === 40);
+  assert.equal(warned.length, 1, JSON.stringify(warned));
+  assert.deepEqual([warned[0]?.socket, warned[0]?.max], [at, MAX_CONNECTIONS]);
+});
+
+test('without --exit-when-idle the service never stops by itself, however long it stays unused', async (t) => {
+  const clock = drivenTimers();
+  const s = await open(t, { idleTimers: clock.timers });
+  await s.service.listen(path.join(s.dir, 's.sock'));
+  s.service.ready();
+  clock.fireAll();
+  assert.equal(s.service.isStopping, false);
+});
+
+test('--exit-when-idle: an open connection keeps the service up, however long it stays quiet; once it leaves, the wait begins again', async (t) => {
+  const clock = drivenTimers();
+  const closed = signal();
+  const s = await open(t, { exitWhenIdleMs: 1000, idleTimers: clock.timers, onConnection: (conn) => conn.onClose(closed.resolve) });
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  s.service.ready();
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  clock.fireAll();
+  assert.equal(s.service.isStopping, false, 'a connection is open');
+  client.socket.end();
+  await closed.promise;
+  await client.ended;
+  // The watch is told once the closed connection answered everything: it arms its wait again.
+  while (clock.pending() === 0) await new Promise((resolve) => setImmediate(resolve));
+  clock.fireAll();
+  assert.deepEqual(await s.service.stopped, { code: 0, why: 'unused for 1000 ms (--exit-when-idle)' });
+});
+
+test('the stop is logged at info: why it began, then the exit code', async (t) => {
+  const s = await open(t);
+  await s.service.listen(path.join(s.dir, 's.sock'));
+  await s.service.stop(3, 'told to');
+  const info = s.logs.filter((l) => l.level === 30).map((l) => ({ why: l.why, code: l.code }));
+  assert.deepEqual(info, [{ why: 'told to', code: undefined }, { why: undefined, code: 3 }]);
+});
+
+test('a message the transport refuses is answered, and logged at debug with the code answered (no hook given)', async (t) => {
+  const s = await open(t);
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const client = await connectRaw(at, 'ndjson', t);
+  client.writeBytes('{"jsonrpc":"2.0","id":1,"method":\n');
+  assert.equal((await client.waitFor((m) => m.error !== undefined)).error?.code, -32700);
+  assert.deepEqual(s.logs.filter((l) => l.level === 20 && l.code !== undefined).map((l) => l.code), [-32700]);
+});
+
+/** State-dir watch calls that record what the watch asked for and never look at a real dir. */
+function recordingDirIo(o: { watchFails?: Error } = {}) {
+  const asked: string[] = [];
+  const timer = { unref: () => timer };
+  const io: Partial<DirWatchIo> = {
+    statSync: () => (asked.push('statSync'), { dev: 1, ino: 1 }),
+    stat: () => void asked.push('stat'),
+    watch: () => {
+      asked.push('watch');
+      if (o.watchFails) throw o.watchFails;
+      return { on: () => undefined, close: () => undefined };
+    },
+    setTimeout: () => (asked.push('setTimeout'), timer),
+    clearTimeout: () => undefined,
+    setInterval: () => (asked.push('setInterval'), timer),
+    clearInterval: () => undefined,
+  };
+  return { io, asked };
+}
+
+test('watchStateDir: false: the state dir is neither watched nor looked at', async (t) => {
+  const dir = recordingDirIo();
+  const s = await open(t, { watchStateDir: false, stateDirIo: dir.io });
+  await s.service.listen(path.join(s.dir, 's.sock'));
+  await s.service.stop(0, 'done');
+  assert.deepEqual(dir.asked, []);
+});
+
+test('a state dir that cannot be watched: warned with the error and the dir; the service serves on (its removal is polled for)', async (t) => {
+  const dir = recordingDirIo({ watchFails: errno('ENOSPC', 'watch') });
+  const s = await open(t, { stateDirIo: dir.io });
+  assert.ok(dir.asked.includes('watch') && dir.asked.includes('setInterval'), 'polled for instead');
+  const warned = s.logs.filter((l) => l.level === 40);
+  assert.deepEqual(warned.map((l) => [l.err?.code, l.dir]), [['ENOSPC', s.service.store.dir]]);
+  assert.equal(s.service.isStopping, false);
+});
+
+test('an explicit socket never moves: an instance id set later leaves the service where it listens', async (t) => {
+  const s = await open(t);
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const id = `t${process.pid}z${Date.now().toString(36)}`;
+  await s.service.store.setInstanceID(id);
+  // The stop waits for a move under way, were there one.
+  await s.service.stop(0, 'done');
+  assert.equal(s.service.socket, at);
+  assert.equal(existsSync(serveSocket({ instanceId: id }).path), false);
+});
+
+test('a socket client\'s requests are logged with the transport `socket`', async (t) => {
+  const s = await open(t);
+  const at = await s.service.listen(path.join(s.dir, 's.sock'));
+  const client = await connectRaw(at, 'ndjson', t);
+  assert.ok(await client.call('session/list', {}));
+  assert.deepEqual(s.logs.filter((l) => l.method === 'session/list').map((l) => l.transport), ['socket']);
 });

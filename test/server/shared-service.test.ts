@@ -12,10 +12,12 @@ import type { SharedServiceOptions } from '../../src/server/shared-service.js';
 import { SharedService } from '../../src/server/shared-service.js';
 import { socketLockPath } from '../../src/server/socket-lock.js';
 import { SocketError } from '../../src/transport/socket.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from '../../src/transport/limits.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, MAX_CONNECTIONS, MAX_SHARED_CONNECTIONS } from '../../src/transport/limits.js';
 import type { LogLine } from '../helpers/server.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
 import { connectRaw } from '../helpers/wire.js';
+import { drivenTimers } from '../helpers/idle-timers.js';
+import { signal } from '../helpers/state-server-rig.js';
 
 /** A SharedService (not listening yet) whose log lines are kept; stopped when the test ends. */
 function make(t: { after(fn: () => unknown): void }, root: string, o: Partial<SharedServiceOptions> = {}) {
@@ -170,4 +172,84 @@ test('ready() without --exit-when-idle: nothing to start, the service serves on'
   await c.call('initialize', { state: statePathIn(path.join(root, 'a')) });
   assert.ok(await c.call('session/list', {}));
   assert.equal(service.isStopping, false);
+});
+
+test('without --exit-when-idle the shared server never stops by itself, however long it stays unused', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const clock = drivenTimers();
+  const { service } = make(t, root, { idleTimers: clock.timers });
+  await service.listen(path.join(root, 's.sock'));
+  service.ready();
+  clock.fireAll();
+  assert.equal(service.isStopping, false);
+});
+
+test('the socket file left in place: the checks find it there, again and again, and the server serves on', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  let checks = 0;
+  const thrice = signal();
+  const { service } = make(t, root, { socketCheckMs: 1, socketStillThere: () => ++checks === 3 && thrice.resolve() });
+  const at = await service.listen(path.join(root, 's.sock'));
+  await thrice.promise;
+  assert.equal(service.isStopping, false);
+  const c = await connectRaw(at, 'ndjson', t);
+  assert.ok(await c.call('session/list', {}));
+});
+
+// The log lines below are the ones docs/operations.md ("What the log says") promises operators:
+// their level and fields, never their words.
+
+test('the stop is logged at info: why it began, then the exit code', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const { service, logs } = make(t, root);
+  await service.listen(path.join(root, 's.sock'));
+  await service.stop(3, 'told to');
+  const info = logs.filter((l) => l.level === 30).map((l) => ({ why: l.why, code: l.code }));
+  assert.deepEqual(info, [{ why: 'told to', code: undefined }, { why: undefined, code: 3 }]);
+});
+
+test('a message the transport refuses is answered, and logged at debug with the code answered (no hook given)', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const { service, logs } = make(t, root);
+  const at = await service.listen(path.join(root, 's.sock'));
+  const client = await connectRaw(at, 'ndjson', t);
+  client.writeBytes('{"jsonrpc":"2.0","id":1,"method":\n');
+  assert.equal((await client.waitFor((m) => m.error !== undefined)).error?.code, -32700);
+  assert.deepEqual(logs.filter((l) => l.level === 20 && l.code !== undefined).map((l) => l.code), [-32700]);
+});
+
+test('the shared server serves its own bound of connections at once (above a dedicated server\'s); one more is closed on arrival, warned', async (t) => {
+  const root = tempDir('hs-shared-svc-');
+  const { service, logs } = make(t, root);
+  const at = await service.listen(path.join(root, 's.sock'));
+  assert.ok(MAX_SHARED_CONNECTIONS > MAX_CONNECTIONS);
+  const sockets: net.Socket[] = [];
+  t.after(() => {
+    for (const socket of sockets) socket.destroy();
+  });
+  // Each connection is served: a line that is not JSON gets its parse error back.
+  const served = (socket: net.Socket) =>
+    new Promise<boolean>((resolve) => {
+      socket.once('data', () => resolve(true));
+      socket.once('close', () => resolve(false));
+    });
+  // In batches a listen backlog takes (a unix socket's connect fails with EAGAIN past it).
+  let answered = 0;
+  for (let i = 0; i < MAX_SHARED_CONNECTIONS; i += 64) {
+    const batch: Promise<boolean>[] = [];
+    for (let j = i; j < Math.min(i + 64, MAX_SHARED_CONNECTIONS); j++) {
+      const socket = net.connect(at);
+      sockets.push(socket);
+      batch.push(served(socket));
+      socket.write('x\n');
+    }
+    answered += (await Promise.all(batch)).filter(Boolean).length;
+  }
+  assert.equal(answered, MAX_SHARED_CONNECTIONS);
+  const extra = net.connect(at);
+  sockets.push(extra);
+  await new Promise((resolve) => extra.once('close', resolve));
+  const warned = logs.filter((l) => l.level === 40);
+  assert.equal(warned.length, 1, JSON.stringify(warned));
+  assert.deepEqual([warned[0]?.socket, warned[0]?.max], [at, MAX_SHARED_CONNECTIONS]);
 });

@@ -4,7 +4,7 @@
 // close tells (the feed, presence, the shutdown client gone), status' fields, backups one after
 // another, and the store's commits passed on to the change feed.
 import assert from 'node:assert/strict';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import * as z from 'zod';
@@ -84,6 +84,8 @@ test('with the host on stdio as owner: the host may end the server, a socket cli
   const status = (await bridge.call('status')) as { stopping: boolean };
   assert.equal(status.stopping, false, 'the refused shutdown changed nothing');
   assert.deepEqual(r.exits, [], 'the exit of a socket client is ignored');
+  // Not silently: a warn line names the transport it came on (docs/operations.md).
+  assert.deepEqual(r.logs.filter((l) => l.level === 40).map((l) => l.transport), ['socket']);
   const host = r.connect('stdio');
   assert.equal(await host.call('shutdown'), null);
   host.notify('exit');
@@ -289,4 +291,33 @@ test('a connection that sent shutdown closing on a server that wants no word of 
   client.end();
   await client.closed;
   assert.equal(((await r.connect().call('status')) as { connections: number }).connections, 1);
+});
+
+test('each request is logged at debug with its method, its duration and its connection (README: Logs)', async (t) => {
+  const r = await stateServerRig(t);
+  const a = r.connect('socket');
+  const b = r.connect('stdio');
+  await a.call('status');
+  await b.call('session/list', {});
+  const requests = r.logs.filter((l) => l.level === 20 && typeof l.us === 'number');
+  assert.deepEqual(requests.map((l) => [l.method, l.transport]), [['status', 'socket'], ['session/list', 'stdio']]);
+  assert.equal(typeof requests[0]?.conn, 'number');
+  assert.notEqual(requests[0]?.conn, requests[1]?.conn, 'two connections, two ids');
+});
+
+test('a returning subscriber whose missed entries cannot be read: its subscription ends with watch/overflow, the read error logged at error with err', async (t) => {
+  const r = await stateServerRig(t);
+  await r.store.addSession({ name: 'a', channelID: '', type: '', cmd: '' });
+  await r.store.appendTranscript('a', entry('one'));
+  // A folder where the transcript's file was: its pages cannot be read.
+  const file = path.join(r.dir, 'transcripts', 'a.jsonl');
+  rmSync(file);
+  mkdirSync(file);
+  const client = r.connect();
+  const got = (await client.call('watch/subscribe', { transcripts: ['a'], since: { epoch: r.store.epoch, revision: r.store.revision, transcripts: { a: -1 } } })) as { subscription: string };
+  const overflow = await client.waitFor((m) => m.method === 'watch/overflow');
+  assert.equal((overflow.params as { subscription: string }).subscription, got.subscription);
+  const errors = r.logs.filter((l) => l.level === 50);
+  assert.equal(errors.length, 1, JSON.stringify(r.logs));
+  assert.ok(errors[0]?.err, 'the error is carried as err');
 });
