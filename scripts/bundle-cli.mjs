@@ -92,7 +92,7 @@ await build({
 await build({
   ...common,
   // The writer thread's script: the bundle starts its worker from dist/src/writer-worker.cjs
-  // (src/store/writer-thread.ts finds it beside the file its import.meta names, by the name
+  // (src/store/writer-thread-start.ts finds it beside the file its import.meta names, by the name
   // defined for the CLI bundle above).
   entryPoints: { 'writer-worker': 'src/store/writer-worker.ts' },
   outdir: 'dist/src',

@@ -10,13 +10,14 @@ import { constants as C, lstatSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import { errnoOf } from '../common/errno.js';
-import type { GroupWrite } from './writer-thread.js';
+import type { GroupWrite } from './writer-thread-jobs.js';
 import { loggedOutcome } from './logged-outcome.js';
-import { BATCH_JOBS, BATCHED_WRITE_MAX, LineNotWritten, WriterThread } from './writer-thread.js';
+import { BATCH_JOBS, BATCHED_WRITE_MAX, LineNotWritten } from './writer-thread-jobs.js';
+import { WriterThread } from './writer-thread.js';
 import type { FileStamp } from './writer-worker.js';
 
 export type { FileStamp } from './writer-worker.js';
-export { LineNotWritten } from './writer-thread.js';
+export { LineNotWritten } from './writer-thread-jobs.js';
 
 /** A whole file's bytes: text, bytes, or bytes in pieces (copied once, in order, by the writer thread). */
 export type FileBytes = string | Uint8Array | readonly Uint8Array[];

@@ -4,7 +4,7 @@
 // failure of a record (a failed write, or a worker lost with the batch, when what it wrote is
 // unknown) fails the whole batch, which the log cuts back, so no record of a refused append can
 // come back at replay.
-import { GuardFailed, LineNotWritten } from './writer-thread.js';
+import { GuardFailed, LineNotWritten } from './writer-thread-jobs.js';
 
 /**
  * Per entry, its line's failure (LineNotWritten) or undefined; throws the failure of a record

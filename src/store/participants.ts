@@ -1,7 +1,7 @@
 // One session's participants journal, participants/<name>.log: one user id per line, first-seen
 // order. The set is loaded once and kept, so membership is O(1) however long the journal grows.
 import type { FileHandle } from 'node:fs/promises';
-import type { AppendState } from './append-file.js';
+import type { AppendState } from './append-file-options.js';
 import { AppendFile } from './append-file.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';

@@ -14,29 +14,43 @@ type Row = Session;
 /** The zero values of the fields Go writes even when empty (no omitempty): what a row read or saved starts from. */
 export const ROW_ZERO = { name: '', channelID: '', type: '', cmd: '' };
 
-const knownSessionKeys = new Set(sessionGoFields.map((x) => x.key));
-const foldedSessionKeys = new Map(sessionGoFields.map((x) => [goFoldKey(x.key), x.key]));
+/** The keys a level of state.json knows, and each one's Go-folded form (key-fold.ts). */
+export interface KnownKeys {
+  readonly known: ReadonlySet<string>;
+  readonly folded: ReadonlyMap<string, string>;
+}
+
+/** The keys of `fields` (a protocol/model.ts field list) as a KnownKeys. */
+export const knownKeysOf = (fields: readonly { key: string }[]): KnownKeys => ({
+  known: new Set(fields.map((x) => x.key)),
+  folded: new Map(fields.map((x) => [goFoldKey(x.key), x.key])),
+});
+
+const sessionKeys = knownKeysOf(sessionGoFields);
 
 /**
- * Refuses an unknown field the file could not give back as it came (a number beyond float64;
- * nesting past what state.json may hold; a key Go's decoder folds onto a known field: another
- * case, ſ for s, K for k), so a value accepted
- * now can never make the next start refuse the file. A row sits 3 levels deep in state.json.
+ * Refuses an unknown key of `obj` (named `at` in errors, `depth` levels deep in state.json) the
+ * file could not give back as it came: a number beyond float64; nesting past what state.json may
+ * hold; a key Go's decoder folds onto a known field (another case, ſ for s, K for k), which the
+ * next start would read as that field, replacing the row's own. So a value accepted now can
+ * never make the next start refuse the file.
  */
-export function assertKeptExactly(session: NewSession): void {
-  for (const [key, value] of Object.entries(session)) {
-    if (knownSessionKeys.has(key)) continue;
-    // Go's decoder (and ours) matches keys case-insensitively, under Unicode simple folding
-    // (key-fold.ts): written back, "Name" or "reſumeToken" would be read as "name" or
-    // "resumeToken" by Go, replacing the row's own.
-    const folded = foldedSessionKeys.get(goFoldKey(key));
+export function assertUnknownKeysKept(obj: object, keys: KnownKeys, at: string, depth: number): void {
+  for (const [key, value] of Object.entries(obj)) {
+    if (keys.known.has(key)) continue;
+    const folded = keys.folded.get(goFoldKey(key));
     if (folded) {
-      throw new StoreError('invalid-input', `session.${key} differs from the field "${folded}" only in case (as Go folds keys); `
+      throw new StoreError('invalid-input', `${at}.${key} differs from the field "${folded}" only in case (as Go folds keys); `
         + 'the next start would read it as that field');
     }
-    const bad = keptValueProblem(value, `session.${key}`, 3);
+    const bad = keptValueProblem(value, `${at}.${key}`, depth);
     if (bad) throw new StoreError('invalid-input', `${bad.at} ${bad.rule}`);
   }
+}
+
+/** assertUnknownKeysKept for a row: a row sits 3 levels deep in state.json. */
+export function assertKeptExactly(session: NewSession): void {
+  assertUnknownKeysKept(session, sessionKeys, 'session', 3);
 }
 
 export const isZeroValue = (v: unknown): boolean =>

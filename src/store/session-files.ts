@@ -15,7 +15,7 @@ import { Participants } from './participants.js';
 import { assertPathComponent, participantsRel, transcriptRel } from './paths.js';
 import type { Durability } from './state-store.js';
 import type { StoreLog } from './store-log.js';
-import type { SeqMark } from './transcript.js';
+import type { SeqMark } from './transcript-options.js';
 import { Transcript } from './transcript.js';
 import { metaRel } from './transcript-meta.js';
 import type { WriteAheadLog } from './wal.js';

@@ -2,11 +2,9 @@
 // and queues it): the rows and top-level fields as given, checked as an add checks a row.
 import type { Session } from '../protocol/model.js';
 import { stateGoFields } from '../protocol/model.js';
-import { keptValueProblem } from './go-decode.js';
 import { encodeSession, encodeStateDocument, UnsupportedValueError } from './go-json.js';
 import { wellFormed } from './go-text.js';
-import { goFoldKey } from './key-fold.js';
-import { assertKeptExactly, dropZeroes, encodable, isZeroValue, ROW_ZERO } from './row-checks.js';
+import { assertKeptExactly, assertUnknownKeysKept, dropZeroes, encodable, isZeroValue, knownKeysOf, ROW_ZERO } from './row-checks.js';
 import { newIncarnation } from './session-ids.js';
 import type { Doc, Outcome } from './state-document.js';
 import { StoreError } from './store-error.js';
@@ -14,8 +12,8 @@ import { StoreError } from './store-error.js';
 type Row = Session;
 
 const omittableTop = stateGoFields.filter((x) => x.omitempty && x.kind === 'string').map((x) => x.key);
-const knownTopKeys = new Set(stateGoFields.map((x) => x.key));
-const foldedTopKeys = new Map(stateGoFields.map((x) => [goFoldKey(x.key), x.key]));
+/** The document's own keys: state.json's top level is 1 deep. */
+const topKeys = knownKeysOf(stateGoFields);
 
 /**
  * Go's Save of a whole in-memory document (state/save): the rows in the order given, every field
@@ -27,7 +25,7 @@ const foldedTopKeys = new Map(stateGoFields.map((x) => [goFoldKey(x.key), x.key]
  */
 export function replaceDocument(doc: Doc, raw: Doc): Outcome<{ changed: boolean }> {
   const given = wellFormed(raw);
-  assertTopKeptExactly(given);
+  assertUnknownKeysKept(given, topKeys, 'state', 1);
   const top: Record<string, unknown> = { ...given, home: { id: given.home.id, type: given.home.type } };
   for (const key of omittableTop) if (isZeroValue(top[key])) delete top[key];
   const old = doc.sessions ?? [];
@@ -68,16 +66,3 @@ function encodeTop(doc: Doc): string {
   }
 }
 
-/** assertKeptExactly for the document's own unknown keys (state.json's top level is 1 deep). */
-function assertTopKeptExactly(doc: Doc): void {
-  for (const [key, value] of Object.entries(doc)) {
-    if (knownTopKeys.has(key)) continue;
-    const folded = foldedTopKeys.get(goFoldKey(key));
-    if (folded) {
-      throw new StoreError('invalid-input', `state.${key} differs from the field "${folded}" only in case (as Go folds keys); `
-        + 'the next start would read it as that field');
-    }
-    const bad = keptValueProblem(value, `state.${key}`, 1);
-    if (bad) throw new StoreError('invalid-input', `${bad.at} ${bad.rule}`);
-  }
-}

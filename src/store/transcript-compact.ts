@@ -1,6 +1,6 @@
 // Go's compaction of a transcript (transcript.go), as the store's Transcript runs it inside the
 // file's queue: when it runs (the trigger), what it keeps (the newest lines within 2 MiB, at least
-// one) and the usage of what it drops; the replace itself is Transcript's (transcript.ts).
+// one) and the usage of what it drops; the replace itself is in transcript-replace.ts.
 import { HEAD_BYTES } from './file-head.js';
 import { encodeTranscriptLine, UnsupportedValueError } from './go-json.js';
 import type { Io } from './io.js';

@@ -3,30 +3,27 @@
 // Being the only writer, it keeps what readers ask for in memory: the newest ts, the entry count
 // and seq numbers, and usage over every entry ever appended, compacted ones included.
 import path from 'node:path';
-import { crc32 } from 'node:zlib';
 import { AppendFile } from './append-file.js';
+import type { AppendKeys } from './append-keys.js';
 import { compactionSlots } from './compaction-slots.js';
 import { goDecodeUtf8, wellFormed } from './go-text.js';
 import { isErrno } from '../common/errno.js';
 import type { Io } from './io.js';
-import type { Durability } from './state-store.js';
 import { ioError, StoreError } from './store-error.js';
 import type { StoreLog } from './store-log.js';
-import { headOf } from './file-head.js';
-import type { Newest } from './transcript-compact.js';
-import { COMPACT_TRIGGER_BYTES, entryLine, newestOfFile, prefixOf } from './transcript-compact.js';
-import type { TranscriptMeta } from './transcript-meta.js';
-import { removeMeta, removeSummary, summaryBeside, writeMeta, writeSummary } from './transcript-meta.js';
+import { COMPACT_TRIGGER_BYTES, entryLine } from './transcript-compact.js';
+import { removeMeta, removeSummary, summaryBeside, writeSummary } from './transcript-meta.js';
+import type { AppendListener, Pending, SeqMark, TranscriptOptions } from './transcript-options.js';
 import type { Entry } from './transcript-read.js';
 import { parseLine } from './transcript-read.js';
+import { noteKeys, walKeys } from './transcript-keys.js';
 import type { ForwardCursor, ForwardPage, Page } from './transcript-pages.js';
 import { forwardOf, pageOf } from './transcript-pages.js';
+import { replaceWithNewest } from './transcript-replace.js';
 import type { Snapshot } from './transcript-scan.js';
 import { emptySnapshot, scanTranscript } from './transcript-scan.js';
 import type { Usage } from './usage.js';
 import { addEntry, toUsage } from './usage.js';
-import type { WriteAheadLog } from './wal.js';
-import type { AppendKeys } from './append-keys.js';
 import type { WriterKey } from './writer-sequences.js';
 
 /**
@@ -35,47 +32,6 @@ import type { WriterKey } from './writer-sequences.js';
  * summary) instead of the whole file, and the cost is one unsynced replace per 64 KiB of appends.
  */
 export const SUMMARY_EVERY_BYTES = 64 * 1024;
-
-/** Reported for each appended entry, after it is in the file, in file order. */
-export type AppendListener = (seq: number, entry: Entry) => void;
-
-interface Pending {
-  entry: Entry;
-  seq: number;
-  /** Its idempotency key (append-keys.ts), if it was sent with one. */
-  key?: WriterKey | undefined;
-}
-
-/** The seq high-water mark of one transcript (see high-water.ts). */
-export interface SeqMark {
-  get(): number;
-  raise(next: number): void;
-  reset(): void;
-  save(): Promise<void>;
-}
-
-/** What a Transcript is made of (SessionFiles builds one per name: session-files.ts). */
-export interface TranscriptOptions {
-  io: Io;
-  /** The .jsonl file, absolute, and its name relative to the state dir (for messages and the log). */
-  file: string;
-  rel: string;
-  /** Its side file (meta), absolute and relative to the state dir. */
-  metaFile: string;
-  metaRelPath: string;
-  durability: Durability;
-  log: StoreLog;
-  /** Told each appended entry once it is in the file, in order (the change feed). */
-  onAppend: AppendListener;
-  /** Told each time a compaction replaced the file (status counts them). */
-  onCompacted?: () => void;
-  /** Its seq high-water mark, so seq never goes back when every copy of the meta is lost. */
-  mark: SeqMark;
-  /** The write-ahead log its appends go through (durability `sync`), if any. */
-  wal?: WriteAheadLog | undefined;
-  /** The idempotency keys' log, noted before a keyed append's bytes are written. */
-  keys?: AppendKeys | undefined;
-}
 
 export class Transcript {
   private readonly appender: AppendFile<Pending>;
@@ -119,31 +75,12 @@ export class Transcript {
       },
       written: (pending, size) => this.written(pending, size),
       afterWrite: () => this.keepSummary(),
-      ...(o.keys ? { beforeWrite: (pending: Pending[], ino: number, offsets: number[], bufs: Buffer[]) => this.noteKeys(o.keys as AppendKeys, pending, ino, offsets, bufs) } : {}),
+      ...(o.keys ? { beforeWrite: (pending: Pending[], ino: number, offsets: number[], bufs: Buffer[]) => noteKeys(o.keys as AppendKeys, rel, this.snap as Snapshot, pending, ino, offsets, bufs) } : {}),
       // Each log record carries the seq after it, so a replay raises the high-water mark past it.
       nextSeq: (pending) => (this.snap ? this.snap.firstSeq + this.snap.count + pending.length : undefined),
       // In sync mode a key is durable in the batch's log record (its line in append-keys.log is synced only by a checkpoint).
-      walKeys: (pending) => this.walKeys(pending),
+      walKeys: (pending) => walKeys(this.snap as Snapshot, pending),
     });
-  }
-
-  /** Notes the keyed appends of a batch, with the seq each will get, before their bytes are written. */
-  private noteKeys(keys: AppendKeys, pending: Pending[], ino: number, offsets: number[], bufs: Buffer[]): Promise<void> {
-    const snap = this.snap as Snapshot;
-    const lines = [];
-    for (const [i, p] of pending.entries()) {
-      const buf = bufs[i] as Buffer;
-      if (p.key) lines.push({ key: p.key, answer: { seq: snap.firstSeq + snap.count + i }, place: { f: this.rel, i: ino, o: offsets[i] as number, n: buf.length, c: crc32(buf) } });
-    }
-    return lines.length > 0 ? keys.note(lines) : Promise.resolve();
-  }
-
-  /** The keys of a batch's keyed appends with the seq each will get, or undefined when none has one. */
-  private walKeys(pending: Pending[]): [string, number, number][] | undefined {
-    const snap = this.snap as Snapshot;
-    let keys: [string, number, number][] | undefined;
-    for (const [i, p] of pending.entries()) if (p.key) (keys ??= []).push([p.key.id, p.key.seq, snap.firstSeq + snap.count + i]);
-    return keys;
   }
 
   /** Appends one entry; resolves with its seq once its line is in the file. */
@@ -331,52 +268,10 @@ export class Transcript {
   }
 
   private async compactNow(): Promise<void> {
-    const snap = this.snap as Snapshot;
-    const tmp = `${this.file}.compact`;
-    let ino = 0;
-    let newest: Newest;
-    let next: TranscriptMeta;
-    try {
-      newest = await newestOfFile(this.io, this.file, snap.dropped);
-      if (newest.count === 0) return;
-      // A crash's leftover is swept at start; whatever is at the name now is removed, not written
-      // through (O_EXCL: a link planted there is never followed).
-      await this.io.unlink(tmp).catch((err: unknown) => {
-        if (!isErrno(err, 'ENOENT')) throw err;
-      });
-      const fh = await this.io.open(tmp, 'wx', 0o600);
-      try {
-        await this.io.write(fh, Buffer.concat(newest.lines));
-        // On disk before the rename is: else a power loss after it can leave the transcript short or empty.
-        await this.io.datasync(fh);
-        ino = await this.io.inode(fh);
-      } finally {
-        await fh.close();
-      }
-      next = {
-        ino,
-        head: headOf(prefixOf(newest.lines)),
-        firstSeq: snap.firstSeq + newest.count - newest.lines.length,
-        dropped: newest.removed,
-        prev: { ino: snap.ino, ...(snap.head === undefined ? {} : { head: snap.head }), firstSeq: snap.firstSeq, dropped: snap.dropped },
-      };
-      await writeMeta(this.io, this.metaFile, this.metaRelPath, next);
-      this.mark.raise(next.firstSeq + newest.lines.length);
-      await this.mark.save();
-      // The keys' lines name places in the old file: written again without them first (append-keys.ts).
-      await this.keys?.carry(this.rel, snap.ino);
-      await this.io.rename(tmp, this.file);
-    } catch (err) {
-      await this.removeTemp(tmp);
-      this.log.error(`compaction of ${this.rel} failed; the file is left as it was and compaction is retried after the next append`, err);
-      return;
-    }
-    // The rename is the commit point: from here the new file is the transcript.
+    const files = { io: this.io, file: this.file, rel: this.rel, metaFile: this.metaFile, metaRelPath: this.metaRelPath, log: this.log, mark: this.mark, keys: this.keys };
+    const head = await replaceWithNewest(files, this.snap as Snapshot);
+    if (head === undefined) return;
     this.summarized = 0;
-    Object.assign(snap, {
-      ino, head: next.head, size: newest.lines.reduce((n, l) => n + l.length, 0), count: newest.lines.length, firstSeq: next.firstSeq,
-      dropped: next.dropped, generation: snap.generation + 1,
-    });
     this.onCompacted?.();
     try {
       await this.io.syncDir(path.dirname(this.file));
@@ -384,17 +279,6 @@ export class Transcript {
       this.log.error(`fsync of the folder of ${this.rel} after compaction failed; the rename may not survive a power loss`, err);
     }
     // The new file's numbers, while the compacting append still runs (the old summary named the old file).
-    await this.saveSummary(next.head as string);
+    await this.saveSummary(head);
   }
-
-  /** Removes a failed compaction's temp file; absent is fine (it failed before creating it). */
-  private async removeTemp(tmp: string): Promise<void> {
-    try {
-      await this.io.unlink(tmp);
-    } catch (err) {
-      if (!isErrno(err, 'ENOENT')) this.log.error(`removing ${this.rel}.compact after a failed compaction failed; it is swept at the next start`, err);
-    }
-  }
-
 }
-

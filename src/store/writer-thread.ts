@@ -28,124 +28,13 @@
 // written first (`replace`'s `line`). The same thread, not one of its own: a second worker cost the server ~18 MB
 // of RSS (~30 MB at 5 000 sessions), past its 150 MB bound. The price is that a batch of appends
 // posted while a replace runs waits for it (~0.2 ms; with --durability sync, its fsync).
-import type { execFileSync as ExecFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { holdV8FlagDefaults } from '../common/v8-flag-hold.js';
+import type { Worker } from 'node:worker_threads';
 import { CTL, GUARD_FAILED, PLAN_DATASYNC, PLAN_INTS } from './writer-worker-control.js';
-import type { BatchAnswer, FileStamp, ReplaceAnswer, ReplaceJob, WriterWorkerData } from './writer-worker.js';
-
-/**
- * The worker's file name in the CLI bundle, which defines it (scripts/bundle-cli.mjs): its second
- * entry, dist/src/writer-worker.cjs, a CommonJS script, which a Worker starts for less CPU than an
- * ES module. Undefined elsewhere.
- */
-declare const HS_WRITER_WORKER: string | undefined;
-
-/**
- * The worker's module: beside this one (tsc's dist/src/store/writer-worker.js, the library), or
- * beside the CLI bundle (esbuild leaves `new URL(…, import.meta.url)` alone). Run from src/ (the
- * tests), the script compiled from the TypeScript source (sourceWorkerScript).
- */
-function workerEntry(): { filename: string | URL; eval: boolean } {
-  const bundled = typeof HS_WRITER_WORKER === 'string' ? HS_WRITER_WORKER : undefined;
-  if (!import.meta.url.endsWith('.ts')) return { filename: new URL(bundled ?? './writer-worker.js', import.meta.url), eval: false };
-  return { filename: sourceWorkerScript(), eval: true };
-}
-
-let sourceScript: string | undefined;
-
-/**
- * Run from src/ by tsx, Node 20 applies no `--import` loader inside a worker: the worker's module
- * and what it imports are compiled into one CommonJS script by esbuild (a devDependency, as tsx is,
- * and what builds dist/src/writer-worker.cjs), once per process, and each worker evaluates it.
- * Registering tsx's require hook in each new thread instead cost ~175 ms of CPU per start against
- * ~45 ms, and the tests start ~25 threads. The esbuild binary runs as a child, not through the
- * esbuild module, whose synchronous calls start a worker thread of their own (a test counting the
- * threads a writer starts would count it).
- */
-function sourceWorkerScript(): string {
-  if (sourceScript === undefined) {
-    const require = createRequire(import.meta.url);
-    const { execFileSync } = require('node:child_process') as { execFileSync: typeof ExecFileSync };
-    const esbuild = path.join(path.dirname(require.resolve('esbuild/package.json')), 'bin', 'esbuild');
-    const entry = fileURLToPath(new URL('./writer-worker.ts', import.meta.url));
-    sourceScript = execFileSync(esbuild, [entry, '--bundle', '--platform=node', '--format=cjs', '--target=node20', '--log-level=warning'], {
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-    });
-  }
-  return sourceScript;
-}
-
-/** Past this size a write goes to the thread pool alone: the copy into a batch would cost more than the hand-off. */
-export const BATCHED_WRITE_MAX = 64 * 1024;
-/**
- * The bytes of one batch, shared with the worker: a batch is copied in and announced with its job
- * count, nothing is allocated or transferred per hand-off (a transferred buffer per batch cost
- * more than the message itself). Only one batch is out at a time, so one region suffices.
- */
-export const BATCH_BYTES = 1024 * 1024;
-/** Jobs one batch may hold (each its fd, length and flags in the shared plan). */
-export const BATCH_JOBS = 4096;
-
-/** One write of a group (writeGroup): `after`, the index in the group of a write whose failure leaves this one out. */
-export interface GroupWrite {
-  readonly fd: number;
-  readonly buf: Buffer;
-  readonly datasync?: boolean;
-  readonly after?: number;
-}
-
-/** A write of a group left out because the one it depends on failed (writeGroup). */
-export class GuardFailed extends Error {
-  readonly code = GUARD_FAILED;
-}
-
-/** A line appended to an open file (its fd) before a replace, in the same hand-off (`replace`). */
-export interface LineFirst {
-  readonly fd: number;
-  readonly buf: Uint8Array;
-  readonly datasync: boolean;
-}
-
-/** A replace's line could not be written (or synced): nothing was replaced. `cause` says why. */
-export class LineNotWritten extends Error {
-  constructor(override readonly cause: Error) {
-    super(cause.message);
-  }
-}
-
-interface PendingReplace {
-  readonly file: string;
-  /** The file's bytes in pieces, copied once into the shared region in order. */
-  readonly bytes: readonly Uint8Array[];
-  readonly mode: number;
-  readonly sync: boolean;
-  readonly line: LineFirst | undefined;
-  resolve(stamp: FileStamp): void;
-  reject(err: Error): void;
-}
-
-interface Job {
-  readonly fd: number;
-  readonly buf: Buffer;
-  readonly datasync: boolean;
-  /** 0, or 1 + the index in its batch of the job whose failure leaves this one out (writeGroup). */
-  readonly guard: number;
-  resolve(n: number): void;
-  reject(err: Error): void;
-}
-
-/** A running worker and its view of a batch: the bytes, and one fd and one length per job. */
-interface Thread {
-  readonly worker: Worker;
-  readonly ctl: Int32Array;
-  readonly bytes: Buffer;
-  readonly plan: Int32Array;
-}
+import type { BatchAnswer, FileStamp, ReplaceAnswer, ReplaceJob } from './writer-worker.js';
+import type { GroupWrite, Job, LineFirst, PendingReplace } from './writer-thread-jobs.js';
+import { BATCH_BYTES, BATCH_JOBS, GuardFailed, LineNotWritten } from './writer-thread-jobs.js';
+import type { Thread } from './writer-thread-start.js';
+import { startThread, wake } from './writer-thread-start.js';
 
 export class WriterThread {
   private thread: Thread | undefined;
@@ -302,51 +191,13 @@ export class WriterThread {
 
   private started(): Thread {
     if (this.thread) return this.thread;
-    const ctl = new SharedArrayBuffer(CTL.LENGTH * Int32Array.BYTES_PER_ELEMENT);
-    const bytes = new SharedArrayBuffer(BATCH_BYTES);
-    const plan = new SharedArrayBuffer(BATCH_JOBS * PLAN_INTS * Int32Array.BYTES_PER_ELEMENT);
-    const entry = workerEntry();
-    const workerData: WriterWorkerData = { ctl, bytes, plan };
-    // V8 flags set at run time (serve's heap settings) would make the worker compile node's
-    // built-in modules without node's code cache (~30 ms of CPU): they are held at V8's defaults
-    // until the worker has loaded, which its first answer (or its end) shows (common/v8-flag-hold.ts).
-    const release = holdV8FlagDefaults();
-    let worker: Worker;
-    try {
-      worker = new Worker(entry.filename, {
-        eval: entry.eval,
-        workerData,
-        // Not the parent's flags (a loader such as tsx, --input-type): it needs none of them.
-        // Stryker disable next-line ArrayDeclaration: a list with a word that is no flag starts the same worker
-        execArgv: [],
-        // It holds no more than one batch at a time: a small heap keeps the process's RSS down.
-        // Stryker disable next-line ObjectLiteral: without the bound only the memory differs (bench/)
-        resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
-      });
-    } catch (err) {
-      release();
-      throw err;
-    }
-    worker.on('message', (answer: BatchAnswer | ReplaceAnswer) => {
-      release();
-      if (answer !== null && !Array.isArray(answer)) this.replaced(answer);
-      else this.answered(answer);
-    });
-    // A worker that fails takes its unanswered batches with it: each caller learns why, and the
-    // next write starts a new worker.
-    worker.on('error', (err) => {
-      release();
-      this.lost(worker, err);
-    });
-    worker.on('exit', (code) => {
-      release();
-      this.lost(worker, new Error(`the writer thread exited (code ${code}) with writes unanswered`));
-    });
-    // After the listeners: adding a 'message' listener refs the worker again (Node 20). It is
-    // started by the first write, not ahead: starting it with the store cost spawn-to-first-reply
-    // ~13 ms (1.61 × → 1.79 × the bare server), and the first append pays its 30–80 ms once.
-    worker.unref();
-    this.thread = { worker, ctl: new Int32Array(ctl), bytes: Buffer.from(bytes), plan: new Int32Array(plan) };
+    this.thread = startThread(
+      (answer) => {
+        if (answer !== null && !Array.isArray(answer)) this.replaced(answer);
+        else this.answered(answer);
+      },
+      (worker, err) => this.lost(worker, err),
+    );
     return this.thread;
   }
 
@@ -400,10 +251,4 @@ export class WriterThread {
     setImmediate(() => this.postReplace());
     if (this.queued.length > 0) setImmediate(() => this.flush());
   }
-}
-
-/** Wakes the worker for what was just posted (a futex wake, no message: writer-worker.ts, serve). */
-function wake(thread: Thread): void {
-  Atomics.add(thread.ctl, CTL.WAKE, 1);
-  Atomics.notify(thread.ctl, CTL.WAKE);
 }

@@ -9,7 +9,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { AppendFile } from '../../src/store/append-file.js';
-import type { AppendFileOptions } from '../../src/store/append-file.js';
+import type { AppendFileOptions } from '../../src/store/append-file-options.js';
 import type { Io } from '../../src/store/io.js';
 import { nodeIo, withIo } from '../../src/store/io.js';
 import type { Durability } from '../../src/store/state-store.js';

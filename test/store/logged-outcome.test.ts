@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loggedOutcome } from '../../src/store/logged-outcome.js';
-import { GuardFailed, LineNotWritten } from '../../src/store/writer-thread.js';
+import { GuardFailed, LineNotWritten } from '../../src/store/writer-thread-jobs.js';
 
 const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
 // Two entries with lines (writes 0 and 1), their records (2 and 3), the log's sync (4).

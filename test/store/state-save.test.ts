@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { test } from 'node:test';
 import type { StateDocument } from '../../src/protocol/model.js';
+import { MAX_DOCUMENT_DEPTH } from '../../src/store/go-decode.js';
 import { loadGoldens } from '../helpers/goldens.js';
 import { countingIo, errno, newSession, openIn, reopen, snapshot, storeError, text } from '../helpers/store.js';
 import { statePathIn, tempDir } from '../helpers/temp-dir.js';
@@ -204,4 +205,30 @@ test('a save that changes nothing writes the file when there is none (as Go\'s S
   rmSync(store.statePath);
   await store.saveState(structuredClone(store.getPersistedState()), store.revision);
   assert.equal(existsSync(store.statePath), true);
+});
+
+test('a save refuses a top-level key Go would fold onto a known field, and a value the next start could not read; memory and disk stay as they were', async (t) => {
+  const store = await openIn(tempDir());
+  t.after(() => store.close());
+  await store.addSession(newSession('a'));
+  const before = snapshot(store.statePath);
+  const memory = structuredClone(store.getPersistedState());
+  const withKey = (key: string, value: unknown): StateDocument => ({ ...structuredClone(memory), [key]: value }) as StateDocument;
+  // "Home" and "ſessions" are what Go's decoder reads as "home" and "sessions" (ſ folds to s).
+  for (const key of ['Home', 'ſessions']) {
+    await assert.rejects(store.saveState(withKey(key, 'x'), store.revision), storeError('invalid-input', [`state.${key}`, 'only in case']));
+  }
+  // A value at the top level sits one level deep: the deepest one accepted must load again.
+  const nested = (levels: number): unknown => {
+    let v: unknown = 'leaf';
+    for (let i = 0; i < levels; i++) v = { v };
+    return v;
+  };
+  await assert.rejects(store.saveState(withKey('extra', nested(MAX_DOCUMENT_DEPTH)), store.revision), storeError('invalid-input', ['state.extra', 'nested deeper']));
+  assert.deepEqual(snapshot(store.statePath), before, 'the file is as it was');
+  assert.deepEqual(store.getPersistedState(), memory, 'memory is as it was');
+  await store.saveState(withKey('extra', nested(MAX_DOCUMENT_DEPTH - 1)), store.revision);
+  const reopened = await reopen(store);
+  t.after(() => reopened.close());
+  assert.deepEqual((reopened.getPersistedState() as Record<string, unknown>).extra, nested(MAX_DOCUMENT_DEPTH - 1), 'the next start reads what was accepted');
 });

@@ -9,7 +9,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { nodeIo } from '../../src/store/io.js';
-import { BATCHED_WRITE_MAX, BATCH_BYTES, BATCH_JOBS, WriterThread } from '../../src/store/writer-thread.js';
+import { BATCHED_WRITE_MAX, BATCH_BYTES, BATCH_JOBS } from '../../src/store/writer-thread-jobs.js';
+import { WriterThread } from '../../src/store/writer-thread.js';
 import { stalledPipe } from '../helpers/stalled-pipe.js';
 import { tempDir } from '../helpers/temp-dir.js';
 

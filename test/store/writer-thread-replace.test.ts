@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { closeSync, openSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { LineNotWritten, WriterThread } from '../../src/store/writer-thread.js';
+import { LineNotWritten } from '../../src/store/writer-thread-jobs.js';
+import { WriterThread } from '../../src/store/writer-thread.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('replaces in flight together each land whole, answered with the stamp of their file', async () => {

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { errnoOf } from '../../src/common/errno.js';
-import { GuardFailed, WriterThread } from '../../src/store/writer-thread.js';
+import { GuardFailed } from '../../src/store/writer-thread-jobs.js';
+import { WriterThread } from '../../src/store/writer-thread.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('writes of one turn to many files each land whole, and a file keeps its order across turns', async () => {
