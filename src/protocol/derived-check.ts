@@ -30,6 +30,8 @@ interface Def {
   readonly type: string;
   readonly checks?: readonly { _zod: { def: CheckDef } }[];
   readonly coerce?: boolean;
+  /** Set on a schema that is itself a check: zod 4's formats (z.int(), z.int32(), z.email()…) and z.custom. */
+  readonly check?: string;
   readonly shape?: Record<string, z.ZodType>;
   readonly catchall?: z.ZodType;
   readonly innerType?: z.ZodType;
@@ -72,6 +74,7 @@ export function deriveCheck(schema: z.ZodType): DerivedCheck | undefined {
 function derive(schema: z.ZodType): Derived {
   const def = defOf(schema);
   if (def.coerce) throw new Unknown(def.type);
+  if (def.check !== undefined && def.type !== 'custom') throw new Unknown(`${def.type} format ${def.check}`);
   switch (def.type) {
     case 'object':
       return { check: objectCheck(def), absent: required };
