@@ -704,12 +704,17 @@ func closeWhere(mine func(statePath string) bool) {
 	}
 	serversMu.Unlock()
 	for _, cn := range all {
-		cn.mu.Lock()
-		c := cn.client
-		cn.client = nil
-		cn.mu.Unlock()
-		if c != nil {
-			_ = c.Close()
-		}
+		cn.closeClient()
+	}
+}
+
+// closeClient ends cn's connection to its server, if it has one; the next call dials again.
+func (cn *connection) closeClient() {
+	cn.mu.Lock()
+	c := cn.client
+	cn.client = nil
+	cn.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
 	}
 }

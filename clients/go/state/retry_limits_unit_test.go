@@ -200,7 +200,7 @@ func TestACallWhoseConnectionKeepsEndingIsSentABoundedNumberOfTimes(t *testing.T
 	f := newRetryFake(t)
 	f.op = endsUntilItGivesIn
 	cn := &connection{statePath: f.statePath, writerID: "w"}
-	defer closeConnection(cn)
+	defer cn.closeClient() // the fake's goroutines end with it at the cleanup
 	err := cn.call(retryCtx(t), readCall, testOp)
 	_, ops, dials := f.counts()
 	if ops != maxResends || !errors.Is(err, stateclient.ErrClosed) {
@@ -217,7 +217,7 @@ func TestAKeyedWriteWhoseConnectionKeepsEndingIsSentABoundedNumberOfTimes(t *tes
 	f := newRetryFake(t)
 	f.op = endsUntilItGivesIn
 	cn := &connection{statePath: f.statePath, writerID: "w"}
-	defer closeConnection(cn)
+	defer cn.closeClient() // the fake's goroutines end with it at the cleanup
 	ctx := retryCtx(t)
 	l, err := cn.use(ctx)
 	if err != nil {
@@ -237,23 +237,12 @@ func TestADocumentThatKeepsChangingIsReadABoundedNumberOfTimes(t *testing.T) {
 	f := newRetryFake(t)
 	f.changing = true
 	cn := &connection{statePath: f.statePath, writerID: "w"}
-	defer closeConnection(cn)
+	defer cn.closeClient() // the fake's goroutines end with it at the cleanup
 	_, _, err := cn.current(retryCtx(t), 0)
 	gets, _, dials := f.counts()
 	// One read is the connect's own; then the bounded reads again, on the same connection.
 	if gets != 1+maxResends || err == nil || !strings.Contains(err.Error(), "kept changing while it was read") {
 		t.Fatalf("read %d times (want %d) on %d connections: %v", gets, 1+maxResends, dials, err)
-	}
-}
-
-// closeConnection ends cn's connection (the fake's goroutines end with it at the cleanup).
-func closeConnection(cn *connection) {
-	cn.mu.Lock()
-	c := cn.client
-	cn.client = nil
-	cn.mu.Unlock()
-	if c != nil {
-		_ = c.Close()
 	}
 }
 
